@@ -4,6 +4,8 @@ preemption signals. They compose with the HF Trainer; none subclasses it."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
 import time
 from collections import deque
@@ -118,23 +120,87 @@ class Throughput(TrainerCallback):
 
 
 class CheckpointComplete(TrainerCallback):
-    """Marks a checkpoint complete once every rank has finished writing it.
+    """Marks a checkpoint complete once every rank has written it, then rotates old checkpoints.
 
     ``on_save`` runs after the Trainer has written the whole checkpoint. A run killed mid-save leaves
-    a folder without the marker, and resume skips (and removes) such folders.
+    a folder without the marker, and resume skips (and removes) such folders. The Trainer runs with
+    ``save_total_limit=None``: its own rotation deletes old checkpoints inside ``_save_checkpoint``,
+    before ``on_save``, so with a limit of 1 a kill in between would leave no complete checkpoint.
+    Here old checkpoints go only once the new one and its marker are on disk (fsync).
     """
 
-    def __init__(self, barrier: Any):
+    def __init__(self, barrier: Any, keep: int | None = None):
         self.barrier = barrier
+        self.keep = keep  # complete checkpoints to keep (train.save_total_limit); None or <= 0: all
 
     def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_local_process_zero:
+            sync_tree(folder)  # each node flushes what its ranks wrote
         self.barrier()
         if state.is_world_process_zero:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            tmp = folder / (COMPLETE_MARKER + ".tmp")
-            tmp.write_text(json.dumps({"step": state.global_step, "time": time.time()}))
-            tmp.rename(folder / COMPLETE_MARKER)
+            mark_complete(folder, state.global_step)
+            rotate_checkpoints(Path(args.output_dir), self.keep)
         self.barrier()
+
+
+def sync_tree(folder: Path) -> None:
+    """fsync every file under ``folder``, then the folders themselves."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as fh:
+                os.fsync(fh.fileno())
+    for path in [*sorted(p for p in folder.rglob("*") if p.is_dir()), folder]:
+        _sync_dir(path)
+
+
+def _sync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def mark_complete(folder: Path, step: int) -> None:
+    """Write the completion marker durably: fsync'd file, atomic rename, fsync'd folder."""
+    tmp = folder / (COMPLETE_MARKER + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"step": step, "time": time.time()}))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / COMPLETE_MARKER)
+    _sync_dir(folder)
+
+
+def rotate_checkpoints(output_dir: Path, keep: int | None) -> list[Path]:
+    """Delete the oldest complete checkpoints beyond ``keep``; the newest complete one always stays.
+
+    Unfinished folders are left alone (one may be a save in progress; resume removes stale ones). A
+    deleted checkpoint loses its marker first, so a kill mid-delete leaves an unfinished folder,
+    never a "complete" one with files missing. Returns the folders deleted.
+    """
+    if keep is None or keep <= 0:
+        return []
+    doomed = complete_checkpoints(output_dir)[:-keep]
+    for folder in doomed:
+        (folder / COMPLETE_MARKER).unlink()
+        _sync_dir(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+    return doomed
+
+
+def complete_checkpoints(output_dir: Path) -> list[Path]:
+    """The checkpoint folders carrying the completion marker, oldest step first."""
+    found = []
+    for folder in output_dir.glob("checkpoint-*"):
+        try:
+            step = int(folder.name.split("-")[-1])
+        except ValueError:
+            continue
+        if (folder / COMPLETE_MARKER).exists():
+            found.append((step, folder))
+    return [folder for _, folder in sorted(found)]
 
 
 class EarlySignals:
@@ -201,15 +267,8 @@ class StopAtStep(TrainerCallback):
 
 def latest_complete_checkpoint(output_dir: Path) -> Path | None:
     """The newest checkpoint folder carrying the completion marker."""
-    best: tuple[int, Path] | None = None
-    for folder in output_dir.glob("checkpoint-*"):
-        try:
-            step = int(folder.name.split("-")[-1])
-        except ValueError:
-            continue
-        if (folder / COMPLETE_MARKER).exists() and (best is None or step > best[0]):
-            best = (step, folder)
-    return best[1] if best else None
+    complete = complete_checkpoints(output_dir)
+    return complete[-1] if complete else None
 
 
 def incomplete_checkpoints(output_dir: Path) -> list[Path]:

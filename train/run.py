@@ -177,7 +177,7 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         logging_steps=cfg.train.logging_steps,
         save_strategy="steps",
         save_steps=cfg.train.save_steps,
-        save_total_limit=cfg.train.save_total_limit,
+        save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
         seed=cfg.seed,
         data_seed=cfg.seed,
         bf16=bf16,
@@ -191,7 +191,8 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     preemption = Preemption(distributed.any_rank)
     peak = distributed.peak_flops() if gpu else None
     throughput = Throughput(meter, flops_per_token(model, lora, cfg.data.max_seq_len), peak, world.world_size)
-    callbacks = [MetricsFile(out / "metrics.jsonl"), CheckpointComplete(distributed.barrier), preemption, *(extra_callbacks or [])]
+    checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
+    callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
     trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=collator, callbacks=callbacks)
     # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
     trainer.callback_handler.callbacks.insert(0, throughput)
