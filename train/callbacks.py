@@ -203,45 +203,59 @@ def complete_checkpoints(output_dir: Path) -> list[Path]:
     return [folder for _, folder in sorted(found)]
 
 
-class EarlySignals:
-    """Records SIGTERM/SIGUSR1 from the moment the entry point starts, before ``Preemption`` exists.
+# SIGTERM: Slurm's preemption and scancel, torchrun's shutdown. SIGUSR1: launch/slurm/train.sbatch's time-limit
+# warning (--signal=B:USR1@N, forwarded to the ranks). SIGUSR2: what submitit asks Slurm to send before the time
+# limit (--signal=USR2@signal_delay_s) in `-m launcher=slurm` sweeps, and what its job._interrupt() sends.
+PREEMPTION_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
-    SIGUSR1's default action ends the process: a scheduler's warning during imports or setup
-    would otherwise kill the run instead of letting it checkpoint at its first step.
+
+class EarlySignals:
+    """Records the preemption signals from the moment the entry point starts, before ``Preemption`` exists.
+
+    SIGUSR1's and SIGUSR2's default action ends the process: a scheduler's warning during imports or
+    setup would otherwise kill the run instead of letting it checkpoint at its first step.
     """
 
-    received = False
+    received: int | None = None  # the signal number
 
     @classmethod
-    def install(cls, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGUSR1)) -> None:
+    def install(cls, signals: tuple[int, ...] = PREEMPTION_SIGNALS) -> None:
         for sig in signals:
             signal.signal(sig, cls._record)
 
     @classmethod
     def _record(cls, signum, frame) -> None:
-        cls.received = True
+        cls.received = signum
 
 
 class Preemption(TrainerCallback):
-    """SIGTERM / SIGUSR1 -> finish the current step, save a checkpoint, stop.
+    """SIGTERM / SIGUSR1 / SIGUSR2 -> finish the current step, save a checkpoint, stop.
 
     Schedulers signal ranks at slightly different times (or only some of them), so the decision
     is agreed across ranks at every step end; otherwise a rank would wait forever in a collective.
+    ``received`` keeps which signal came (first): what happens after the save depends on who sent it
+    (``train.entry``: exit with the requeue code, or let submitit requeue its job).
     """
 
-    def __init__(self, any_rank: Any, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGUSR1)):
+    def __init__(self, any_rank: Any, signals: tuple[int, ...] = PREEMPTION_SIGNALS):
         self.any_rank = any_rank
-        self.requested = EarlySignals.received
+        self.received: int | None = EarlySignals.received
         self.stopped_by_signal = False
         # Installed now, not at train begin: a signal during the (long) setup still ends in a clean save.
         self._previous = {sig: signal.signal(sig, self._handle) for sig in signals}
 
+    @property
+    def requested(self) -> bool:
+        return self.received is not None
+
     def _handle(self, signum, frame):
-        self.requested = True
+        if self.received is None:
+            self.received = signum
 
     def on_train_end(self, args, state, control, **kwargs):
         # Give the process its handlers back: a caller running training in-process (tests, a
-        # notebook) must not keep ignoring SIGTERM once training is over.
+        # notebook) must not keep ignoring SIGTERM once training is over, and a submitit job gets
+        # its own handler back for the requeue.
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
 

@@ -173,7 +173,9 @@ class LauncherConfig:
     nodes: int = 1
     gpus_per_node: int = 1  # ranks per node: GPUs (processes on a CPU machine)
     request_gpus: bool = True  # false on CPU-only Slurm partitions: no --gpus-per-node, gpus_per_node is then ranks only
-    tasks_per_node: int = 1  # submitit only: processes it starts per node (tooltrain launch: one torchrun per node)
+    # submitit only: processes it starts per node (tooltrain launch: one torchrun per node); launcher=slurm
+    # sets it to gpus_per_node
+    tasks_per_node: int = 1
     cpus_per_task: Optional[int] = None
     mem_gb: Optional[int] = None  # per node
     time_min: int = 60  # wall-clock limit in minutes
@@ -184,7 +186,9 @@ class LauncherConfig:
     job_name: str = "${run_name}"
     setup: list[str] = field(default_factory=list)  # shell lines run before training (module load, venv activation)
     sbatch_options: list[str] = field(default_factory=list)  # more sbatch options, e.g. ["--exclusive"]
-    signal_lead_s: int = 120  # SIGUSR1 this long before the time limit: time to finish a step and checkpoint
+    # SIGUSR1 (sweeps: submitit's SIGUSR2) this long before the time limit: time to finish a step and checkpoint
+    signal_lead_s: int = 120
+    timeout_requeues: int = 10  # launcher=slurm sweeps: how often submitit requeues a job at its time limit
     log_dir: str = "${output_dir}/logs"
     master_addr: Optional[str] = None  # torchrun/deepspeed across nodes: node 0's address (Slurm finds it itself)
     master_port: int = 29500
@@ -239,6 +243,11 @@ def check(cfg: DictConfig) -> None:
     if unknown_parts:
         problems.append(f"data.part_weights has unknown part(s) {sorted(unknown_parts)}; valid: text, call_name, call_args, call_syntax, end")
     problems += _eval_problems(cfg)
+    launcher = cfg.launcher
+    if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
+        problems.append(f"launcher=slurm starts launcher.tasks_per_node={launcher.tasks_per_node} process(es) per "
+                        f"node, one rank on one GPU each, but launcher.gpus_per_node={launcher.gpus_per_node}; "
+                        "leave tasks_per_node unset (it follows gpus_per_node) or make them equal")
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
 

@@ -9,6 +9,7 @@ batch sizes agree with the world size.
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,34 @@ def adopt_submitit_tasks() -> dict[str, str]:
               "MASTER_ADDR": dist.master_addr, "MASTER_PORT": str(dist.master_port)}
     os.environ.update(values)
     return values
+
+
+def requeue_submitit_job(signum: int | None) -> bool:
+    """After the checkpoint, let submitit requeue the sweep job its own preemption signal stopped.
+
+    In a ``-m launcher=slurm`` (or submitit_local) sweep, submitit runs the training job in its own
+    process and answers its preemption signal (SIGUSR2 unless SUBMITIT_PREEMPT_SIGNAL names another;
+    Slurm sends it ``signal_delay_s`` before the time limit) by requeueing at once, mid-step, with
+    nothing saved. ``Preemption`` holds that signal during training (finish the step, save, stop) and
+    gives submitit's handler back at train end; this calls it as the signal would have. On global
+    rank 0 it requeues the job (``scontrol requeue``; the local executor restarts it), within
+    submitit's count of timeouts, and ends the process; on other ranks it only logs. The requeued
+    job reruns the same command and resumes from the checkpoint.
+
+    Returns False, doing nothing, outside submitit or for another signal (SIGTERM: scancel, or a
+    Slurm preemption that requeues by itself).
+    """
+    if signum is None or "SUBMITIT_EXECUTOR" not in os.environ:
+        return False
+    from submitit import JobEnvironment
+
+    if signum != getattr(signal, "SIG" + JobEnvironment.USR_SIG, None):
+        return False
+    handler = signal.getsignal(signum)
+    if not callable(handler):
+        return False
+    handler(signum, None)
+    return True
 
 
 def on_gpu() -> bool:

@@ -6,6 +6,7 @@ import sys
 import time
 
 import hydra
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from train.callbacks import REQUEUE_EXIT_CODE, EarlySignals
@@ -31,11 +32,9 @@ def _main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from train.distributed import World
+    from train.distributed import StrategyError, World, requeue_submitit_job
     from train.run import run
     from train.summary import format_summary
-
-    from train.distributed import StrategyError
 
     try:
         check(cfg)
@@ -52,8 +51,22 @@ def _main(cfg: DictConfig) -> None:
         return
     if World.from_env().is_main:
         print(format_summary(result.summary, result.losses, result.output_dir, seconds_since_start()), flush=True)
-    if result.status == "preempted":
+    # saved and stopped by a signal: a sweep job hands it back to submitit, which requeues it and ends this
+    # process; otherwise the exit code asks the scheduler script (launch/slurm/train.sbatch) to requeue.
+    if result.status == "preempted" and not requeue_submitit_job(result.stop_signal):
         _exit_code = REQUEUE_EXIT_CODE
+
+
+class CheckBeforeLaunch(Callback):
+    """``-m`` sweeps: check the config once before the launcher starts or queues any job (conf/train.yaml
+    names it in hydra.callbacks), so a bad combination fails at once, not in every job of the sweep."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        try:
+            check(config)
+        except ConfigError as err:
+            _fail(err)
+            sys.exit(_exit_code)
 
 
 def _fail(err: Exception) -> None:

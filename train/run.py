@@ -54,6 +54,7 @@ class RunResult:
     losses: list[float]
     adapter_dir: Path | None
     summary: dict[str, Any]
+    stop_signal: int | None = None  # status "preempted": the signal that stopped it
 
 
 class MeteredCollator:
@@ -243,7 +244,9 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
 
         write_report(out / "metrics.jsonl", out / "report.png")
     distributed.barrier()
-    return RunResult(output_dir=out, status=status, global_step=trainer.state.global_step, losses=losses, adapter_dir=adapter_dir, summary=summary)
+    return RunResult(output_dir=out, status=status, global_step=trainer.state.global_step, losses=losses,
+                     adapter_dir=adapter_dir, summary=summary,
+                     stop_signal=preemption.received if preemption.stopped_by_signal else None)
 
 
 def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]], world: distributed.World) -> None:

@@ -86,11 +86,12 @@ def _tooltrain() -> list[str]:
 
 
 @pytest.mark.slow
-def test_sigusr1_saves_exits_75_and_the_rerun_completes_the_same_run(engine, single_run, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGTERM], ids=["SIGUSR1", "SIGTERM"])
+def test_a_preemption_signal_saves_exits_75_and_the_rerun_completes_the_same_run(engine, single_run, tmp_path, sig):
     run_dir = tmp_path / "run"
     process = engine.start(run_dir, launcher=_tooltrain())
     engine.wait_for_step(run_dir, process, 2)
-    process.send_signal(signal.SIGUSR1)
+    process.send_signal(sig)  # SIGUSR1: the sbatch script's time-limit warning; SIGTERM: preemption, scancel
     assert process.wait(timeout=120) == REQUEUE_EXIT_CODE
     summary = engine.summary(run_dir)
     stopped = summary["steps"]

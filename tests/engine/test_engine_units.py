@@ -157,17 +157,19 @@ def test_metrics_file_of_a_fresh_run_starts_empty_and_other_ranks_leave_it(tmp_p
     assert path.read_text() == ""
 
 
-def test_preemption_signal_stops_after_the_step_with_a_save_and_handlers_come_back():
-    before = signal.getsignal(signal.SIGUSR1)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2], ids=["TERM", "USR1", "USR2"])
+def test_preemption_signal_stops_after_the_step_with_a_save_and_handlers_come_back(sig):
+    before = {other: signal.getsignal(other) for other in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}
     preemption = Preemption(lambda flag: flag)
     control = SimpleNamespace(should_save=False, should_training_stop=False)
     preemption.on_step_end(None, None, control)
     assert (control.should_save, control.should_training_stop, preemption.stopped_by_signal) == (False, False, False)
-    os.kill(os.getpid(), signal.SIGUSR1)
+    os.kill(os.getpid(), sig)
     preemption.on_step_end(None, None, control)
     assert (control.should_save, control.should_training_stop, preemption.stopped_by_signal) == (True, True, True)
+    assert preemption.received == sig
     preemption.on_train_end(None, None, control)
-    assert signal.getsignal(signal.SIGUSR1) == before
+    assert {other: signal.getsignal(other) for other in before} == before
 
 
 def test_completed_run_needs_a_completed_summary_and_the_final_folder(tmp_path):
