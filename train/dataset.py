@@ -15,6 +15,7 @@ import itertools
 import json
 import re
 import shutil
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -214,17 +215,21 @@ def build_dataset(
     cache_root: Path,
     transform: Any = None,
     key_extra: dict[str, Any] | None = None,
+    may_build: bool = True,
 ) -> BuiltDataset:
     """Build (or load) the tokenized rows. ``transform(conversations, on_drop)`` maps the conversation
     stream (a recipe's data builder bound to its seed and arguments, ``train.builders.bind``); each
     conversation it drops is counted as ``dropped_by_builder``. Its name and arguments are part of the
     cache key through data_cfg; what data_cfg cannot see (the seed, the builder's version) goes in
-    ``key_extra``."""
+    ``key_extra``. With ``may_build=False`` (the caller says so: a rank that is not its node's rank 0)
+    nothing is built: it waits until a process that may build has written the cache, then loads it."""
     from filelock import FileLock
 
     key = cache_key(data_cfg, format_name, tokenizer, extra=key_extra)
     target = cache_root / f"{data_cfg.get('name', 'data')}-{key}"
     cache_root.mkdir(parents=True, exist_ok=True)
+    while not may_build and not (target / "report.json").exists():
+        time.sleep(0.5)  # the builder holds the lock until the complete cache appears (one rename)
     with FileLock(str(target) + ".lock"):
         if (target / "report.json").exists():
             return BuiltDataset(

@@ -135,8 +135,10 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     transform, key_extra = data_builder(cfg)
+    # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
+    # node's other ranks wait for the cache and load it.
     built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, Path(cfg.data.cache_dir or cache_root() / "datasets"),
-                          transform=transform, key_extra=key_extra)
+                          transform=transform, key_extra=key_extra, may_build=world.is_local_main)
     if not built.train:
         raise SystemExit(f"no training rows: {json.dumps(built.report.to_dict())}")
     rows, pack_info = make_rows(built, cfg.data)

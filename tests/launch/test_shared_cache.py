@@ -72,3 +72,31 @@ def test_two_concurrent_builds_make_one_cache_and_both_get_the_rows(run_env, tmp
     assert results[0]["dir"] == results[1]["dir"]
     built = sorted(path.name for path in cache.iterdir() if not path.name.endswith(".lock"))
     assert built == [results[0]["dir"].rsplit("/", 1)[1]]  # one cache, no half-written .tmp left behind
+
+
+def test_a_rank_that_may_not_build_waits_for_its_node_rank_zero_then_loads(run_env, tmp_path, monkeypatch):
+    """The engine passes ``may_build=world.is_local_main``: the other ranks of a node never build."""
+    import threading
+
+    from omegaconf import OmegaConf
+
+    from train.config import compose
+    from train.dataset import build_dataset
+    from train.tokenizers import load_tokenizer
+
+    monkeypatch.setenv("TOOLTRAIN_CACHE", run_env["TOOLTRAIN_CACHE"])
+    cfg = compose(["recipe=tiny"])
+    tokenizer = load_tokenizer(cfg.model.tokenizer)
+    data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
+    cache, loaded = tmp_path / "datasets", []
+    waiter = threading.Thread(target=lambda: loaded.append(
+        build_dataset(data_cfg, cfg.model.chat_format, tokenizer, cache, may_build=False)))
+    waiter.start()
+    time.sleep(1.5)
+    assert waiter.is_alive() and not any(path.is_dir() for path in cache.iterdir())  # waiting, building nothing
+
+    built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, cache)  # node-local rank 0
+    waiter.join(timeout=30)
+    assert not waiter.is_alive()
+    assert (built.from_cache, loaded[0].from_cache) == (False, True)
+    assert loaded[0].train == built.train and loaded[0].cache_dir == built.cache_dir
