@@ -2,7 +2,7 @@
 
 Each stage is a plain function; ``build_dataset`` strings them together and caches the result
 under a key that hashes everything the rows depend on: the data config, the input files' bytes,
-the chat format, the tokenizer's vocabulary and the format version. A second run with the same
+the chat format, the tokenizer's definition and the format version. A second run with the same
 key loads the rows instead of rebuilding them. The build holds a file lock, so ranks or nodes that
 share a filesystem build once and then all load; this module never asks which rank it is.
 Every conversation read is accounted for in the ``BuildReport``.
@@ -175,9 +175,18 @@ def remember_held_out(conversations: Iterable[Conversation], fraction: float, he
 
 
 def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra: dict[str, Any] | None = None) -> str:
+    from train.tokenizers import BUILD_VERSION
+
     digest = hashlib.sha256()
-    digest.update(json.dumps({"data": data_cfg, "format": format_name, "pipeline": PIPELINE_VERSION, "extra": extra or {}}, sort_keys=True).encode())
-    digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
+    digest.update(json.dumps({"data": data_cfg, "format": format_name, "pipeline": PIPELINE_VERSION, "extra": extra or {},
+                              "tokenizer_build": BUILD_VERSION}, sort_keys=True).encode())
+    # The whole tokenizer definition, not only its vocabulary: normalizer, pre-tokenizer, model and
+    # merges, added and special tokens (a fast tokenizer serializes them deterministically), and
+    # which tokens play eos/pad/... for transformers.
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    definition = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
+    digest.update(definition.encode())
+    digest.update(json.dumps(tokenizer.special_tokens_map, sort_keys=True, default=str).encode())
     for spec in data_cfg.get("sources", []):
         for path in spec["inputs"]:
             resolved = resolve_input(path)
