@@ -9,6 +9,7 @@ import shutil
 import signal
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ REQUEUE_EXIT_CODE = 75
 
 
 class TokenMeter:
-    """Counts real (non-padding) tokens and row slots of the batches the model actually ran.
+    """Counts real (non-padding) tokens, row slots and sample lengths of the batches the model actually ran.
 
     The collator knows each batch's counts but runs ahead of the model (the dataloader
     prefetches), so it queues them; a forward pre-hook on the model pops one entry per training
@@ -28,26 +29,29 @@ class TokenMeter:
     """
 
     def __init__(self) -> None:
-        self._queue: deque[tuple[int, int]] = deque()
+        self._queue: deque[tuple[int, int, list[int]]] = deque()
         self.real = 0
         self.slots = 0
+        self.lengths: list[int] = []
 
-    def add_batch(self, real: int, slots: int) -> None:
-        self._queue.append((real, slots))
+    def add_batch(self, real: int, slots: int, lengths: list[int] | None = None) -> None:
+        self._queue.append((real, slots, list(lengths or [])))
 
     def attach(self, model: Any) -> None:
         def count(module, args, kwargs):
             if module.training and self._queue:
-                real, slots = self._queue.popleft()
+                real, slots, lengths = self._queue.popleft()
                 self.real += real
                 self.slots += slots
+                self.lengths += lengths
 
         model.register_forward_pre_hook(count, with_kwargs=True)
 
-    def take(self) -> tuple[int, int]:
-        real, slots = self.real, self.slots
+    def take(self) -> tuple[int, int, list[int]]:
+        real, slots, lengths = self.real, self.slots, self.lengths
         self.real = self.slots = 0
-        return real, slots
+        self.lengths = []
+        return real, slots, lengths
 
 
 class MetricsFile(TrainerCallback):
@@ -88,14 +92,14 @@ class MetricsFile(TrainerCallback):
 class Throughput(TrainerCallback):
     """Real tokens/s, padding efficiency and (on GPU) MFU over each logging interval.
 
-    MFU counts only real tokens: FLOPs/token = 6N + 3A for full fine-tuning and 4N + 3A for LoRA
-    (no weight gradients for frozen weights), A = the attention term 2 * layers * seq * hidden
-    per token forward (x3 with backward), divided by the device's peak FLOP/s.
+    MFU = the training FLOPs of the samples this rank ran (``flops(lengths)``, train/flops.py: real
+    tokens only, attention by each sample's own length) per second, over the device's peak FLOP/s.
     """
 
-    def __init__(self, meter: TokenMeter, flops_per_token: float | None, peak_flops: float | None, world_size: int):
+    def __init__(self, meter: TokenMeter, flops: Callable[[list[int]], float] | None, peak_flops: float | None,
+                 world_size: int):
         self.meter = meter
-        self.flops_per_token = flops_per_token
+        self.flops = flops
         self.peak_flops = peak_flops
         self.world_size = world_size
         self._since = None
@@ -109,14 +113,14 @@ class Throughput(TrainerCallback):
             return
         now = time.perf_counter()
         elapsed, self._since = now - self._since, now
-        real, slots = self.meter.take()
+        real, slots, lengths = self.meter.take()
         if elapsed <= 0 or slots == 0:
             return
         tokens_per_s = real / elapsed  # this rank's
         logs["tokens_per_s_per_device"] = round(tokens_per_s, 2)
         logs["padding_efficiency"] = round(real / slots, 4)
-        if self.flops_per_token and self.peak_flops:
-            logs["mfu"] = round(tokens_per_s * self.flops_per_token / self.peak_flops, 4)
+        if self.flops and self.peak_flops:
+            logs["mfu"] = round(self.flops(lengths) / elapsed / self.peak_flops, 4)
 
 
 class CheckpointComplete(TrainerCallback):

@@ -30,6 +30,7 @@ from train.callbacks import (
 )
 from train.dataset import BuiltDataset, build_dataset
 from train.evaluation.callback import build_eval_callback
+from train.flops import flops_counter, sample_lengths
 from train.model import (
     AdapterSaveError,
     apply_lora,
@@ -66,7 +67,7 @@ class MeteredCollator:
     def __call__(self, rows):
         batch = self.collator(rows)
         real = sum(len(r["input_ids"]) for r in rows)
-        self.meter.add_batch(real, batch["input_ids"].numel())
+        self.meter.add_batch(real, batch["input_ids"].numel(), [n for row in rows for n in sample_lengths(row)])
         return batch
 
 
@@ -97,14 +98,6 @@ def data_builder(cfg: DictConfig) -> tuple[Any, dict[str, Any] | None]:
     except ValueError as err:  # before any data is read: a bad builder config costs nothing
         raise SystemExit(f"tooltrain: data.builder={cfg.data.builder}: {err}") from None
     return transform, {"builder_seed": int(cfg.seed), "builder_version": builders.version(cfg.data.builder)}
-
-
-def flops_per_token(model: Any, lora: bool, seq_len: int) -> float:
-    """6N + 3A (full) or 4N + 3A (LoRA); A = 2 * layers * seq * hidden FLOPs of attention per token."""
-    _, total = count_parameters(model)
-    config = model.config
-    attention = 2 * config.num_hidden_layers * seq_len * config.hidden_size
-    return (4 if lora else 6) * total + 3 * attention
 
 
 def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
@@ -193,7 +186,7 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     )
     preemption = Preemption(distributed.any_rank)
     peak = distributed.peak_flops() if gpu else None
-    throughput = Throughput(meter, flops_per_token(model, lora, cfg.data.max_seq_len), peak, world.world_size)
+    throughput = Throughput(meter, flops_counter(model, lora) if peak else None, peak, world.world_size)
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
     trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=collator, callbacks=callbacks)
