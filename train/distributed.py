@@ -173,6 +173,12 @@ def training_arguments_for(dist_cfg: Any, world: World, micro_batch: int, grad_a
     return args
 
 
+def check_kernels(kernels: str) -> None:
+    """Liger's kernels are Triton kernels: GPUs only. Checked with the strategy, before any data or model work."""
+    if kernels == "liger" and not on_gpu():
+        raise StrategyError("kernels=liger needs a GPU (Triton); run with kernels=none on CPU")
+
+
 def skip_cpu_shared_memory_op() -> None:
     """Keep DeepSpeed from JIT-compiling its CPU shared-memory all-reduce op.
 

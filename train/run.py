@@ -116,9 +116,10 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size)
     dtype = resolve_dtype(cfg.model.dtype, gpu)
     bf16 = dtype == torch.bfloat16
-    # Strategy errors (fsdp2 on CPU, a world too big for single) surface before any data or model work.
+    # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
     strategy_args = distributed.training_arguments_for(cfg.distributed, world, cfg.train.micro_batch_size, grad_accum,
                                                        cfg.optim.max_grad_norm, bf16)
+    distributed.check_kernels(str(cfg.kernels.value if hasattr(cfg.kernels, "value") else cfg.kernels))
     out.mkdir(parents=True, exist_ok=True)
     if world.is_main:
         # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model.
@@ -145,7 +146,7 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     # -- model ------------------------------------------------------------------------------------
     model = build_model(cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed)
     if str(cfg.kernels) in ("liger", "Kernels.liger"):
-        _apply_liger(model, gpu)
+        _apply_liger(model)
     lora = str(cfg.peft.kind.value if hasattr(cfg.peft.kind, "value") else cfg.peft.kind) == "lora"
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     adapter_shapes = expected_adapter_shapes(model) if lora else {}
@@ -252,9 +253,7 @@ def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]],
         raise AdapterSaveError(f"the adapter saved in {adapter_dir} is unusable: {detail}")
 
 
-def _apply_liger(model: Any, gpu: bool) -> None:
-    if not gpu:
-        raise SystemExit("kernels=liger needs a GPU (Triton); run with kernels=none on CPU")
+def _apply_liger(model: Any) -> None:
     from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
     _apply_liger_kernel_to_instance(model=model)
