@@ -1,7 +1,7 @@
 """The training configuration: typed schema, composition, and cross-field checks.
 
 The YAML lives in ``conf/`` (one folder per config group) and ``recipes/`` (diff-only experiment
-files, reached as the ``recipe`` group through the ``conf/recipe`` link). This module registers the
+files, reached as the ``recipe`` group through the ``conf/recipe`` link); see CONF_DIR. This module registers the
 typed schema every composed config is merged into, so an unknown key, a wrong type or a value
 outside an enum fails when Hydra composes, before anything runs; ``check(cfg)`` then rejects
 combinations that are each valid alone but conflict. Nothing here does I/O or names a runtime
@@ -19,7 +19,10 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CONF_DIR = REPO_ROOT / "conf"
+# In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
+# YAML inside the package as plain files (package-data follows the links), so an installed
+# tooltrain finds its configs in the same place.
+CONF_DIR = Path(__file__).resolve().parent / "_conf"
 
 
 class ModelSource(str, Enum):
