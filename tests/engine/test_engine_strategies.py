@@ -5,6 +5,12 @@ same 4 rows per step (the samplers agree) and compute the same token-averaged lo
 the single process bit for bit. ZeRO-3 agrees to float32 rounding, not bit for bit: its module hooks
 wrap layer inputs and outputs in identity autograd functions, which changes the grouping in which
 autograd sums the gradient contributions of the residual stream (the forward pass stays identical).
+Measured (deepspeed 0.19.8, this recipe): ZeRO-3 on ONE rank, with no communication at all, already
+differs from the single process at the same steps and by the same amounts as 2-rank ZeRO-3 differs
+from DDP, so no communication setting can make them bit-identical; stage3_param_persistence_threshold
+1e9 (nothing partitioned) with reduce_bucket_size 1e9 and contiguous_gradients off changed nothing;
+z3 leaf modules (decoder layer, LlamaModel, the whole model) and stage3_module_granularity_threshold
+fail in backward or at setup with peft LoRA on CPU.
 """
 
 from __future__ import annotations
