@@ -91,7 +91,8 @@ class DataConfig:
     overlong: Overlong = Overlong.drop
     packing: bool = True
     last_turn_only: bool = False
-    part_weights: dict[str, float] = field(default_factory=dict)  # e.g. {call_args: 2.0}
+    # loss weight per trained part (train.formats.base.WEIGHT_PARTS), e.g. {call_args: 2.0}; train.loss defines the loss
+    part_weights: dict[str, float] = field(default_factory=dict)
     eval_fraction: float = 0.0
     cache_dir: Optional[str] = None  # default: <tooltrain cache>/datasets
 
@@ -235,12 +236,24 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"data={cfg.data.name} lists no sources")
     if not 0.0 <= cfg.data.eval_fraction < 1.0:
         problems.append(f"data.eval_fraction must be in [0, 1), got {cfg.data.eval_fraction}")
-    unknown_parts = set(cfg.data.part_weights) - {"text", "call_name", "call_args", "call_syntax", "end"}
-    if unknown_parts:
-        problems.append(f"data.part_weights has unknown part(s) {sorted(unknown_parts)}; valid: text, call_name, call_args, call_syntax, end")
+    problems += _data_problems(cfg)
     problems += _eval_problems(cfg)
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+def _data_problems(cfg: DictConfig) -> list[str]:
+    from train.formats.base import WEIGHT_PARTS
+
+    problems = []
+    valid = ", ".join(sorted(WEIGHT_PARTS))
+    unknown_parts = set(cfg.data.part_weights) - WEIGHT_PARTS
+    if unknown_parts:
+        problems.append(f"data.part_weights has unknown part(s) {sorted(unknown_parts)}; valid: {valid}")
+    bad = {part: w for part, w in cfg.data.part_weights.items() if not 0.0 <= w < float("inf")}  # nan fails too
+    if bad:
+        problems.append(f"data.part_weights must be finite and >= 0, got {bad}")
+    return problems
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

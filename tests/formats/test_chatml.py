@@ -200,6 +200,32 @@ def test_part_weights_reach_the_tokens(tok):
     assert sorted(set(tokenized.weights)) == [0.0, 1.0, 2.0]
 
 
+def test_call_name_and_call_args_weights_land_on_their_own_tokens(tok):
+    """Reasoning (text in a turn with calls), call name and call arguments each get their own weight;
+    the final answer's text keeps the default 1.0 because only "reasoning" was weighted."""
+    policy = MaskPolicy(weights={"call_name": 3.0, "call_args": 2.0, "reasoning": 0.5})
+    tokenized = fmt.tokenize(CASES["text_and_call"], tok, policy)
+
+    def weighted(weight: float) -> str:
+        return "".join(tok.decode([t]) for t, w in zip(tokenized.input_ids, tokenized.weights) if w == weight)
+
+    assert weighted(0.5) == "Let me check the current weather in London."
+    assert weighted(3.0) == "get_weather"
+    assert weighted(2.0) == ' {"city": "London"}}'  # ' {"' and '}}' straddle syntax and arguments: the larger weight
+    assert weighted(1.0) == ('\n<tool_call>\n{"name": "", "arguments":\n</tool_call><|im_end|>'
+                             "Yes, it is raining in London.<|im_end|>")
+    assert tokenized.labels == fmt.tokenize(CASES["text_and_call"], tok).labels  # weights never move the mask
+
+
+def test_text_weight_covers_reasoning_unless_reasoning_has_its_own(tok):
+    conv = CASES["text_and_call"]
+    text_only = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5})).weights
+    both = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 0.5})).weights
+    assert text_only == both
+    apart = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 4.0})).weights
+    assert apart.count(4.0) == 9 and apart.count(0.5) == 9  # 'Let me check ... London.' / 'Yes, it is ... London.'
+
+
 # ---- parsing ----------------------------------------------------------------------------------
 
 

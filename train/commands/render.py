@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from train.formats import FORMATS, MaskPolicy, Tokenized
-from train.formats.base import ASSISTANT_PARTS, ChatFormat
+from train.formats.base import WEIGHT_PARTS, ChatFormat
 from train.progress import progress
 from train.schema import Conversation, SchemaError
 
@@ -33,15 +33,15 @@ OPEN, CLOSE = "⟦", "⟧"  # marks trained spans where colour is not available
 def part_weight(spec: str) -> tuple[str, float]:
     """``call_args=2`` -> ("call_args", 2.0); only trained parts can be weighted."""
     part, sep, value = spec.partition("=")
-    if not sep or part not in ASSISTANT_PARTS:
+    if not sep or part not in WEIGHT_PARTS:
         raise argparse.ArgumentTypeError(
-            f"expected PART=WEIGHT with PART one of {', '.join(sorted(ASSISTANT_PARTS))}, got {spec!r}"
+            f"expected PART=WEIGHT with PART one of {', '.join(sorted(WEIGHT_PARTS))}, got {spec!r}"
         )
     try:
         weight = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"weight of {part} must be a number, got {value!r}") from None
-    if not weight >= 0:  # also refuses nan
+    if not 0 <= weight < float("inf"):  # also refuses nan
         raise argparse.ArgumentTypeError(f"weight of {part} must be >= 0, got {value!r}")
     return part, weight
 
