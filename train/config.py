@@ -93,6 +93,8 @@ class DataConfig:
     last_turn_only: bool = False
     # loss weight per trained part (train.formats.base.WEIGHT_PARTS), e.g. {call_args: 2.0}; train.loss defines the loss
     part_weights: dict[str, float] = field(default_factory=dict)
+    # options of model.chat_format's constructor, e.g. {tools_in_user_message: false} for llama3_1
+    format_options: dict[str, Any] = field(default_factory=dict)
     eval_fraction: float = 0.0
     cache_dir: Optional[str] = None  # default: <tooltrain cache>/datasets
 
@@ -243,9 +245,16 @@ def check(cfg: DictConfig) -> None:
 
 
 def _data_problems(cfg: DictConfig) -> list[str]:
+    from train.formats import FORMATS, check_format_options
     from train.formats.base import WEIGHT_PARTS
 
     problems = []
+    chat_format = cfg.model.chat_format
+    if chat_format not in FORMATS:
+        problems.append(f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)}")
+    else:
+        options = OmegaConf.to_container(cfg.data.format_options, resolve=True)
+        problems += [f"data.format_options: {problem}" for problem in check_format_options(chat_format, options)]
     valid = ", ".join(sorted(WEIGHT_PARTS))
     unknown_parts = set(cfg.data.part_weights) - WEIGHT_PARTS
     if unknown_parts:

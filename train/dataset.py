@@ -248,7 +248,8 @@ def build_dataset(
             conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
         held_out: dict[str, list[Conversation]] = {}
         conversations = remember_held_out(conversations, data_cfg.get("eval_fraction", 0.0), held_out)
-        train_rows, eval_rows = build_rows(conversations, get_format(format_name), tokenizer, data_cfg, report)
+        fmt = get_format(format_name, data_cfg.get("format_options"))  # options are in data_cfg, so in the key
+        train_rows, eval_rows = build_rows(conversations, fmt, tokenizer, data_cfg, report)
         # rows come out in stream order, so the n-th eval row with an id is the n-th such conversation
         eval_conversations = [held_out[row["id"]].pop(0) for row in eval_rows]
         tmp = target.with_name(target.name + ".tmp")

@@ -3,7 +3,9 @@
 Renders canonical conversations with a chat format and writes one JSON line per conversation:
 ``{"id", "input_ids", "labels"}`` with unshifted labels (the token id where trained, -100
 elsewhere), plus ``"text"`` (the rendered string) with ``--text`` and ``"weights"`` (the per-token
-loss weight) when ``--weights`` changes any. A line that is not a canonical conversation, or a
+loss weight) when ``--weights`` changes any. ``--format-option KEY=VALUE`` sets a format option
+(``tools_in_user_message=false`` for the Llama 3.1 formats); an unknown key lists the valid ones.
+A line that is not a canonical conversation, or a
 conversation the format cannot express (parallel calls in ``llama3_1``), goes to
 OUT.rejects.jsonl with its location and reason. Prints ``read N, rendered A, rejected R`` with
 N = A + R. ``--show N`` prints the first N rendered conversations with trained and masked tokens
@@ -66,16 +68,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--weights", type=part_weight, nargs="+", default=[], metavar="PART=W",
         help="loss weight per trained part, e.g. call_args=2",
     )
+    parser.add_argument(
+        "--format-option", action="append", default=[], metavar="KEY=VALUE", dest="format_options",
+        help="a chat format option, repeatable; llama3_1: tools_in_user_message=false, date_string='01 Jan 2025'",
+    )
 
 
-def load_format_and_tokenizer(format_name: str, tokenizer_name: str | None) -> tuple[ChatFormat, Any]:
-    """Both, or a ValueError whose message is the whole explanation."""
-    from train.formats import get_format
+def load_format_and_tokenizer(
+    format_name: str, tokenizer_name: str | None, option_specs: Iterable[str] = ()
+) -> tuple[ChatFormat, Any]:
+    """Both, or a ValueError whose message is the whole explanation. ``option_specs``: KEY=VALUE strings."""
+    from train.formats import get_format, parse_format_option
     from train.models import ModelFetchError
     from train.tokenizers import BUILDERS, load_tokenizer
 
     try:
-        fmt = get_format(format_name)
+        fmt = get_format(format_name, dict(parse_format_option(format_name, spec) for spec in option_specs))
     except ImportError as err:
         raise ValueError(f"chat format {format_name!r} is not available: {err}") from None
     name = tokenizer_name or fmt.default_tokenizer
@@ -111,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.file}: no such file", file=sys.stderr)
         return 2
     try:
-        fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer)
+        fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer, args.format_options)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
