@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import open_output
 from train.formats import FORMATS, MaskPolicy, Tokenized
 from train.formats.base import WEIGHT_PARTS, ChatFormat
 from train.progress import progress
@@ -124,13 +125,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     policy = MaskPolicy(last_turn_only=args.last_turn_only, weights=dict(args.weights))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     rejects_path = sibling(args.output, "rejects")
     rendered = rejected = 0
     reasons: Counter[str] = Counter()
     shown: list[tuple[str, Tokenized]] = []
     try:
-        with args.output.open("w", encoding="utf-8") as out, rejects_path.open("w", encoding="utf-8") as rejects:
+        with open_output(args.output, encoding="utf-8") as out, open_output(rejects_path, encoding="utf-8") as rejects:
             for item in progress(iter_json_records(args.file), desc=f"render {args.format}", unit="conv"):
                 if not isinstance(item, Rejected):
                     location, obj = item
