@@ -99,6 +99,7 @@ def test_without_salvage_a_broken_array_is_a_source_error(tmp_path):
         list(iter_json_records(path, salvage=False))
 
 
+@pytest.mark.shared_data
 def test_the_real_demo_file_cut_in_half(shared_data, tmp_path, capsys):
     text = (shared_data / "glaive_toolcall_demo" / "glaive_toolcall_en_demo.json").read_text(encoding="utf-8")
     cut = text[: len(text) // 2]
