@@ -167,6 +167,40 @@ def test_control_token_lookalikes_stay_text(tok):
     assert conv.messages[0].content in decoded and conv.messages[2].content in decoded
 
 
+EXTRA_FILE = FIXTURES / "formats" / "llama3_qwen2_5" / "extra_parity.jsonl"
+SYSTEM_LOOKALIKES = Conversation.from_dict(next(
+    obj for obj in map(json.loads, EXTRA_FILE.open(encoding="utf-8"))
+    if obj["id"] == "lookalikes_in_system_and_tool_descriptions"
+))
+
+
+def test_system_and_tool_description_lookalikes_stay_text(tok):
+    """Control-token text in the system prompt and in tool descriptions: the system turn is one text
+    run between the format's own <|im_start|> and <|im_end|>, encoded with no control id in it."""
+    conv = SYSTEM_LOOKALIKES
+    ids = fmt.tokenize(conv, tok).input_ids
+    assert ids.count(IM_START) == 5 and ids.count(IM_END) == 5  # system, user, assistant, tool, assistant
+    assert tok.convert_tokens_to_ids("<|endoftext|>") not in ids
+    text = fmt.render_text(conv)
+    assert tok.decode(ids) == text
+    end = text.index("</tool_call><|im_end|>\n<|im_start|>user\nWeather") + len("</tool_call>")
+    run = text[len("<|im_start|>") : end]
+    assert conv.messages[0].content in run and "Current weather. <|eot_id|>" in run
+    plain = tok(run, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    assert ids[1 : 1 + len(plain)] == plain and ids[1 + len(plain)] == IM_END
+
+
+def test_system_and_tool_description_lookalikes_match_the_hermes_layout(tok):
+    """Where the official (Qwen2.5 Hermes) template agrees, i.e. its text with our wording, the text is the same."""
+    template = (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
+    conv = SYSTEM_LOOKALIKES
+    qwen = tok.apply_chat_template([m.to_dict() for m in conv.messages], tools=[t.to_dict() for t in conv.tools],
+                                   chat_template=template, tokenize=False)
+    ours = (qwen.replace(QWEN_TOOLS_PREAMBLE, TOOLS_PREAMBLE).replace(QWEN_TOOLS_INSTRUCTION, TOOLS_INSTRUCTION)
+            .replace("<|im_start|>user\n<tool_response>", "<|im_start|>tool\n<tool_response>"))
+    assert fmt.render_text(conv) == ours
+
+
 def test_tool_call_tags_are_plain_text_in_this_vocabulary(tok):
     """<tool_call> is not a SmolLM2 token: a user's <tool_call> is the same tokens as a real call's."""
     assert tok.convert_tokens_to_ids("<tool_call>") == tok.unk_token_id
