@@ -26,3 +26,17 @@ def test_part_weights_are_checked_at_compose_time():
     assert dict(cfg.data.part_weights) == {"reasoning": 0.5, "call_args": 2.0}
     with pytest.raises(ConfigError, match=r"data.part_weights must be finite and >= 0, got \{'end': -1.0\}"):
         compose(["recipe=tiny", "+data.part_weights.end=-1"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["ddp", "zero3"])
+def test_two_ranks_give_the_single_process_weighted_losses(engine, tmp_path, strategy):
+    """One process accumulating 2 micro-batches and 2 ranks with one each see the same rows: the
+    weighted loss is normalised by the same global N either way (the Trainer gathers it across ranks),
+    and the weights reach the loss through DDP's and DeepSpeed's wrappers of the model."""
+    weights = ["+data.part_weights.call_args=3", "+data.part_weights.reasoning=0.5"]
+    single = engine.run(tmp_path / "single", "train.max_steps=2", *weights)
+    engine.launch(tmp_path / strategy, "train.max_steps=2", f"distributed={strategy}", *weights, ranks=2)
+    ranks = engine.losses(tmp_path / strategy)
+    assert sorted(ranks) == [1, 2]
+    assert [ranks[1], ranks[2]] == pytest.approx(single.losses, rel=1e-6)
