@@ -130,7 +130,8 @@ def test_errors_are_messages_not_tracebacks(smollm2, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", out, "--weights", "user=2"])
     assert exit_.value.code == 2
-    assert "argument --weights: expected PART=WEIGHT with PART one of call_args, call_name, call_syntax, end, text, got 'user=2'" in capsys.readouterr().err
+    parts = "call_args, call_name, call_syntax, end, reasoning, text"
+    assert f"argument --weights: expected PART=WEIGHT with PART one of {parts}, got 'user=2'" in capsys.readouterr().err
 
 
 def _available(name: str):

@@ -83,8 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.group is None:
         parser.print_help()
         return 2
+    from train.commands.outputs import OutputError
+
     try:
         return args._module.run(args)
+    except OutputError as err:  # -o names a path that cannot be written
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

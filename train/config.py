@@ -94,7 +94,10 @@ class DataConfig:
     overlong: Overlong = Overlong.drop
     packing: bool = True
     last_turn_only: bool = False
-    part_weights: dict[str, float] = field(default_factory=dict)  # e.g. {call_args: 2.0}
+    # loss weight per trained part (train.formats.base.WEIGHT_PARTS), e.g. {call_args: 2.0}; train.loss defines the loss
+    part_weights: dict[str, float] = field(default_factory=dict)
+    # options of model.chat_format's constructor, e.g. {tools_in_user_message: false} for llama3_1
+    format_options: dict[str, Any] = field(default_factory=dict)
     eval_fraction: float = 0.0
     cache_dir: Optional[str] = None  # default: <tooltrain cache>/datasets
 
@@ -242,9 +245,7 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"data={cfg.data.name} lists no sources")
     if not 0.0 <= cfg.data.eval_fraction < 1.0:
         problems.append(f"data.eval_fraction must be in [0, 1), got {cfg.data.eval_fraction}")
-    unknown_parts = set(cfg.data.part_weights) - {"text", "call_name", "call_args", "call_syntax", "end"}
-    if unknown_parts:
-        problems.append(f"data.part_weights has unknown part(s) {sorted(unknown_parts)}; valid: text, call_name, call_args, call_syntax, end")
+    problems += _data_problems(cfg)
     problems += _eval_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
@@ -253,6 +254,27 @@ def check(cfg: DictConfig) -> None:
                         "leave tasks_per_node unset (it follows gpus_per_node) or make them equal")
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+def _data_problems(cfg: DictConfig) -> list[str]:
+    from train.formats import FORMATS, check_format_options
+    from train.formats.base import WEIGHT_PARTS
+
+    problems = []
+    chat_format = cfg.model.chat_format
+    if chat_format not in FORMATS:
+        problems.append(f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)}")
+    else:
+        options = OmegaConf.to_container(cfg.data.format_options, resolve=True)
+        problems += [f"data.format_options: {problem}" for problem in check_format_options(chat_format, options)]
+    valid = ", ".join(sorted(WEIGHT_PARTS))
+    unknown_parts = set(cfg.data.part_weights) - WEIGHT_PARTS
+    if unknown_parts:
+        problems.append(f"data.part_weights has unknown part(s) {sorted(unknown_parts)}; valid: {valid}")
+    bad = {part: w for part, w in cfg.data.part_weights.items() if not 0.0 <= w < float("inf")}  # nan fails too
+    if bad:
+        problems.append(f"data.part_weights must be finite and >= 0, got {bad}")
+    return problems
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

@@ -32,7 +32,8 @@ from train.validate import check_conversation
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
 # 2: the build also keeps the eval split's conversations (eval_conversations.jsonl).
-PIPELINE_VERSION = "2"
+# 3: rows carry loss_weights when a part weighs other than 0 or 1; "reasoning" is weighed apart from "text".
+PIPELINE_VERSION = "3"
 
 
 @dataclass
@@ -112,13 +113,16 @@ def _read_canonical(paths: list[Path]) -> Iterator[Conversation | Rejected]:
                 yield record
 
 
-def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: int, overlong: str, report: BuildReport) -> dict[str, Any] | None:
-    """Truncate or drop an over-long sample; drop one with nothing left to train. Counted."""
+def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: int, overlong: str, report: BuildReport,
+                  weights: list[float] | None = None) -> dict[str, Any] | None:
+    """Truncate or drop an over-long sample; drop one with nothing left to train. Counted.
+    ``weights`` (per-token loss weights) are kept as the row's ``loss_weights`` when given."""
     if len(ids) > max_seq_len:
         if overlong == "drop":
             report.reject("dropped_overlong", f"{len(ids)} > {max_seq_len} tokens")
             return None
         ids, labels = ids[:max_seq_len], labels[:max_seq_len]
+        weights = weights[:max_seq_len] if weights is not None else None
         report.truncated += 1
     trained = sum(1 for label in labels[1:] if label != -100)
     if trained == 0:
@@ -126,7 +130,8 @@ def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: 
         return None
     report.trained_tokens += trained
     report.masked_tokens += len(ids) - trained
-    return {"id": conv_id, "input_ids": ids, "labels": labels}
+    row = {"id": conv_id, "input_ids": ids, "labels": labels}
+    return row if weights is None else {**row, "loss_weights": weights}
 
 
 def tokenize_conversations(
@@ -147,7 +152,9 @@ def tokenize_conversations(
             if isinstance(tokens, ValueError):
                 report.reject("unrenderable", str(tokens))
                 continue
-            row = length_policy(conv.id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report)
+            # weights ride along only when they change the loss: unweighted rows stay as they were
+            weights = tokens.weights if policy.scales_loss else None
+            row = length_policy(conv.id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
             if row is not None:
                 yield row
 
@@ -255,7 +262,8 @@ def build_dataset(
             conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
         held_out: dict[str, list[Conversation]] = {}
         conversations = remember_held_out(conversations, data_cfg.get("eval_fraction", 0.0), held_out)
-        train_rows, eval_rows = build_rows(conversations, get_format(format_name), tokenizer, data_cfg, report)
+        fmt = get_format(format_name, data_cfg.get("format_options"))  # options are in data_cfg, so in the key
+        train_rows, eval_rows = build_rows(conversations, fmt, tokenizer, data_cfg, report)
         # rows come out in stream order, so the n-th eval row with an id is the n-th such conversation
         eval_conversations = [held_out[row["id"]].pop(0) for row in eval_rows]
         tmp = target.with_name(target.name + ".tmp")

@@ -7,6 +7,10 @@ restarting positions (``masking_utils.find_packed_sequence_indices``), and flash
 ``use_cache=False`` (a cache disables that detection; FINDINGS). Tail padding of a row is one more
 pseudo-sample with its own restarting positions and ``-100`` labels: it attends only to itself and
 never contributes to the loss.
+
+Samples built with part weights (``data.part_weights``) also carry ``loss_weights``, one float per
+token aligned with ``labels`` (0.0 where masked); packing and collation carry them along as the
+batch's ``loss_weights`` tensor (``train.loss``). Samples without them give batches without them.
 """
 
 from __future__ import annotations
@@ -65,20 +69,40 @@ def packing_stats(lengths: Sequence[int], bins: Sequence[Sequence[int]], row_len
     return PackingStats(samples=len(lengths), rows=len(bins), real_tokens=sum(lengths), slots=len(bins) * row_length)
 
 
-def pack_samples(samples: Sequence[dict], bin_indices: Sequence[int]) -> dict[str, list[int]]:
+def pack_samples(samples: Sequence[dict], bin_indices: Sequence[int]) -> dict[str, list]:
     """Concatenate the samples of one bin into a row with restarting position ids.
 
     Each sample's first label is masked: unpacked, nothing predicts a sample's first token (the
-    loss shifts labels by one); packed, the previous sample's last token would.
+    loss shifts labels by one); packed, the previous sample's last token would. Its loss weight,
+    when samples carry them, goes to 0.0 with it.
     """
-    row: dict[str, list[int]] = {"input_ids": [], "labels": [], "position_ids": []}
+    weighted = any("loss_weights" in samples[i] for i in bin_indices)
+    row: dict[str, list] = {"input_ids": [], "labels": [], "position_ids": []}
+    if weighted:
+        row["loss_weights"] = []
     for index in bin_indices:
         sample = samples[index]
         row["input_ids"].extend(sample["input_ids"])
         row["labels"].append(IGNORE_INDEX)
         row["labels"].extend(sample["labels"][1:])
         row["position_ids"].extend(range(len(sample["input_ids"])))
+        if weighted:
+            row["loss_weights"].append(0.0)
+            row["loss_weights"].extend(sample_weights(sample)[1:])
     return row
+
+
+def sample_weights(sample: dict) -> list[float]:
+    """A sample's per-token loss weights: its own, or 1.0 on every trained token when it has none."""
+    if "loss_weights" in sample:
+        return list(sample["loss_weights"])
+    return [0.0 if label == IGNORE_INDEX else 1.0 for label in sample["labels"]]
+
+
+def weights_tensor(rows: Sequence[dict], width: int) -> torch.Tensor:
+    """The batch's ``loss_weights``: each row's weights, right-padded with 0.0 to ``width``."""
+    padded = [weights + [0.0] * (width - len(weights)) for weights in map(sample_weights, rows)]
+    return torch.tensor(padded, dtype=torch.float32)
 
 
 class PackedCollator:
@@ -98,7 +122,10 @@ class PackedCollator:
             batch["input_ids"].append(list(row["input_ids"]) + [self.pad_token_id] * pad)
             batch["labels"].append(list(row["labels"]) + [IGNORE_INDEX] * pad)
             batch["position_ids"].append(list(row["position_ids"]) + list(range(pad)))
-        return {key: torch.tensor(value, dtype=torch.long) for key, value in batch.items()}
+        tensors = {key: torch.tensor(value, dtype=torch.long) for key, value in batch.items()}
+        if any("loss_weights" in row for row in rows):
+            tensors["loss_weights"] = weights_tensor(rows, width)
+        return tensors
 
 
 class PaddedCollator:
@@ -115,8 +142,11 @@ class PaddedCollator:
             ids.append(list(sample["input_ids"]) + [self.pad_token_id] * pad)
             labels.append(list(sample["labels"]) + [IGNORE_INDEX] * pad)
             mask.append([1] * len(sample["input_ids"]) + [0] * pad)
-        return {
+        batch = {
             "input_ids": torch.tensor(ids, dtype=torch.long),
             "labels": torch.tensor(labels, dtype=torch.long),
             "attention_mask": torch.tensor(mask, dtype=torch.long),
         }
+        if any("loss_weights" in sample for sample in samples):
+            batch["loss_weights"] = weights_tensor(samples, width)
+        return batch

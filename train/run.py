@@ -31,6 +31,7 @@ from train.callbacks import (
 from train.dataset import BuiltDataset, build_dataset
 from train.evaluation.callback import build_eval_callback
 from train.flops import flops_counter, sample_lengths
+from train.loss import WeightedLoss
 from train.model import (
     AdapterSaveError,
     apply_lora,
@@ -190,7 +191,12 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     throughput = Throughput(meter, flops_counter(model, lora) if peak else None, peak, world.world_size)
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
-    trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=collator, callbacks=callbacks)
+    # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.loss)
+    weighted_loss = WeightedLoss() if any("loss_weights" in row for row in rows) else None
+    if weighted_loss is not None:
+        weighted_loss.attach(model)
+    trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=collator, callbacks=callbacks,
+                      compute_loss_func=weighted_loss)
     # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
     trainer.callback_handler.callbacks.insert(0, throughput)
     # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.

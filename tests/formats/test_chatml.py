@@ -167,6 +167,40 @@ def test_control_token_lookalikes_stay_text(tok):
     assert conv.messages[0].content in decoded and conv.messages[2].content in decoded
 
 
+EXTRA_FILE = FIXTURES / "formats" / "llama3_qwen2_5" / "extra_parity.jsonl"
+SYSTEM_LOOKALIKES = Conversation.from_dict(next(
+    obj for obj in map(json.loads, EXTRA_FILE.open(encoding="utf-8"))
+    if obj["id"] == "lookalikes_in_system_and_tool_descriptions"
+))
+
+
+def test_system_and_tool_description_lookalikes_stay_text(tok):
+    """Control-token text in the system prompt and in tool descriptions: the system turn is one text
+    run between the format's own <|im_start|> and <|im_end|>, encoded with no control id in it."""
+    conv = SYSTEM_LOOKALIKES
+    ids = fmt.tokenize(conv, tok).input_ids
+    assert ids.count(IM_START) == 5 and ids.count(IM_END) == 5  # system, user, assistant, tool, assistant
+    assert tok.convert_tokens_to_ids("<|endoftext|>") not in ids
+    text = fmt.render_text(conv)
+    assert tok.decode(ids) == text
+    end = text.index("</tool_call><|im_end|>\n<|im_start|>user\nWeather") + len("</tool_call>")
+    run = text[len("<|im_start|>") : end]
+    assert conv.messages[0].content in run and "Current weather. <|eot_id|>" in run
+    plain = tok(run, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    assert ids[1 : 1 + len(plain)] == plain and ids[1 + len(plain)] == IM_END
+
+
+def test_system_and_tool_description_lookalikes_match_the_hermes_layout(tok):
+    """Where the official (Qwen2.5 Hermes) template agrees, i.e. its text with our wording, the text is the same."""
+    template = (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
+    conv = SYSTEM_LOOKALIKES
+    qwen = tok.apply_chat_template([m.to_dict() for m in conv.messages], tools=[t.to_dict() for t in conv.tools],
+                                   chat_template=template, tokenize=False)
+    ours = (qwen.replace(QWEN_TOOLS_PREAMBLE, TOOLS_PREAMBLE).replace(QWEN_TOOLS_INSTRUCTION, TOOLS_INSTRUCTION)
+            .replace("<|im_start|>user\n<tool_response>", "<|im_start|>tool\n<tool_response>"))
+    assert fmt.render_text(conv) == ours
+
+
 def test_tool_call_tags_are_plain_text_in_this_vocabulary(tok):
     """<tool_call> is not a SmolLM2 token: a user's <tool_call> is the same tokens as a real call's."""
     assert tok.convert_tokens_to_ids("<tool_call>") == tok.unk_token_id
@@ -198,6 +232,32 @@ def test_part_weights_reach_the_tokens(tok):
     # ' {"' and '}}' are single tokens straddling syntax and arguments: they take the larger weight
     assert heavy == ' {"timezone": "Asia/Tokyo"}}'
     assert sorted(set(tokenized.weights)) == [0.0, 1.0, 2.0]
+
+
+def test_call_name_and_call_args_weights_land_on_their_own_tokens(tok):
+    """Reasoning (text in a turn with calls), call name and call arguments each get their own weight;
+    the final answer's text keeps the default 1.0 because only "reasoning" was weighted."""
+    policy = MaskPolicy(weights={"call_name": 3.0, "call_args": 2.0, "reasoning": 0.5})
+    tokenized = fmt.tokenize(CASES["text_and_call"], tok, policy)
+
+    def weighted(weight: float) -> str:
+        return "".join(tok.decode([t]) for t, w in zip(tokenized.input_ids, tokenized.weights) if w == weight)
+
+    assert weighted(0.5) == "Let me check the current weather in London."
+    assert weighted(3.0) == "get_weather"
+    assert weighted(2.0) == ' {"city": "London"}}'  # ' {"' and '}}' straddle syntax and arguments: the larger weight
+    assert weighted(1.0) == ('\n<tool_call>\n{"name": "", "arguments":\n</tool_call><|im_end|>'
+                             "Yes, it is raining in London.<|im_end|>")
+    assert tokenized.labels == fmt.tokenize(CASES["text_and_call"], tok).labels  # weights never move the mask
+
+
+def test_text_weight_covers_reasoning_unless_reasoning_has_its_own(tok):
+    conv = CASES["text_and_call"]
+    text_only = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5})).weights
+    both = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 0.5})).weights
+    assert text_only == both
+    apart = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 4.0})).weights
+    assert apart.count(4.0) == 9 and apart.count(0.5) == 9  # 'Let me check ... London.' / 'Yes, it is ... London.'
 
 
 # ---- parsing ----------------------------------------------------------------------------------

@@ -53,7 +53,8 @@ REFUSED = {
 # Both formats put tools into the first user message by default; a conversation that opens with
 # another role cannot take them there (the template would relabel that message as user text).
 META_REFUSED = {"assistant_speaks_first_with_tools"}
-LOOKALIKES = {"control_token_lookalikes"}
+# Control-token text in user and tool text; in the system prompt and the tool descriptions.
+LOOKALIKES = {"control_token_lookalikes", "lookalikes_in_system_and_tool_descriptions"}
 EOT, EOM, PYTHON_TAG = 128009, 128008, 128010
 
 fmt = Llama31Format()
@@ -256,6 +257,32 @@ def test_user_lookalikes_are_text(tok, text_encoder):
     start = next(i for i in range(len(ids)) if ids[i : i + len(user_ids)] == user_ids)
     assert ids[start + len(user_ids)] == EOT
     assert all(i < 128000 for i in user_ids)
+
+
+@pytest.mark.parametrize("tools_in_user_message", [True, False])
+def test_system_and_tool_description_lookalikes_are_text(tok, text_encoder, tools_in_user_message):
+    """The system prompt and the tool definitions (in the first user message, or in the system block)
+    sit in text runs of the official template's text between its own control tokens. Each run,
+    encoded as plain text by llama_models' encoder, is found whole in the ids: no control id in it."""
+    conv = CASES["lookalikes_in_system_and_tool_descriptions"]
+    family = Llama31Format(tools_in_user_message=tools_in_user_message)
+    ids = family.tokenize(conv, tok).input_ids
+    text = template_text(tok, conv, tools_in_user_message=tools_in_user_message)
+    system, user = conv.messages[0].content.strip(), conv.messages[1].content
+    header, user_header = "<|end_header_id|>", "<|start_header_id|>user<|end_header_id|>"
+    start, end = text.index(header) + len(header), text.index(system) + len(system)
+    runs = [text[start:end]]  # the system block: after its header, through the system prompt
+    if tools_in_user_message:
+        start = text.index(user_header, end) + len(user_header)  # the first user turn holds the tools
+        runs.append(text[start : text.index(user, start) + len(user)])
+    assert '"description": "Current weather. <|eot_id|>' in "".join(runs)
+    for run in runs:
+        run_ids = text_encoder(run)
+        assert all(i < 128000 for i in run_ids)
+        assert any(ids[i : i + len(run_ids)] == run_ids for i in range(len(ids)))
+    # one <|eot_id|> per turn (system, user, call, tool result, answer); no other control id from the text
+    assert ids.count(EOT) == 5 and ids.count(EOM) == 0 and ids.count(PYTHON_TAG) == 0
+    assert ids.count(tok.convert_tokens_to_ids("<|begin_of_text|>")) == 1
 
 
 TINY = Conversation.from_dict(

@@ -36,7 +36,8 @@ def load(path: Path) -> list[Conversation]:
 CORPUS = load(FIXTURES / "parity" / "corpus.jsonl")
 EXTRA = load(FIXTURES / "formats" / "llama3_qwen2_5" / "extra_parity.jsonl")
 CASES = {conv.id: conv for conv in CORPUS + EXTRA}
-LOOKALIKES = {"control_token_lookalikes"}
+# Control-token text in user and tool text; in the system prompt and the tool descriptions.
+LOOKALIKES = {"control_token_lookalikes", "lookalikes_in_system_and_tool_descriptions"}
 FIRST_ADDED = 151643
 TOOL_CALL, TOOL_CALL_END, IM_END = 151657, 151658, 151645
 
@@ -142,7 +143,7 @@ def test_qwen2_5_matches_the_official_template(tok, text_encoder, case):
 
 def test_parity_counts(tok):
     matched = sum(fmt.tokenize(c, tok).input_ids == template_ids(tok, c) for c in CORPUS if c.id not in LOOKALIKES)
-    assert (matched, len(CORPUS) - len(LOOKALIKES), len(CORPUS)) == (15, 15, 16)
+    assert (matched, len([c for c in CORPUS if c.id not in LOOKALIKES]), len(CORPUS)) == (15, 15, 16)
 
 
 def test_system_prompt_defaults_and_tool_tags_are_control_ids(tok):
@@ -191,6 +192,27 @@ def test_user_and_tool_lookalikes_are_text(tok, text_encoder):
     extra = [i for i in template_ids(tok, conv) if i >= FIRST_ADDED]
     ours = [i for i in ids if i >= FIRST_ADDED]
     assert len(extra) - len(ours) == 4  # <tool_call>, </tool_call>, <|im_end|> (user) and <|im_start|> (tool)
+
+
+def test_system_and_tool_description_lookalikes_are_text(tok, text_encoder):
+    conv = CASES["lookalikes_in_system_and_tool_descriptions"]
+    ids = fmt.tokenize(conv, tok).input_ids
+    system_turn = ids[: ids.index(IM_END) + 1]
+    # the template's own control ids in the system turn are exactly those of a clean conversation
+    clean = fmt.tokenize(CASES["single_call_json_result"], tok).input_ids
+    clean_system = clean[: clean.index(IM_END) + 1]
+    assert [i for i in system_turn if i >= FIRST_ADDED] == [i for i in clean_system if i >= FIRST_ADDED]
+    # the official template's text from its <|im_start|> to its own first <tool_call> holds the system
+    # prompt and the tool definitions: encoded as plain text, it is found whole in our system turn
+    text = template_text(tok, conv)
+    intro = "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    run = text[len("<|im_start|>") : text.index(intro) + len(intro)]
+    assert conv.messages[0].content in run and json.dumps(conv.tools[0].to_dict(), ensure_ascii=False) in run
+    run_ids = text_encoder(run)
+    assert all(i < FIRST_ADDED for i in run_ids)
+    assert system_turn[1 : 1 + len(run_ids)] == run_ids
+    # the template's own tokenization makes control ids of them
+    assert len([i for i in template_ids(tok, conv) if i >= FIRST_ADDED]) > len([i for i in ids if i >= FIRST_ADDED])
 
 
 TINY = Conversation.from_dict(

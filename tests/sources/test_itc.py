@@ -268,10 +268,12 @@ def test_inputs_contract(fx, tmp_path):
         list(itc.read([fx]))
     with pytest.raises(SourceError, match="no such file or directory"):
         list(itc.read([tmp_path / "none.jsonl"]))
-    broken_array = tmp_path / "samples.json"
+    broken_array = tmp_path / "samples.json"  # cut off: the record before the break is read, the break rejected
     broken_array.write_text('[{"conversations": []}, {"conv', encoding="utf-8")
-    with pytest.raises(SourceError, match="invalid JSON at line 1"):
-        list(itc.read([broken_array]))
+    read = list(itc.read([broken_array]))
+    assert [type(item).__name__ for item in read] == ["Rejected", "Rejected"]  # the first has no turns
+    reason = "invalid JSON at line 1 column 26: Unterminated string starting at; the rest of the file is unreadable"
+    assert (read[1].location, read[1].reason) == (f"{broken_array}#1", reason)
 
 
 def test_cli_end_to_end(fx, tmp_path, capsys):

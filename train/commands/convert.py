@@ -17,6 +17,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from train.commands.outputs import open_output
 from train.progress import progress
 from train.schema import Conversation, ToolLibrary, dumps
 from train.sources import SOURCES, Rejected, SourceError, get_reader
@@ -38,13 +39,12 @@ def sibling(output: Path, suffix: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     reader = get_reader(args.source)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     rejects_path = sibling(args.output, "rejects")
     written = rejected = 0
     reasons: Counter[str] = Counter()
     libraries: list[ToolLibrary] = []
     try:
-        with args.output.open("wb") as out, rejects_path.open("w", encoding="utf-8") as rejects:
+        with open_output(args.output, "wb") as out, open_output(rejects_path, "w", encoding="utf-8") as rejects:
             for item in progress(reader(list(args.inputs)), desc=f"convert {args.source}", unit="rec"):
                 if isinstance(item, ToolLibrary):
                     libraries.append(item)
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if libraries:
-        with sibling(args.output, "library").open("w", encoding="utf-8") as fh:
+        with open_output(sibling(args.output, "library"), "w", encoding="utf-8") as fh:
             for library in libraries:
                 fh.write(dumps(library) + "\n")
     print(f"read {written + rejected}, written {written}, rejected {rejected}")

@@ -30,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import make_folder, open_output
 from train.schema import Conversation, SchemaError, dumps, record_from_dict
 from train.sources import SOURCES, Rejected, SourceError, get_reader
 
@@ -165,7 +166,7 @@ def build_metatool(conversations: list[Conversation], args: argparse.Namespace) 
 
 
 def write_jsonl(path: Path, records: list) -> None:
-    with path.open("w", encoding="utf-8") as fh:
+    with open_output(path, encoding="utf-8") as fh:
         for record in records:
             fh.write(dumps(record) + "\n")
 
@@ -174,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.bench_fraction < 1.0:
         print(f"error: --bench-fraction must be in [0, 1), got {args.bench_fraction}", file=sys.stderr)
         return 2
+    make_folder(args.output)  # before the build: a bad -o costs nothing
     rejected: Counter = Counter()
     per_input: list[dict[str, Any]] = []
     try:
@@ -185,13 +187,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:  # builder arguments (teacher kind, fractions)
         print(f"error: {err}", file=sys.stderr)
         return 2
-    args.output.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.output / "train.jsonl", train)
     write_jsonl(args.output / "bench.jsonl", bench)
     write_jsonl(args.output / "library.jsonl", library)
     report = {"builder": args.builder, "seed": args.seed, "inputs": per_input,
               "read": len(conversations) + sum(rejected.values()), "rejected": dict(sorted(rejected.items())), **built}
-    (args.output / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with open_output(args.output / "report.json", encoding="utf-8") as fh:
+        fh.write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     skipped, counts, bench_report = sum(built["skipped"].values()), built["train"], built["bench"]
     print(f"read {report['read']}: training rows {len(train)} (open {counts.get('open', 0)}, closed "
           f"{counts.get('closed', 0)}), held out {built['held_out']}, skipped {skipped}, "

@@ -93,7 +93,7 @@ def read_rows(path: Path, role: str) -> tuple[list[dict[str, Any]], dict[Any, st
     rows: list[dict[str, Any]] = []
     where: dict[Any, str] = {}
     bad: list[dict[str, str]] = []
-    for item in iter_json_records(path):
+    for item in iter_json_records(path, salvage=False):  # a broken array of rows: exit 2, as before
         if isinstance(item, Rejected):
             bad.append({"location": item.location, "reason": item.reason})
             continue

@@ -3,7 +3,9 @@
 Renders canonical conversations with a chat format and writes one JSON line per conversation:
 ``{"id", "input_ids", "labels"}`` with unshifted labels (the token id where trained, -100
 elsewhere), plus ``"text"`` (the rendered string) with ``--text`` and ``"weights"`` (the per-token
-loss weight) when ``--weights`` changes any. A line that is not a canonical conversation, or a
+loss weight) when ``--weights`` changes any. ``--format-option KEY=VALUE`` sets a format option
+(``tools_in_user_message=false`` for the Llama 3.1 formats); an unknown key lists the valid ones.
+A line that is not a canonical conversation, or a
 conversation the format cannot express (parallel calls in ``llama3_1``), goes to
 OUT.rejects.jsonl with its location and reason. Prints ``read N, rendered A, rejected R`` with
 N = A + R. ``--show N`` prints the first N rendered conversations with trained and masked tokens
@@ -22,8 +24,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import open_output
 from train.formats import FORMATS, MaskPolicy, Tokenized
-from train.formats.base import ASSISTANT_PARTS, ChatFormat
+from train.formats.base import WEIGHT_PARTS, ChatFormat
 from train.progress import progress
 from train.schema import Conversation, SchemaError
 
@@ -33,15 +36,15 @@ OPEN, CLOSE = "⟦", "⟧"  # marks trained spans where colour is not available
 def part_weight(spec: str) -> tuple[str, float]:
     """``call_args=2`` -> ("call_args", 2.0); only trained parts can be weighted."""
     part, sep, value = spec.partition("=")
-    if not sep or part not in ASSISTANT_PARTS:
+    if not sep or part not in WEIGHT_PARTS:
         raise argparse.ArgumentTypeError(
-            f"expected PART=WEIGHT with PART one of {', '.join(sorted(ASSISTANT_PARTS))}, got {spec!r}"
+            f"expected PART=WEIGHT with PART one of {', '.join(sorted(WEIGHT_PARTS))}, got {spec!r}"
         )
     try:
         weight = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"weight of {part} must be a number, got {value!r}") from None
-    if not weight >= 0:  # also refuses nan
+    if not 0 <= weight < float("inf"):  # also refuses nan
         raise argparse.ArgumentTypeError(f"weight of {part} must be >= 0, got {value!r}")
     return part, weight
 
@@ -66,16 +69,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--weights", type=part_weight, nargs="+", default=[], metavar="PART=W",
         help="loss weight per trained part, e.g. call_args=2",
     )
+    parser.add_argument(
+        "--format-option", action="append", default=[], metavar="KEY=VALUE", dest="format_options",
+        help="a chat format option, repeatable; llama3_1: tools_in_user_message=false, date_string='01 Jan 2025'",
+    )
 
 
-def load_format_and_tokenizer(format_name: str, tokenizer_name: str | None) -> tuple[ChatFormat, Any]:
-    """Both, or a ValueError whose message is the whole explanation."""
-    from train.formats import get_format
+def load_format_and_tokenizer(
+    format_name: str, tokenizer_name: str | None, option_specs: Iterable[str] = ()
+) -> tuple[ChatFormat, Any]:
+    """Both, or a ValueError whose message is the whole explanation. ``option_specs``: KEY=VALUE strings."""
+    from train.formats import get_format, parse_format_option
     from train.models import ModelFetchError
     from train.tokenizers import BUILDERS, load_tokenizer
 
     try:
-        fmt = get_format(format_name)
+        fmt = get_format(format_name, dict(parse_format_option(format_name, spec) for spec in option_specs))
     except ImportError as err:
         raise ValueError(f"chat format {format_name!r} is not available: {err}") from None
     name = tokenizer_name or fmt.default_tokenizer
@@ -111,18 +120,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.file}: no such file", file=sys.stderr)
         return 2
     try:
-        fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer)
+        fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer, args.format_options)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     policy = MaskPolicy(last_turn_only=args.last_turn_only, weights=dict(args.weights))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     rejects_path = sibling(args.output, "rejects")
     rendered = rejected = 0
     reasons: Counter[str] = Counter()
     shown: list[tuple[str, Tokenized]] = []
     try:
-        with args.output.open("w", encoding="utf-8") as out, rejects_path.open("w", encoding="utf-8") as rejects:
+        with open_output(args.output, encoding="utf-8") as out, open_output(rejects_path, encoding="utf-8") as rejects:
             for item in progress(iter_json_records(args.file), desc=f"render {args.format}", unit="conv"):
                 if not isinstance(item, Rejected):
                     location, obj = item

@@ -1,8 +1,16 @@
-"""Chat formats, one module per model family. ``get_format(name)`` returns a ready instance."""
+"""Chat formats, one module per model family. ``get_format(name, options)`` returns a ready instance.
+
+A format's options are the keyword arguments of its constructor (``Llama31Format(tools_in_user_message=False,
+date_string=...)``); ``format_options(name)`` lists them with their defaults, and ``check_format_options``
+says what is wrong with a set of them (unknown names, with the valid ones listed; values of the wrong type)
+without building anything, so configs can be checked at compose time.
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
+from typing import Any
 
 from train.formats.base import ChatFormat, MaskPolicy, Segment, Tokenized, mask_segments
 
@@ -17,11 +25,83 @@ FORMATS: dict[str, str] = {
 }
 
 
-def get_format(name: str) -> ChatFormat:
+def format_class(name: str) -> type[ChatFormat]:
     if name not in FORMATS:
         raise ValueError(f"unknown chat format {name!r}; valid formats: {', '.join(FORMATS)}")
     module_name, class_name = FORMATS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)()
+    return getattr(importlib.import_module(module_name), class_name)
 
 
-__all__ = ["FORMATS", "ChatFormat", "MaskPolicy", "Segment", "Tokenized", "get_format", "mask_segments"]
+def format_options(name: str) -> dict[str, Any]:
+    """The options a format accepts (its constructor's keyword arguments) and their defaults."""
+    init = format_class(name).__init__
+    if init is object.__init__:
+        return {}
+    parameters = list(inspect.signature(init).parameters.values())[1:]  # without self
+    return {p.name: p.default for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def check_format_options(name: str, options: dict[str, Any]) -> list[str]:
+    """What is wrong with ``options`` for format ``name``: one message per problem, [] when none."""
+    accepted = format_options(name)
+    problems = []
+    for key, value in options.items():
+        if key not in accepted:
+            valid = f"valid options: {', '.join(sorted(accepted))}" if accepted else "it takes no options"
+            problems.append(f"chat format {name!r} has no option {key!r}; {valid}")
+            continue
+        default = accepted[key]
+        if default is not None and not _same_kind(value, default):
+            problems.append(f"chat format {name!r} option {key!r} must be a {type(default).__name__}, got {value!r}")
+    return problems
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):  # a bool is an int in Python: keep them apart
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float)) and (isinstance(default, float) or isinstance(value, int))
+    return isinstance(value, type(default))
+
+
+def parse_format_option(name: str, spec: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` from a command line -> (key, value typed as the option's default)."""
+    key, sep, text = spec.partition("=")
+    if not sep:
+        raise ValueError(f"expected KEY=VALUE for a format option, got {spec!r}")
+    default = format_options(name).get(key)
+    if isinstance(default, bool):
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            raise ValueError(f"chat format {name!r} option {key!r} must be true or false, got {text!r}")
+        return key, lowered in ("true", "1", "yes")
+    if isinstance(default, (int, float)):
+        try:
+            return key, type(default)(text)
+        except ValueError:
+            kind = type(default).__name__
+            raise ValueError(f"chat format {name!r} option {key!r} must be a {kind}, got {text!r}") from None
+    return key, text  # unknown keys are refused, with the valid ones, by check_format_options
+
+
+def get_format(name: str, options: dict[str, Any] | None = None) -> ChatFormat:
+    cls = format_class(name)
+    options = dict(options or {})
+    problems = check_format_options(name, options)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return cls(**options)
+
+
+__all__ = [
+    "FORMATS",
+    "ChatFormat",
+    "MaskPolicy",
+    "Segment",
+    "Tokenized",
+    "check_format_options",
+    "format_options",
+    "get_format",
+    "mask_segments",
+    "parse_format_option",
+]

@@ -40,6 +40,9 @@ Part = Literal[
     "end",  # the assistant's end-of-turn token(s)
 ]
 ASSISTANT_PARTS: frozenset[str] = frozenset({"text", "call_name", "call_args", "call_syntax", "end"})
+# The parts a loss weight can name: the trained parts, plus "reasoning", the assistant text of a
+# turn that also makes tool calls (the formats render it as "text"; ``weight_part`` tells it apart).
+WEIGHT_PARTS: frozenset[str] = ASSISTANT_PARTS | {"reasoning"}
 IGNORE_INDEX = -100
 # Stands in for the answer a prompt is cut before: any non-empty text every format can write.
 _PROMPT_STAND_IN = "x"
@@ -59,13 +62,35 @@ class Segment:
 
 @dataclass(frozen=True)
 class MaskPolicy:
-    """Which assistant turns train, and how much each part of them weighs in the loss."""
+    """Which assistant turns train, and how much each part of them weighs in the loss.
+
+    ``weights`` maps a part of ``WEIGHT_PARTS`` to its weight, 1.0 when absent; "reasoning" falls
+    back to the weight of "text", so ``{text: 0.5}`` weighs all assistant text. A weight of 0.0
+    masks the part (its labels become -100).
+    """
 
     last_turn_only: bool = False
-    weights: dict[str, float] = field(default_factory=dict)  # part -> weight; 1.0 when absent
+    weights: dict[str, float] = field(default_factory=dict)
 
     def weight(self, part: str) -> float:
+        if part == "reasoning" and part not in self.weights:
+            part = "text"
         return float(self.weights.get(part, 1.0))
+
+    @property
+    def scales_loss(self) -> bool:
+        """Whether a trained part weighs other than 1.0 (0.0 only masks, which the labels say already)."""
+        return any(float(w) not in (0.0, 1.0) for w in self.weights.values())
+
+
+def weight_part(segment: Segment, call_turns: frozenset[int]) -> str:
+    """The part a segment's loss weight is looked up by: its own, or "reasoning" for the text of an
+    assistant turn with tool calls (``call_turns``: the indices of those messages)."""
+    return "reasoning" if segment.part == "text" and segment.message in call_turns else segment.part
+
+
+def call_turns(conv: Conversation) -> frozenset[int]:
+    return frozenset(i for i, m in enumerate(conv.messages) if m.role == "assistant" and m.tool_calls)
 
 
 def trained_segments(segments: Sequence[Segment], policy: MaskPolicy = MaskPolicy()) -> list[bool]:
@@ -74,9 +99,15 @@ def trained_segments(segments: Sequence[Segment], policy: MaskPolicy = MaskPolic
     return [seg.assistant and (not policy.last_turn_only or seg.message == last) for seg in segments]
 
 
-def mask_segments(segments: Sequence[Segment], policy: MaskPolicy = MaskPolicy()) -> list[float]:
-    """A loss weight per segment: the part's weight where trained, 0.0 where masked."""
-    return [policy.weight(seg.part) if trained else 0.0 for seg, trained in zip(segments, trained_segments(segments, policy))]
+def mask_segments(
+    segments: Sequence[Segment], policy: MaskPolicy = MaskPolicy(), calls: frozenset[int] = frozenset()
+) -> list[float]:
+    """A loss weight per segment: the part's weight where trained, 0.0 where masked.
+
+    ``calls`` names the assistant messages with tool calls (``call_turns``), whose text is "reasoning".
+    """
+    trained = trained_segments(segments, policy)
+    return [policy.weight(weight_part(seg, calls)) if t else 0.0 for seg, t in zip(segments, trained)]
 
 
 @dataclass
@@ -206,13 +237,13 @@ class ChatFormat:
             texts.extend(run_texts)
         encoded = iter(self.encode_texts(tokenizer, texts) if texts else [])
         results: list[Tokenized | ValueError] = []
-        for item in prepared:
+        for conv, item in zip(convs, prepared):
             if isinstance(item, ValueError):
                 results.append(item)
                 continue
             segments, plan = item
             trained = trained_segments(segments, policy)
-            weights = [policy.weight(seg.part) if t else 0.0 for seg, t in zip(segments, trained)]
+            weights = mask_segments(segments, policy, call_turns(conv))
             try:
                 results.append(_assemble(plan, segments, trained, weights, encoded, tokenizer))
             except ValueError as err:

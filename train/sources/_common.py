@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +54,15 @@ def read_text(path: Path) -> str:
         raise SourceError(f"{path}: not UTF-8 at byte {err.start}") from err
 
 
+# Bytes that were not UTF-8 survive lenient decoding as lone surrogates (errors="surrogateescape").
+UNDECODABLE = re.compile("[\udc80-\udcff]")
+_WHITESPACE = re.compile(r"\s*")
+REST_LOST = "the rest of the file is unreadable"
+
+
 def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    # NaN/Infinity are not JSON; kept, they would be written back into the canonical file as-is.
+    raise ValueError(f"non-standard JSON constant {name}")
 
 
 def load_json(path: Path) -> Any:
@@ -67,17 +75,23 @@ def load_json(path: Path) -> Any:
         raise SourceError(f"{path}: invalid JSON: {err}") from err
 
 
-def iter_json_records(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
+def iter_json_records(path: Path, salvage: bool = True) -> Iterator[tuple[str, Any] | Rejected]:
     """Yield ``(location, object)`` for each record of a JSON array file or a JSON Lines file.
 
     The layout is sniffed from the first non-blank character. In JSON Lines a line that is not
     UTF-8 or not JSON becomes a ``Rejected`` and reading goes on; blank lines are not records.
+    A JSON array is read element by element (``iter_json_array``): a file cut off or broken
+    part-way keeps every record before the break and yields the break as one ``Rejected``.
+    ``salvage=False`` reads an array whole instead: any break is a ``SourceError``.
     """
     try:
         with path.open("rb") as fh:
             head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
+    if head.startswith(b"[") and salvage:
+        yield from iter_json_array(path)
+        return
     if head.startswith(b"["):
         items = load_json(path)
         for index, obj in enumerate(items):
@@ -101,6 +115,81 @@ def iter_json_records(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
                 yield Rejected(location, "invalid JSON: nested too deeply", line[:200])
             except ValueError as err:  # e.g. an integer past Python's digit limit
                 yield Rejected(location, f"invalid JSON: {err}", line[:200])
+
+
+def iter_json_array(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
+    """``(path#index, element)`` for each element of a top-level JSON array, decoded one at a time.
+
+    A break (truncation, a syntax error, a missing ``]``, text after it) is one ``Rejected`` at the
+    index where it happens, naming line and column; the elements before it are kept, and reading
+    stops (where the next record would start is unknown). Undecodable bytes reject only the element
+    that holds them. Only a file that is not a JSON array at all is a ``SourceError``.
+    """
+    text = _read_lenient(path)
+    decoder = json.JSONDecoder(parse_constant=_no_constants)
+    pos = _WHITESPACE.match(text, 0).end()
+    if not text.startswith("[", pos):
+        raise SourceError(f"{path}: expected a JSON array of records")
+    pos = _WHITESPACE.match(text, pos + 1).end()
+    index = 0
+    closed = text.startswith("]", pos)  # [] holds no record
+    while not closed:
+        location = f"{path}#{index}"
+        raw = printable(text[pos : pos + 200])
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as err:
+            where = f"line {err.lineno} column {err.colno}"
+            yield Rejected(location, f"invalid JSON at {where}: {err.msg}; {REST_LOST}", raw)
+            return
+        except ValueError as err:  # NaN/Infinity, or an integer past Python's digit limit
+            yield Rejected(location, f"invalid JSON: {err}; {REST_LOST}", raw)
+            return
+        except RecursionError:
+            yield Rejected(location, f"invalid JSON: nested too deeply; {REST_LOST}", raw)
+            return
+        if UNDECODABLE.search(text, pos, end):
+            yield Rejected(location, "not UTF-8: undecodable bytes in this record", printable(text[pos:end][:200]))
+        else:
+            yield location, obj
+        index += 1
+        pos = _WHITESPACE.match(text, end).end()
+        if text.startswith(",", pos):
+            pos = _WHITESPACE.match(text, pos + 1).end()
+            continue
+        closed = text.startswith("]", pos)
+        if not closed:
+            line, column = _line_column(text, pos)
+            if pos >= len(text):
+                reason = "file ends before the closing ']' (truncated?)"
+            else:
+                reason = f"expected ',' or ']' at line {line} column {column}; {REST_LOST}"
+            yield Rejected(f"{path}#{index}", reason, printable(text[pos : pos + 200]))
+            return
+    after = _WHITESPACE.match(text, pos + 1).end()
+    if after < len(text):
+        line, column = _line_column(text, after)
+        reason = f"text after the closing ']' at line {line} column {column}"
+        yield Rejected(f"{path}#{index}", reason, printable(text[after : after + 200]))
+
+
+def _read_lenient(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    except OSError as err:
+        raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
+
+
+def _line_column(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - text.rfind("\n", 0, pos)
+
+
+def printable(value: Any) -> Any:
+    """Raw text for a reject file: undecodable bytes shown as U+FFFD rather than lone surrogates."""
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return UNDECODABLE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def parse_json_string(text: Any, what: str) -> Any:

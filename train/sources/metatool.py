@@ -33,23 +33,26 @@ ids are ``f"{query_file.stem}-{index}"`` (index = 0-based record or data-row pos
 from __future__ import annotations
 
 import csv
-import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from train.schema import Record, Tool, ToolLibrary, ToolQuery
-from train.sources._common import Rejected, SourceError, check_arity, load_json
+from train.sources._common import (
+    REST_LOST,
+    UNDECODABLE,
+    Rejected,
+    SourceError,
+    check_arity,
+    iter_json_array,
+    load_json,
+    printable,
+)
 
 SOURCE = "metatool"
 # Keys a Task record may carry besides query/tool; they are copied into meta under their own names.
 TASK_KEYS = ("thought_prompt", "action_prompt", "label", "index")
 PLUGIN_HUMAN_KEYS = ("name_for_human", "description_for_human")
-# Bytes that were not UTF-8 survive decoding as lone surrogates (errors="surrogateescape").
-_UNDECODABLE = re.compile("[\udc80-\udcff]")
-_WHITESPACE = re.compile(r"\s*")
-_REST_LOST = "the rest of the file is unreadable"
 
 
 def read(inputs: list[Path]) -> Iterator[Record | Rejected]:
@@ -192,56 +195,6 @@ def _tool_problem(name: Any, description: Any, seen: dict[str, str]) -> str | No
 # --- file layouts -----------------------------------------------------------------------------
 
 
-def iter_json_array(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
-    """``(path#index, element)`` for each element of a top-level JSON array, decoded one at a time.
-
-    A break (truncation, a syntax error, undecodable bytes inside an element) rejects the element
-    where it happens with line and column; elements before it are kept. Undecodable bytes only
-    reject the element that holds them.
-    """
-    text = _read_lenient(path)
-    decoder = json.JSONDecoder(parse_constant=_reject_constant)
-    pos = _WHITESPACE.match(text, 0).end()
-    if not text.startswith("[", pos):
-        raise SourceError(f"{path}: expected a JSON array of records")
-    pos = _WHITESPACE.match(text, pos + 1).end()
-    if text.startswith("]", pos):
-        return
-    index = 0
-    while True:
-        location = f"{path}#{index}"
-        try:
-            obj, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as err:
-            reason = f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}; {_REST_LOST}"
-            yield Rejected(location, reason, text[pos : pos + 200])
-            return
-        except ValueError as err:  # NaN/Infinity, or an integer past Python's digit limit
-            yield Rejected(location, f"invalid JSON: {err}; {_REST_LOST}", text[pos : pos + 200])
-            return
-        except RecursionError:
-            yield Rejected(location, f"invalid JSON: nested too deeply; {_REST_LOST}", text[pos : pos + 200])
-            return
-        if _UNDECODABLE.search(text, pos, end):
-            yield Rejected(location, "not UTF-8: undecodable bytes in this record", _printable(text[pos:end][:200]))
-        else:
-            yield location, obj
-        index += 1
-        pos = _WHITESPACE.match(text, end).end()
-        if text.startswith(",", pos):
-            pos = _WHITESPACE.match(text, pos + 1).end()
-            continue
-        if text.startswith("]", pos):
-            return
-        line, column = _line_column(text, pos)
-        if pos >= len(text):
-            reason = "file ends before the closing ']' (truncated?)"
-        else:
-            reason = f"expected ',' or ']' at line {line} column {column}"
-        yield Rejected(f"{path}#{index}", reason, text[pos : pos + 200])
-        return
-
-
 def iter_csv_rows(path: Path, columns: tuple[str, str] = ("Query", "Tool")) -> Iterator[tuple[str, Any] | Rejected]:
     """``(path#index, {"query", "tool"})`` per data row of a ``Query,Tool`` CSV (index from 0)."""
     try:
@@ -262,40 +215,16 @@ def iter_csv_rows(path: Path, columns: tuple[str, str] = ("Query", "Tool")) -> I
             except StopIteration:
                 return
             except csv.Error as err:
-                yield Rejected(f"{path}#{index}", f"CSV error at line {rows.line_num}: {err}; {_REST_LOST}")
+                yield Rejected(f"{path}#{index}", f"CSV error at line {rows.line_num}: {err}; {REST_LOST}")
                 return
             if not any(field.strip() for field in row):
                 continue  # a blank line is not a record
             location = f"{path}#{index}"
             index += 1
             if len(row) != len(header):
-                yield Rejected(location, f"row has {len(row)} field(s), the header has {len(header)}", _printable(row))
-            elif any(_UNDECODABLE.search(field) for field in row):
+                yield Rejected(location, f"row has {len(row)} field(s), the header has {len(header)}", printable(row))
+            elif any(UNDECODABLE.search(field) for field in row):
                 why = f"not UTF-8: undecodable bytes in the row ending at line {rows.line_num}"
-                yield Rejected(location, why, _printable(row))
+                yield Rejected(location, why, printable(row))
             else:
                 yield location, {"query": row[query_at], "tool": row[tool_at]}
-
-
-def _reject_constant(name: str) -> Any:
-    # NaN/Infinity are not JSON; kept, they would be written back into the canonical file as-is.
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def _read_lenient(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
-    except OSError as err:
-        raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
-
-
-def _line_column(text: str, pos: int) -> tuple[int, int]:
-    line = text.count("\n", 0, pos) + 1
-    return line, pos - text.rfind("\n", 0, pos)
-
-
-def _printable(value: Any) -> Any:
-    """Raw text for a reject file: undecodable bytes shown as U+FFFD rather than lone surrogates."""
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return _UNDECODABLE.sub("\ufffd", value) if isinstance(value, str) else value
