@@ -22,7 +22,7 @@ TOOLS = [
     ("convert_currency", "Convert an amount between currencies", "amount", "The amount"),
 ]
 LIBRARY = [
-    Tool(name, description, {"type": "object", "properties": {p: {"type": "string", "description": d}}, "required": [p]})
+    Tool(name, description, {"type": "object", "properties": {p: {"description": d}}, "required": [p]})
     for name, description, p, d in TOOLS
 ]
 

@@ -15,6 +15,7 @@ metabench   ``meta.turn``, else the last assistant turn    ``{"id", "content", "
                                                            ``"retrieved"`` for meta_tool calls
 toolselect  the last assistant turn                        ``{"id", "content", "tool_calls"}``
 bfcl        the reader's gold turn, else a new turn        ``{"id", "result": [{name: {arg: value}}]}``
+itc, toolbench, nexus: ``train.evaluation.paper_tasks`` (its table)
 =========== ============================================== ==========================================
 
 A failed generation (a prompt the format cannot render, an output it cannot parse) is scored wrong
@@ -23,7 +24,8 @@ list (their scorers' "malformed prediction"); bfcl gets the error text as ``resu
 decode-failure form (wrong for call categories, "no call" for irrelevance, as in the leaderboard).
 
 References come from canonical JSON Lines, or from a benchmark's own files through its reader
-(``read_references``: BFCL question + possible-answer files, ToolSelect's ``train.csv``).
+(``read_references``: BFCL question + possible-answer files, ToolSelect's ``train.csv``, the ITC
+samples (+ API) files, NexusRaven query files, the SambaNova ToolBench folder).
 ``prepare`` is also told which files the references came from (``sources``): a task may need a file
 beside them (Meta-Bench's tool library). A task takes options (``eval.benchmarks.N.options``,
 ``tooltrain eval run --option``); ``OPTIONS`` lists each task's names and types.
@@ -33,110 +35,12 @@ This module imports nothing heavy: ``train.config`` reads ``TASKS`` when it chec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
+from train.evaluation.paper_tasks import ItcTask, NexusTask, ToolBenchTask
+from train.evaluation.task_base import EvalItem, Outcome, Prepared, Task, TaskError, failed_calls
 from train.schema import Conversation, record_from_dict
-
-
-@dataclass
-class EvalItem:
-    id: str
-    conversation: Conversation
-    target: int  # the assistant message the model writes; len(messages) for a turn after the last message
-
-
-@dataclass
-class Prepared:
-    items: list[EvalItem]
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # {"id", "reason"}: references the task cannot use
-
-
-@dataclass
-class Outcome:
-    metrics: dict[str, Any]  # the scorer's metrics (per-item rows and issue lists removed)
-    result: dict[str, Any]  # everything the scorer returned
-    predictions: list[dict[str, Any]]  # the scorer rows, in item order
-
-
-def _fits(value: Any, kind: type) -> bool:
-    if isinstance(value, bool):
-        return kind is bool
-    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
-
-
-class TaskError(ValueError):
-    """References that cannot be read at all (missing file, not conversations, no reader for them)."""
-
-
-def failed_calls(error: str) -> str:
-    """A ``tool_calls`` value call-reading scorers reject as malformed: a failed generation is wrong."""
-    return f"unparseable output ({error})"
-
-
-class Task:
-    name: ClassVar[str]
-    native_source: ClassVar[str | None] = None  # the reader of the benchmark's own files
-    OPTIONS: ClassVar[dict[str, type]] = {}  # option name -> type, passed to __init__
-
-    @classmethod
-    def option_problems(cls, options: dict[str, Any]) -> list[str]:
-        """What is wrong with ``options`` for this task (unknown names, wrong types); [] when fine."""
-        problems = []
-        for key, value in options.items():
-            kind = cls.OPTIONS.get(key)
-            if kind is None:
-                valid = ", ".join(cls.OPTIONS) or "none"
-                problems.append(f"unknown option {key!r} (valid: {valid})")
-            elif not _fits(value, kind):
-                problems.append(f"option {key!r} must be {kind.__name__}, got {value!r}")
-        return problems
-
-    def target(self, conv: Conversation) -> int:
-        """The index of the assistant message to write (``meta.turn``, else the last assistant
-        message, as the Meta-Bench scorer reads its gold); ValueError when there is none."""
-        position = conv.meta.get("turn")
-        if position is None:
-            assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
-            if not assistant:
-                raise ValueError("no assistant message to score")
-            return assistant[-1]
-        if not isinstance(position, int) or isinstance(position, bool) or not 0 <= position < len(conv.messages):
-            raise ValueError(f"meta.turn {position!r} is not a message index")
-        if conv.messages[position].role != "assistant":
-            raise ValueError(f"meta.turn {position}: messages[{position}] is not an assistant message")
-        return position
-
-    def prepare(
-        self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
-    ) -> Prepared:
-        """The first ``limit`` usable references as items; the others are listed with their reason.
-        ``sources``: the files the references were read from."""
-        prepared = Prepared(items=[])
-        for conv in conversations:
-            if limit is not None and len(prepared.items) >= limit:
-                break
-            try:
-                prepared.items.append(EvalItem(conv.id, conv, self.target(conv)))
-            except ValueError as err:
-                prepared.skipped.append({"id": conv.id, "reason": str(err)})
-        return prepared
-
-    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
-        calls: Any = [call.to_dict() for call in generation.tool_calls]
-        if generation.error:
-            calls = failed_calls(generation.error)
-        return {"id": item.id, "content": generation.content, "tool_calls": calls}
-
-    def predictions(self, items: Sequence[EvalItem], generations: Sequence[Any]) -> list[dict[str, Any]]:
-        """The scorer's rows for all items (a task that works on the whole batch overrides this)."""
-        return [self.prediction(item, generation) for item, generation in zip(items, generations)]
-
-    def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
-        from train.evaluation import get_scorer
-
-        return get_scorer(self.name)(predictions, [item.conversation.to_dict() for item in items])
 
 
 class HeldOutTask(Task):
@@ -285,7 +189,10 @@ class BfclTask(Task):
         return {"overall": overall, "by_category": sections, "per_item": per_item}
 
 
-TASKS: dict[str, type[Task]] = {task.name: task for task in (HeldOutTask, MetaBenchTask, ToolSelectTask, BfclTask)}
+TASKS: dict[str, type[Task]] = {
+    task.name: task
+    for task in (HeldOutTask, MetaBenchTask, ToolSelectTask, BfclTask, ItcTask, ToolBenchTask, NexusTask)
+}
 
 
 def get_task(name: str, options: dict[str, Any] | None = None) -> Task:
@@ -304,6 +211,8 @@ def looks_canonical(path: Path) -> bool:
     """Whether the file's first record is a canonical conversation (JSON Lines or a JSON array)."""
     from train.sources._common import Rejected, SourceError, iter_json_records
 
+    if not path.is_file():  # a benchmark folder (ToolBench's) is for its reader
+        return False
     try:
         for item in iter_json_records(path):
             return not isinstance(item, Rejected) and isinstance(item[1], dict) and "messages" in item[1]
@@ -325,8 +234,8 @@ def read_references(
 
     paths = [Path(p) for p in paths]
     for path in paths:
-        if not path.is_file():
-            raise TaskError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+        if not path.exists():
+            raise TaskError(f"{path}: no such file")
     if source is None:
         canonical = all(looks_canonical(path) for path in paths)
         source = "canonical" if canonical else task.native_source
@@ -337,6 +246,9 @@ def read_references(
             )
     conversations: list[Conversation] = []
     rejected: list[dict[str, str]] = []
+    folders = [path for path in paths if not path.is_file()]
+    if source == "canonical" and folders:
+        raise TaskError(f"{folders[0]}: not a file (canonical references are JSON Lines files)")
     try:
         if source == "canonical":
             items: Any = ((path, item) for path in paths for item in iter_json_records(path))
@@ -399,6 +311,7 @@ def flat_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
 __all__ = [
     "TASKS",
     "EvalItem",
+    "failed_calls",
     "Outcome",
     "Prepared",
     "Task",
