@@ -4,6 +4,8 @@ HR@1/3/5 of a retrieval method on a tool-query file (``ToolQuery`` rows from ``t
 convert toollens|metatool|rectools``) over its library (the ``.library.jsonl`` written beside it;
 by default the one beside ``--queries``). ``--alpha 0.5,0.65,0.8,1.0`` sweeps Algorithm 1's α: one
 table row per value, the queries embedded once. Metric definitions: ``train/retrieval/evaluate.py``.
+``--teacher offline|http|hf`` (with its ``--teacher-*`` settings, as ``tooltrain data build``) writes
+the meta_tool hypotheses of ``--hypothesis teacher`` and the rewrites of ``--hypothesis rewrite``.
 
 Exit 0 when the evaluation ran, 2 when an input cannot be read or an argument is wrong.
 """
@@ -18,9 +20,11 @@ from typing import Any
 
 EPILOG = """\
 meta_tool hypotheses (--method metatool):
-  teacher  rule-based reading of the request text (description + prepositional objects as parameters)
+  teacher  the --teacher answers the request text with a meta_tool call (offline, the default: a rule-based
+           reading, description + prepositional objects as parameters; http/hf: an LLM asked with
+           train/builders/teacher.py's HYPOTHESIS_PROMPT); an answer that is no valid meta_tool call is a miss
   gold     the gold tool's own description and required parameters: an upper bound
-  rewrite  the gold hypothesis paraphrased by the data builder's offline teacher (train/builders/teacher.py)
+  rewrite  the gold hypothesis paraphrased by the --teacher (the data builder's Figure 7 rewrite)
 keyword retrieval uses the rule-based keywords of the request; history retrieval the request text itself.
 
 An α sweep is a comma list (--alpha 0.5,0.65,0.8,1.0). The same sweep from a shell loop or a job array:
@@ -29,6 +33,7 @@ An α sweep is a comma list (--alpha 0.5,0.65,0.8,1.0). The same sweep from a sh
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from train.builders.teacher import add_teacher_arguments
     from train.retrieval.embed import DEFAULT_EMBEDDER
     from train.retrieval.evaluate import HYPOTHESES, METHODS
 
@@ -47,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", metavar="DEV", help="embedder device (cpu, cuda; default: the library's choice)")
     parser.add_argument("--no-cache", action="store_true", help="embed everything anew and write no cache file")
     parser.add_argument("--per-item", type=Path, metavar="OUT.jsonl", help="one JSON line per (query, gold tool) pair and α")
+    add_teacher_arguments(parser)
     parser.add_argument("-o", "--output", type=Path, metavar="METRICS.json", help="write the rows and counts as JSON")
 
 
@@ -98,6 +104,7 @@ def format_table(result: dict[str, Any], ks: list[int]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from train.builders.teacher import make_teacher, teacher_config
     from train.retrieval.embed import load_embedder
     from train.retrieval.evaluate import evaluate, sample_queries
     from train.retrieval.index import ToolIndex, read_library
@@ -125,14 +132,18 @@ def run(args: argparse.Namespace) -> int:
         needs_model = not (args.method == "keyword" and args.keyword_scoring == "bm25")
         embedder = load_embedder(args.embedder, device=args.device) if needs_model else None
         index = ToolIndex(tools, embedder, use_cache=not args.no_cache)
+        teacher = make_teacher(teacher_config(args), seed=0)
     except (UsageError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.method != "metatool" and len(alphas) > 1:
         print("note: --alpha only applies to --method metatool; one row", file=sys.stderr)
-    result = evaluate(queries, index, args.method, alphas=alphas, ks=ks, hypothesis=args.hypothesis, keyword_scoring=args.keyword_scoring)
+    result = evaluate(queries, index, args.method, alphas=alphas, ks=ks, hypothesis=args.hypothesis,
+                      keyword_scoring=args.keyword_scoring, teacher=teacher)
     print(describe(result, args, len(tools), needs_model))
     print(format_table(result, ks))
+    for failure in result["hypothesis_failures"][:10]:
+        print(f"  no hypothesis for {failure['id']}: {failure['reason']}", file=sys.stderr)
     try:
         write_outputs(result, args)
     except OSError as err:
@@ -142,7 +153,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def describe(result: dict[str, Any], args: argparse.Namespace, n_tools: int, needs_model: bool) -> str:
-    method = result["method"] + (f" ({result['hypothesis']} hypothesis)" if result["hypothesis"] else "")
+    hypothesis = result["hypothesis"]
+    if hypothesis in ("teacher", "rewrite"):
+        hypothesis += f" hypothesis, {args.teacher} teacher"
+    elif hypothesis:
+        hypothesis += " hypothesis"
+    method = result["method"] + (f" ({hypothesis})" if hypothesis else "")
     if result["method"] == "keyword":
         method += f" ({args.keyword_scoring})"
     parts = [
@@ -155,6 +171,9 @@ def describe(result: dict[str, Any], args: argparse.Namespace, n_tools: int, nee
     ]
     if result["unknown_gold"]:
         parts.append(f"{result['unknown_gold']} gold tools not in the library (misses)")
+    if result["hypothesis_failures"]:
+        failed = len(result["hypothesis_failures"])
+        parts.append(f"{failed} teacher answers not a meta_tool call (their gold tools miss)")
     if result["skipped_queries"]:
         parts.append(f"{len(result['skipped_queries'])} queries without gold tools skipped")
     return ", ".join(parts)
