@@ -8,7 +8,7 @@ files (every distinct function), then copies of them under perturbed names (``<n
 scoring still runs over every one of the ``--tools`` rows. The queries are the rule teacher's
 hypotheses for the first ToolLens test requests.
 
-Reports, best of ``--repeat`` runs:
+Prints the figures as text, then every number as JSON. Reports, best of ``--repeat`` runs:
 * index: cold build (embedding every unique description and required-parameter text into a fresh
   cache) and warm load (a second index from the cache);
 * encode: embedding the batch's hypothesis texts (descriptions + parameter phrases), no cache;
@@ -111,6 +111,11 @@ def main() -> int:
         score_s, ranking = best(lambda: metatool.rank(index, encoded, args.alpha, args.k), args.repeat)
 
     n_params = sum(len(h.param_description) for h in hypotheses)
+    print(f"Algorithm 1 (alpha {args.alpha}, top-{args.k}) over {len(library):,} tools, {len(hypotheses)} meta_tool "
+          f"queries, embedder {args.embedder}:")
+    print(f"  score + top-k: {len(hypotheses) / score_s:,.1f} queries/s ({score_s:.4f} s for the batch)")
+    print(f"  end to end (embed the queries, then score): {len(hypotheses) / (encode_s + score_s):,.1f} queries/s")
+    print(f"  library index: {cold:.2f} s cold (embedding), {warm:.3f} s warm (from the cache)")
     print(json.dumps({
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "embedder": args.embedder,

@@ -159,6 +159,7 @@ class BenchmarkSpec:
     source: Optional[str] = None  # reader for data that is not canonical JSON Lines (bfcl, toolselect)
     limit: Optional[int] = None
     max_new_tokens: int = 256
+    options: dict[str, Any] = field(default_factory=dict)  # the task's options (metabench: embedder, alpha, k)
 
 
 @dataclass
@@ -293,6 +294,8 @@ def _eval_problems(cfg: DictConfig) -> list[str]:
         elif bench.data is None and cfg.data.eval_fraction <= 0:
             problems.append(f"{where}: evaluates the run's eval split, but data.eval_fraction is 0; "
                             "set data.eval_fraction > 0")
+        if bench.name in TASKS:
+            problems += [f"{where}: {problem}" for problem in TASKS[bench.name].option_problems(dict(bench.options))]
         if bench.max_new_tokens < 1 or (bench.limit is not None and bench.limit < 1):
             problems.append(f"{where}: max_new_tokens and limit must be >= 1")
     return problems

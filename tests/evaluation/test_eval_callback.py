@@ -1,5 +1,5 @@
 """The evaluation callback: when it runs, what it logs, that it never changes training, and that it
-works across ranks (ZeRO-3 on 2 CPU ranks) and across a resume.
+works across ranks (ZeRO-3 and DDP on 2 CPU ranks) and across a resume.
 
 Training runs use the tiny recipe with a 20 % eval split (8 held-out conversations, the first 3 of
 them evaluated, 8 new tokens), LoRA dropout 0, a checkpoint every 2 steps and an eval every 2 steps.
@@ -114,7 +114,8 @@ def test_eval_configs_are_checked_when_composed():
         (["eval=heldout"],
          "eval.benchmarks.0 (heldout): evaluates the run's eval split, but data.eval_fraction is 0; set data.eval_fraction > 0"),
         (["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=nope"],
-         "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl"),
+         "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, itc, toolbench, "
+         "nexus"),
         (["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=bfcl"],
          "eval.benchmarks.0 (bfcl): needs data (only heldout defaults to the run's eval split)"),
     ]
@@ -173,11 +174,13 @@ def test_eval_logs_at_its_steps_and_leaves_every_training_loss_unchanged(tmp_pat
 # ---- two ranks, ZeRO-3, and a resume --------------------------------------------------------------
 
 
-def launch(out: Path, cache: Path, ranks: int = 2) -> subprocess.CompletedProcess:
+def launch(out: Path, cache: Path, ranks: int = 2, strategy: str = "zero3", steps: int = 6
+           ) -> subprocess.CompletedProcess:
     env = {**os.environ, "TOOLTRAIN_CACHE": str(cache), "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
-    command = [*launcher, "-m", "train", "train", *OVERRIDES, *EVAL, "distributed=zero3", "train.max_steps=6", f"output_dir={out}"]
+    command = [*launcher, "-m", "train", "train", *OVERRIDES, *EVAL, f"distributed={strategy}",
+               f"train.max_steps={steps}", f"output_dir={out}"]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     return result
@@ -203,3 +206,17 @@ def test_zero3_on_two_ranks_logs_eval_and_a_resumed_run_logs_the_same(tmp_path):
     assert losses(resumed) == losses(reference)
     step6 = "eval_predictions/heldout-step6.jsonl"
     assert (resumed / step6).read_text() == (reference / step6).read_text()
+
+
+@pytest.mark.slow
+def test_ddp_on_two_ranks_shards_the_eval_rows_and_gathers_them(tmp_path):
+    """DDP replicates the weights, so generation runs without lock-step (generation_needs_sync is False); the
+    3 prompts are split 2 + 1 (+1 padding) and every generation is gathered before scoring. One 2-step run."""
+    out = tmp_path / "ddp"
+    launch(out, tmp_path / "cache", strategy="ddp", steps=2)
+    logged = eval_rows(out)
+    assert sorted(logged) == [2]
+    assert set(logged[2]) == {f"eval/heldout/{key}" for key in HELDOUT_KEYS} and logged[2]["eval/heldout/total"] == 3
+    rows = [json.loads(line) for line in (out / "eval_predictions" / "heldout-step2.jsonl").open()]
+    assert [row["id"] for row in rows] == ["glaive_sample-11", "glaive_sample-17", "glaive_sample-31"]
+    assert all(row["generation"]["new_tokens"] <= 8 for row in rows)

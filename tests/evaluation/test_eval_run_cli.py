@@ -238,6 +238,10 @@ def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
          "convert with `tooltrain data convert` or pass --source\n"),
         (["tiny", "heldout", "--data", str(HELDOUT / "references.jsonl"), "--max-new-tokens", "0"],
          "error: --max-new-tokens, --batch-size and --limit must be >= 1\n"),
+        (["tiny", "metabench", "--data", str(HELDOUT / "references.jsonl"), "--option", "beta=1"],
+         "error: --option: metabench: unknown option 'beta' (valid: embedder, alpha, k)\n"),
+        (["tiny", "metabench", "--data", str(HELDOUT / "references.jsonl"), "--option", "k=five"],
+         "error: --option: k: expected int, got 'five'\n"),
     ],
 )
 def test_unusable_inputs_exit_2_with_the_reason(capsys, tmp_path, monkeypatch, argv, message):

@@ -237,3 +237,22 @@ def test_unreadable_predictions_are_wrong_with_a_reason(prediction, error):
     reference = {"id": "t-0", "meta": {"dataset": "t"}, "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]}]}
     item = score_nexus([prediction], [reference])["per_item"][0]
     assert (item["correct"], item["error"]) == (False, error)
+
+
+def test_whole_empty_predictions_score_zero_with_their_reasons(fixtures):
+    references = load_jsonl(fixtures / "evaluation" / "nexus" / "references.jsonl")
+    ids = [row["id"] for row in references]
+    tasks = {"cve_cpe": 1, "emailrep": 1, "virustotal": 1, "toolalpaca": 1, "toolllm": 2}
+    nothing = score_nexus([], references)  # an empty prediction file
+    assert [(i["id"], i["correct"], i["error"], i["predicted"]) for i in nothing["per_item"]] == [
+        (i, False, "no prediction", None) for i in ids]
+    assert nothing["tasks"] == {task: {"total": n, "correct": 0, "accuracy": 0.0} for task, n in tasks.items()}
+    assert (nothing["weighted_average"], nothing["unweighted_average"]) == (0.0, 0.0)
+    assert nothing["missing_prediction_ids"] == ids
+    for empty in ({"call": ""}, {"call": "   \n"}, {"tool_calls": []}):  # rows present, no call in any
+        report = score_nexus([{"id": i, **empty} for i in ids], references)
+        assert [(i["correct"], i["error"], i["predicted"]) for i in report["per_item"]] == [(False, "no call", [])] * 6
+        assert (report["weighted_average"], report["unweighted_average"], report["missing_prediction_ids"]) == (
+            0.0, 0.0, [])
+    none = score_nexus([], [])
+    assert (none["tasks"], none["weighted_average"], none["unweighted_average"]) == ({}, None, None)

@@ -343,3 +343,51 @@ def test_bad_rows_are_listed_not_raised():
     ]
     assert report["duplicate_prediction_ids"] == ["home/test-1"] and report["duplicate_reference_ids"] == ["home/test-1"]
     assert [row["file"] for row in report["rows_without_id"]] == ["predictions", "references"]
+
+
+# ---------------------------------------------------------------- empty predictions, repeated setters
+
+
+def test_empty_predictions_fail_every_case(fixtures):
+    references = load_jsonl(fixtures / "evaluation" / "toolbench" / "references.jsonl")
+    ids = [row["id"] for row in references]
+    nothing = score_toolbench([], references)  # no prediction file rows at all
+    assert [(i["id"], i["success"], i["f1"], i["tool_correct"], i["error"]) for i in nothing["per_item"]] == [
+        (i, False, 0.0, None, "no prediction") for i in ids]
+    assert nothing["missing_prediction_ids"] == ids
+    assert {k: nothing["overall"][k] for k in ("total", "success", "success_rate", "tool_accuracy", "f1")} == {
+        "total": 5, "success": 0, "success_rate": 0.0, "tool_accuracy": None, "f1": 0.0}
+    assert nothing["overall"]["unweighted_success_rate"] == 0.0
+    blank = score_toolbench([{"id": i, "program": ""} for i in ids], references)  # every answer empty text
+    assert [(i["success"], i["f1"], i["error"]) for i in blank["per_item"]] == [
+        (False, 0.0, None),  # home: an empty program sets no field (F1 0: the prediction has no field)
+        (False, 0.0, None),  # booking: the same
+        (False, 0.0, "no line starts with 'curl'"),
+        (False, 0.0, "string comparison between the answer and the gold failed"),  # cat/test-0, string only
+        (False, 0.0, "no line starts with 'curl'"),
+    ]
+    assert blank["missing_prediction_ids"] == [] and blank["overall"]["success_rate"] == 0.0
+    empty = score_toolbench([], [])
+    assert (empty["overall"]["total"], empty["overall"]["success_rate"], empty["tasks"]) == (0, None, {})
+
+
+@pytest.mark.parametrize(
+    ("setters", "expected"),
+    [
+        ("API.set_num_beds(6)\nAPI.set_num_beds(6)", (True, 1.0, 1.0, 1.0)),  # the same field twice: one field
+        ("API.set_num_beds(7)\nAPI.set_num_beds(6)", (True, 1.0, 1.0, 1.0)),  # the last call wins, as in the mock
+        ("API.set_num_beds(6)\nAPI.set_num_beds(7)", (False, 0.8, 0.8, pytest.approx(0.8))),  # 4 of 5 fields
+        ("API.set_num_beds(6)\nAPI.set_num_beds('None')", (True, 1.0, 1.0, 1.0)),  # 'None' leaves the field alone
+    ],
+)
+def test_repeated_setter_calls_keep_the_last_value(setters, expected):
+    # Gold fields: location, buy_or_rent, num_beds, min_price, min_square_feet (added by search) = 5.
+    assert _scores(HOME_GOLD.replace("API.set_num_beds(6)", setters)) == expected
+
+
+def test_repeated_search_and_a_late_set_location():
+    assert _scores(HOME_GOLD + "\nAPI.search()") == (True, 1.0, 1.0, 1.0)  # defaults added again: the same fields
+    late = HOME_GOLD.replace('API.set_buy_or_rent("buy")', 'API.set_buy_or_rent("buy")\nAPI.set_location("Birmingham")')
+    verdict = score_case(late, None, HOME_META)
+    assert (verdict["success"], verdict["f1"]) == (False, 0.0)
+    assert verdict["error"] == "line 3: set_location must be called before any other criterion"

@@ -19,6 +19,11 @@ Three interchangeable teachers, chosen by ``make_teacher(config)``:
 * ``hf``: a local Hugging Face causal LM (``path``), prompted through a tooltrain chat format and
   decoded greedily.
 
+A third request, not in the paper, serves retrieval evaluation (``tooltrain eval retrieval --hypothesis
+teacher``): ``hypothesis(request)`` answers a user request with the meta_tool call that would find a tool
+for it (``HYPOTHESIS_PROMPT``; the offline teacher reads the request with the rules of
+``train.retrieval.hypothesis.RuleTeacher``).
+
 A teacher returns text; it never decides what is kept. The builder verifies every rewrite (JSON
 structure, A.3; similarity to the original) and counts every failure. A teacher that cannot answer
 raises ``TeacherError`` with the reason.
@@ -54,6 +59,15 @@ REASONING_PROMPT = (
     '"to help you".\n'
     "3. The reasoning should in three sentences: Briefly analyze the current state, select suitable tools and "
     "specifies parameters of tools."
+)
+HYPOTHESIS_PROMPT = (
+    "A user asks: {REQUEST}\n"
+    "None of your functions can help, but you can call meta_tool, which searches an external tool library "
+    "for the tool you describe:\n"
+    "{META_TOOL}\n"
+    "Hypothesize the tool that would answer the request: describe what it does and the parameters it needs.\n"
+    'Your output should have only the json of the meta_tool call, {"name": "meta_tool", "parameters": '
+    '{"tool_description": ..., "param_description": [...]}}, and nothing else.'
 )
 META_TOOL = "meta_tool"
 
@@ -231,6 +245,12 @@ class OfflineTeacher:
                     f"and the param_description {' and '.join(params)}.")
         return [search, settings]
 
+    def hypothesis(self, request: str, *, key: str) -> str:
+        """The meta_tool call JSON the rule-based reading of ``request`` gives (``RuleTeacher``)."""
+        from train.retrieval.hypothesis import RuleTeacher, meta_tool_call
+
+        return json.dumps(meta_tool_call(RuleTeacher().hypothesis(request)), ensure_ascii=False)
+
     def rewrite(self, original: dict[str, Any], *, key: str, attempt: int) -> str:
         """The meta_tool call JSON with paraphrased tool and parameter descriptions."""
         rng = self._rng("rewrite", key, attempt)
@@ -256,6 +276,14 @@ def reasoning_prompt(turn: CallTurn) -> str:
     return REASONING_PROMPT.replace("{INPUT_CONVS}", transcript(turn))
 
 
+def hypothesis_prompt(request: str) -> str:
+    from train.retrieval.index import tool_json
+    from train.retrieval.special import META_TOOL as META_TOOL_DEFINITION
+
+    definition = json.dumps(tool_json(META_TOOL_DEFINITION), ensure_ascii=False)
+    return HYPOTHESIS_PROMPT.replace("{META_TOOL}", definition).replace("{REQUEST}", " ".join(request.split()))
+
+
 class _PromptedTeacher:
     """A teacher that answers the paper's prompts with a language model (``complete``)."""
 
@@ -272,6 +300,9 @@ class _PromptedTeacher:
 
     def rewrite(self, original: dict[str, Any], *, key: str, attempt: int) -> str:
         return self.complete(rewrite_prompt(original))
+
+    def hypothesis(self, request: str, *, key: str) -> str:
+        return self.complete(hypothesis_prompt(request))
 
 
 class HttpTeacher(_PromptedTeacher):
@@ -388,5 +419,28 @@ def make_teacher(config: dict[str, Any] | None, seed: int) -> OfflineTeacher | H
     raise ValueError(f"unknown teacher kind {kind!r}; valid: offline, http, hf")
 
 
-__all__ = ["CallTurn", "HFTeacher", "HttpTeacher", "OfflineTeacher", "TeacherError", "make_teacher", "paraphrase",
-           "reasoning_prompt", "rewrite_prompt", "transcript"]
+def add_teacher_arguments(parser: Any) -> None:
+    """``--teacher`` and its settings, for commands that ask a teacher (``teacher_config`` reads them)."""
+    group = parser.add_argument_group("teacher").add_argument
+    group("--teacher", choices=("offline", "http", "hf"), default="offline", help="offline (default), http, hf")
+    group("--teacher-base-url", help="http: the OpenAI-compatible base URL (…/v1)")
+    group("--teacher-model", help="http: the model name")
+    group("--teacher-api-key-env", help="http: the environment variable holding the API key")
+    group("--teacher-timeout", type=float, default=60.0, help="http: seconds per request (60)")
+    group("--teacher-path", help="hf: the local model folder")
+    group("--teacher-chat-format", default="chatml", help="hf: the chat format to prompt it with (chatml)")
+
+
+def teacher_config(args: Any) -> dict[str, Any]:
+    """The ``make_teacher`` config the ``add_teacher_arguments`` options describe."""
+    if args.teacher == "http":
+        return {"kind": "http", "base_url": args.teacher_base_url, "model": args.teacher_model,
+                "api_key_env": args.teacher_api_key_env, "timeout": args.teacher_timeout}
+    if args.teacher == "hf":
+        return {"kind": "hf", "path": args.teacher_path, "chat_format": args.teacher_chat_format}
+    return {"kind": "offline"}
+
+
+__all__ = ["CallTurn", "HFTeacher", "HttpTeacher", "OfflineTeacher", "TeacherError", "add_teacher_arguments",
+           "hypothesis_prompt", "make_teacher", "paraphrase", "reasoning_prompt", "rewrite_prompt", "teacher_config",
+           "transcript"]

@@ -10,8 +10,10 @@ MODEL is one of
 
 The bench's task (``train.evaluation.tasks``) turns each reference conversation into a prompt, the
 model writes the target turn (greedy unless ``--temperature``), the chat format parses it, and the
-bench's scorer scores the prediction rows. ``--predictions`` writes those rows (re-scorable with
-``tooltrain eval score``) with each generation beside them. ``heldout`` on a run directory without
+bench's scorer scores the prediction rows. ``--option KEY=VALUE`` sets a task option (metabench: the
+retriever that executes the model's meta_tool calls for HR@k: ``embedder``, ``alpha``, ``k``).
+``--predictions`` writes those rows (re-scorable with ``tooltrain eval score``) with each generation
+beside them. ``heldout`` on a run directory without
 ``--data`` evaluates the run's own eval split. Exit 0 when scoring ran, 2 when an input is unusable.
 """
 
@@ -50,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--source", metavar="READER", help="read --data with this reader (default: canonical, else the bench's own)")
     arg("--format", dest="chat_format", metavar="F", help="chat format (default: the run's or the model config's)")
     arg("--tokenizer", metavar="T", help="tokenizer name or directory (default: the model's)")
+    arg("--option", action="append", default=[], metavar="KEY=VALUE",
+        help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the meta_tool retriever)")
     arg("--limit", type=int, metavar="N", help="evaluate the first N usable references")
     arg("--max-new-tokens", type=int, default=256, metavar="N", help="tokens generated per turn (default 256)")
     arg("--batch-size", type=int, default=8, metavar="N", help="prompts per generate call (default 8)")
@@ -167,6 +171,21 @@ def run_eval_split(cfg: Any, tokenizer: Any) -> list[Any]:
 # ---------------------------------------------------------------- running
 
 
+def parse_options(pairs: list[str], types: dict[str, type]) -> dict[str, Any]:
+    """``["alpha=0.8", "embedder=hash-bow"]`` -> ``{"alpha": 0.8, "embedder": "hash-bow"}``, typed by the task."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"expected KEY=VALUE, got {pair!r}")
+        kind = types.get(key, str)
+        try:
+            options[key] = kind(value)
+        except ValueError:
+            raise ValueError(f"{key}: expected {kind.__name__}, got {value!r}") from None
+    return options
+
+
 def backend_for(args: argparse.Namespace, loaded: LoadedModel) -> Any:
     from train.evaluation.generate import HFBackend, VllmBackend
 
@@ -202,7 +221,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2
-    task = get_task(args.bench)
+    try:
+        task = get_task(args.bench, parse_options(args.option, TASKS[args.bench].OPTIONS))
+    except (TaskError, ValueError) as err:
+        print(f"error: --option: {err}", file=sys.stderr)
+        return 2
     try:
         loaded = load(args.model, args.dtype, args.tokenizer)
         format_name = args.chat_format or loaded.chat_format
@@ -217,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
             conversations = run_eval_split(loaded.run_cfg, loaded.tokenizer)
         else:
             raise ModelError("give --data (only heldout on a run directory defaults to the run's eval split)")
-        prepared = task.prepare(conversations, args.limit)
+        prepared = task.prepare(conversations, args.limit, args.data or [])
         if not prepared.items:
             raise TaskError(f"no reference to evaluate: {len(conversations)} conversations, "
                             f"{len(prepared.skipped)} unusable, {len(rejected)} unreadable")

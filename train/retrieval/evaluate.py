@@ -12,7 +12,9 @@ serves it:
   single ranking is at most 1/3 of its pairs for such a request.
 
 A gold tool missing from the library is a miss (``unknown_gold`` counts them); a query with no gold
-tool (MetaTool Task1 negatives) has nothing to hit and is skipped (``skipped_queries``).
+tool (MetaTool Task1 negatives) has nothing to hit and is skipped (``skipped_queries``). A teacher that
+gives no valid meta_tool call (``teacher``/``rewrite`` hypotheses) leaves its pairs without a ranking:
+misses, listed with the reason in ``hypothesis_failures``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 
 from train.retrieval import metatool
 from train.retrieval.baselines import KeywordIndex, history_scores
-from train.retrieval.hypothesis import RuleTeacher, gold_hypothesis, rewritten_hypothesis
+from train.retrieval.hypothesis import RuleTeacher, gold_hypothesis, rewritten_hypothesis, teacher_hypothesis
 from train.retrieval.index import ToolIndex, top_k
 from train.retrieval.metatool import ToolHypothesis
 from train.schema import ToolQuery
@@ -42,8 +44,21 @@ class Pairs:
     requests: list[Any] = field(default_factory=list)  # ToolHypothesis or text, one per ranking
     pair_query: list[str] = field(default_factory=list)
     pair_gold: list[str] = field(default_factory=list)
-    pair_request: list[int] = field(default_factory=list)  # -1: gold tool not in the library, no ranking
+    pair_request: list[int] = field(default_factory=list)  # -1: no ranking (unknown gold tool, failed teacher)
     skipped_queries: list[str] = field(default_factory=list)
+    unknown_gold: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)  # {"id", "reason"}: no hypothesis from the teacher
+
+    def add(self, key: str, make) -> int:
+        """Append ``make()`` as a request and return its index; -1 (and the reason) when the teacher fails."""
+        from train.builders.teacher import TeacherError
+
+        try:
+            self.requests.append(make())
+        except (ValueError, TeacherError) as err:
+            self.failures.append({"id": key, "reason": str(err)})
+            return -1
+        return len(self.requests) - 1
 
 
 def sample_queries(queries: Sequence[ToolQuery], n: int | None) -> list[ToolQuery]:
@@ -61,7 +76,7 @@ def build_pairs(queries: Sequence[ToolQuery], index: ToolIndex, method: str, hyp
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if hypothesis not in HYPOTHESES:
         raise ValueError(f"hypothesis must be one of {', '.join(HYPOTHESES)}, got {hypothesis!r}")
-    if hypothesis == "rewrite" and teacher is None:
+    if teacher is None:
         from train.builders.teacher import OfflineTeacher
 
         teacher = OfflineTeacher(seed=0)
@@ -76,23 +91,25 @@ def build_pairs(queries: Sequence[ToolQuery], index: ToolIndex, method: str, hyp
             continue
         shared = -1
         if not per_gold:
-            pairs.requests.append(_request(method, query.query, rules))
-            shared = len(pairs.requests) - 1
+            shared = pairs.add(query.id, lambda: _request(method, query.query, rules, teacher, query.id))
         for name in gold:
             request = shared
             if per_gold and name in by_name:
                 tool = by_name[name]
-                pairs.requests.append(gold_hypothesis(tool) if hypothesis == "gold" else rewritten_hypothesis(tool, teacher, f"{query.id}/{name}"))
-                request = len(pairs.requests) - 1
+                key = f"{query.id}/{name}"
+                make = (lambda: gold_hypothesis(tool)) if hypothesis == "gold" else (
+                    lambda: rewritten_hypothesis(tool, teacher, key))
+                request = pairs.add(key, make)
+            pairs.unknown_gold += name not in by_name
             pairs.pair_query.append(query.id)
             pairs.pair_gold.append(name)
             pairs.pair_request.append(request if name in by_name else -1)
     return pairs
 
 
-def _request(method: str, text: str, rules: RuleTeacher) -> ToolHypothesis | str:
+def _request(method: str, text: str, rules: RuleTeacher, teacher, key: str) -> ToolHypothesis | str:
     if method == "metatool":
-        return rules.hypothesis(text)
+        return teacher_hypothesis(text, teacher, key)
     if method == "keyword":
         return rules.keywords(text)
     return text  # history: the request is the whole dialogue so far
@@ -149,7 +166,8 @@ def evaluate(queries: Sequence[ToolQuery], index: ToolIndex, method: str, *, alp
         "queries": len(queries) - len(pairs.skipped_queries),
         "pairs": len(pairs.pair_gold),
         "rankings": len(pairs.requests),
-        "unknown_gold": sum(1 for r in pairs.pair_request if r < 0),
+        "unknown_gold": pairs.unknown_gold,
+        "hypothesis_failures": pairs.failures,
         "skipped_queries": pairs.skipped_queries,
         "rows": rows,
         "per_pair": per_pair,

@@ -10,9 +10,12 @@ its gold tools but no meta_tool call. Three sources of the call's arguments:
 * ``rewrite`` — the gold hypothesis rewritten by the data builder's teacher
   (``train.builders.teacher``; offline: its seeded rule-based paraphrase, the paper's Figure 7
   "noise"): what MT-LLaMA is trained to write.
-* ``teacher`` — a deterministic rule-based reading of the *request text* (``RuleTeacher``; the
-  builder's teacher has no request -> hypothesis method, so this minimal one lives here). One
-  hypothesis per request:
+* ``teacher`` — the configured teacher (``train.builders.teacher``: offline, http, hf) answers the
+  *request text* with a meta_tool call (``teacher.hypothesis``; LLM teachers get
+  ``HYPOTHESIS_PROMPT``). Its answer passes A.3's JSON-structure check (``verify_meta_call``; one
+  Markdown fence tolerated) or the request retrieves nothing and the failure is counted. One
+  hypothesis per request. The offline teacher's answer is the deterministic rule-based reading
+  below (``RuleTeacher``):
 
   - description: the request with its opening courtesy and request phrases removed ("Can you
     please", "I'm looking for", "I would like to", "Hi,"...), first letter upper-cased, ending in
@@ -26,7 +29,6 @@ its gold tools but no meta_tool call. Three sources of the call's arguments:
 
 from __future__ import annotations
 
-import json
 import re
 
 from train.retrieval.baselines import bm25_tokens
@@ -70,14 +72,25 @@ def meta_tool_call(hypothesis: ToolHypothesis) -> dict:
 
 def rewritten_hypothesis(tool: Tool, teacher, key: str) -> ToolHypothesis:
     """The builder's teacher rewrites the gold meta_tool call; ValueError when its answer is not a valid call."""
-    text = teacher.rewrite(meta_tool_call(gold_hypothesis(tool)), key=key, attempt=0)
+    return _checked_call(teacher.rewrite(meta_tool_call(gold_hypothesis(tool)), key=key, attempt=0), "rewrite")
+
+
+def teacher_hypothesis(request: str, teacher, key: str) -> ToolHypothesis:
+    """The teacher's meta_tool call for a request; ValueError (or TeacherError) says why there is none."""
+    return _checked_call(teacher.hypothesis(request, key=key), "hypothesis")
+
+
+def _checked_call(text: str, what: str) -> ToolHypothesis:
+    from train.builders.metatool import parse_rewrite, verify_meta_call
+
     try:
-        call = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"the teacher's rewrite for {key} is not JSON: {err}") from None
-    if not isinstance(call, dict):
-        raise ValueError(f"the teacher's rewrite for {key} is not a JSON object")
-    return ToolHypothesis.from_arguments(call.get("parameters"))
+        call = parse_rewrite(text)
+    except ValueError as err:  # json.JSONDecodeError
+        raise ValueError(f"the teacher's {what} is not JSON: {err}") from None
+    reason = verify_meta_call(call)
+    if reason:
+        raise ValueError(f"the teacher's {what} is not a meta_tool call: {reason}")
+    return ToolHypothesis.from_arguments(call["parameters"])
 
 
 def clean_request(text: str) -> str:

@@ -1,0 +1,105 @@
+"""ITC, ToolBench and Nexus as generation tasks (``train.evaluation.tasks`` lists them in ``TASKS``).
+
+=========== ============================================ ==================================================
+task        turn written                                 prediction row (the scorer's layout)
+=========== ============================================ ==================================================
+itc         the ITC scorer's gold turn: ``meta.turn``,   ``{"id", "content", "tool_calls"}``; a generation
+            else the last {Thought, Action} answer       without parsed calls whose content is ITC's own
+                                                         ``{"Thought", "Action"}`` answer: ``{"id",
+                                                         "content"}`` (the scorer reads the raw answer)
+toolbench   a new turn after the user's request (the     ``{"id", "program": content, "tool": name}``:
+            golds are programs in ``meta``, not a        the program or curl line is the text the model
+            message); the last assistant turn when the   wrote; ``tool`` is its first parsed call's name
+            reference ends with one                      (left out when it made no call)
+nexus       the last assistant turn (its tool calls are  ``{"id", "tool_calls"}``; a generation without
+            the gold)                                    parsed calls: ``{"id", "call": content}`` (the
+                                                         Python call text NexusRaven models write)
+=========== ============================================ ==================================================
+
+A failed generation (a prompt the format cannot render, an output it cannot parse) is wrong for every
+task: itc and nexus get a ``tool_calls`` that is not a list (FM fails / the call cannot be read);
+toolbench gets the error text as its program, which no program runner or request parser accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from train.evaluation.task_base import EvalItem, Task, failed_calls, new_turn_target
+from train.schema import Conversation
+
+
+def _calls(generation: Any) -> list[dict[str, Any]]:
+    return [call.to_dict() for call in generation.tool_calls]
+
+
+class ItcTask(Task):
+    """International Tool Calling: the scorer reads a format's parsed calls, or the raw ITC answer."""
+
+    name = "itc"
+    native_source = "itc"
+
+    def target(self, conv: Conversation) -> int:
+        from train.evaluation.itc import gold_position
+
+        return gold_position([m.to_dict() for m in conv.messages], conv.meta)  # SchemaError is a ValueError
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        if generation.error:
+            return {"id": item.id, "content": generation.content, "tool_calls": failed_calls(generation.error)}
+        if not generation.tool_calls and is_itc_answer(generation.content):
+            return {"id": item.id, "content": generation.content}
+        return {"id": item.id, "content": generation.content, "tool_calls": _calls(generation)}
+
+
+def is_itc_answer(text: Any) -> bool:
+    """Whether ``text`` is an ITC ``{"Thought", "Action"}`` answer (the ITC reader's envelope parser)."""
+    from train.sources.itc import parse_answer
+
+    if not isinstance(text, str):
+        return False
+    try:
+        return parse_answer(text, "answer") is not None
+    except (ValueError, RecursionError):
+        return False
+
+
+class ToolBenchTask(Task):
+    """SambaNova ToolBench (Weather, Cat, Home, Booking): the model's text is its program or curl line."""
+
+    name = "toolbench"
+    native_source = "toolbench"
+
+    def target(self, conv: Conversation) -> int:
+        return new_turn_target(conv)
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        if generation.error:
+            return {"id": item.id, "program": failed_calls(generation.error)}
+        row: dict[str, Any] = {"id": item.id, "program": generation.content or ""}
+        if generation.tool_calls:
+            row["tool"] = generation.tool_calls[0].name
+        return row
+
+
+class NexusTask(Task):
+    """NexusRaven queries: parsed calls, or the Python call text the model wrote."""
+
+    name = "nexus"
+    native_source = "nexus"
+
+    def target(self, conv: Conversation) -> int:
+        assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
+        if not assistant:
+            raise ValueError("no assistant message to score")
+        return assistant[-1]
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        if generation.error:
+            return {"id": item.id, "tool_calls": failed_calls(generation.error)}
+        if generation.tool_calls:
+            return {"id": item.id, "tool_calls": _calls(generation)}
+        return {"id": item.id, "call": generation.content or ""}
+
+
+__all__ = ["ItcTask", "NexusTask", "ToolBenchTask", "is_itc_answer"]

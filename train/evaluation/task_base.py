@@ -1,0 +1,125 @@
+"""What every generation task is: items to write, the task interface, its errors (``train.evaluation.tasks``).
+
+Split from ``tasks.py`` so that task modules (``paper_tasks``) and the registry import one base without
+importing each other. Imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from train.schema import Conversation
+
+
+@dataclass
+class EvalItem:
+    id: str
+    conversation: Conversation
+    target: int  # the assistant message the model writes; len(messages) for a turn after the last message
+
+
+@dataclass
+class Prepared:
+    items: list[EvalItem]
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # {"id", "reason"}: references the task cannot use
+
+
+@dataclass
+class Outcome:
+    metrics: dict[str, Any]  # the scorer's metrics (per-item rows and issue lists removed)
+    result: dict[str, Any]  # everything the scorer returned
+    predictions: list[dict[str, Any]]  # the scorer rows, in item order
+
+
+def _fits(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
+
+
+class TaskError(ValueError):
+    """References that cannot be read at all (missing file, not conversations, no reader for them)."""
+
+
+def failed_calls(error: str) -> str:
+    """A ``tool_calls`` value call-reading scorers reject as malformed: a failed generation is wrong."""
+    return f"unparseable output ({error})"
+
+
+class Task:
+    name: ClassVar[str]
+    native_source: ClassVar[str | None] = None  # the reader of the benchmark's own files
+    OPTIONS: ClassVar[dict[str, type]] = {}  # option name -> type, passed to __init__
+
+    @classmethod
+    def option_problems(cls, options: dict[str, Any]) -> list[str]:
+        """What is wrong with ``options`` for this task (unknown names, wrong types); [] when fine."""
+        problems = []
+        for key, value in options.items():
+            kind = cls.OPTIONS.get(key)
+            if kind is None:
+                valid = ", ".join(cls.OPTIONS) or "none"
+                problems.append(f"unknown option {key!r} (valid: {valid})")
+            elif not _fits(value, kind):
+                problems.append(f"option {key!r} must be {kind.__name__}, got {value!r}")
+        return problems
+
+    def target(self, conv: Conversation) -> int:
+        """The index of the assistant message to write (``meta.turn``, else the last assistant
+        message, as the Meta-Bench scorer reads its gold); ValueError when there is none."""
+        position = conv.meta.get("turn")
+        if position is None:
+            assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
+            if not assistant:
+                raise ValueError("no assistant message to score")
+            return assistant[-1]
+        if not isinstance(position, int) or isinstance(position, bool) or not 0 <= position < len(conv.messages):
+            raise ValueError(f"meta.turn {position!r} is not a message index")
+        if conv.messages[position].role != "assistant":
+            raise ValueError(f"meta.turn {position}: messages[{position}] is not an assistant message")
+        return position
+
+    def prepare(
+        self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
+    ) -> Prepared:
+        """The first ``limit`` usable references as items; the others are listed with their reason.
+        ``sources``: the files the references were read from."""
+        prepared = Prepared(items=[])
+        for conv in conversations:
+            if limit is not None and len(prepared.items) >= limit:
+                break
+            try:
+                prepared.items.append(EvalItem(conv.id, conv, self.target(conv)))
+            except ValueError as err:
+                prepared.skipped.append({"id": conv.id, "reason": str(err)})
+        return prepared
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        calls: Any = [call.to_dict() for call in generation.tool_calls]
+        if generation.error:
+            calls = failed_calls(generation.error)
+        return {"id": item.id, "content": generation.content, "tool_calls": calls}
+
+    def predictions(self, items: Sequence[EvalItem], generations: Sequence[Any]) -> list[dict[str, Any]]:
+        """The scorer's rows for all items (a task that works on the whole batch overrides this)."""
+        return [self.prediction(item, generation) for item, generation in zip(items, generations)]
+
+    def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
+        from train.evaluation import get_scorer
+
+        return get_scorer(self.name)(predictions, [item.conversation.to_dict() for item in items])
+
+
+def new_turn_target(conv: Conversation) -> int:
+    """The last assistant message when the conversation ends with one (a reference with its gold turn),
+    else a new turn after the last message (a benchmark whose gold is not a message)."""
+    if not conv.messages:
+        raise ValueError("no message to answer")
+    last = len(conv.messages) - 1
+    return last if conv.messages[last].role == "assistant" else len(conv.messages)
+
+
+__all__ = ["EvalItem", "Outcome", "Prepared", "Task", "TaskError", "failed_calls", "new_turn_target"]
