@@ -242,6 +242,8 @@ def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
          "error: --option: metabench: unknown option 'beta' (valid: embedder, alpha, k)\n"),
         (["tiny", "metabench", "--data", str(HELDOUT / "references.jsonl"), "--option", "k=five"],
          "error: --option: k: expected int, got 'five'\n"),
+        (["tiny", "heldout", "--data", str(HELDOUT / "references.jsonl"), "--format-option", "date_string=1 Jan 2025"],
+         "error: chat format 'chatml' has no option 'date_string'; it takes no options\n"),
     ],
 )
 def test_unusable_inputs_exit_2_with_the_reason(capsys, tmp_path, monkeypatch, argv, message):
@@ -249,3 +251,12 @@ def test_unusable_inputs_exit_2_with_the_reason(capsys, tmp_path, monkeypatch, a
     code, out, err = cli(capsys, "eval", "run", *argv)
     assert (code, out) == (2, "")
     assert err.startswith(message)
+
+
+def test_a_runs_format_options_are_the_evaluation_prompts_options():
+    from train.commands.eval_run import run_format_options
+    from train.config import compose
+
+    cfg = compose(["recipe=tiny", "model.chat_format=llama3_1", "+data.format_options.tools_in_user_message=false"])
+    assert run_format_options(cfg) == {"tools_in_user_message": False}
+    assert run_format_options(compose(["recipe=tiny"])) == {}

@@ -30,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from train.builders.teacher import add_teacher_arguments, teacher_config
 from train.commands.outputs import make_folder, open_output
 from train.schema import Conversation, SchemaError, dumps, record_from_dict
 from train.sources import SOURCES, Rejected, SourceError, get_reader
@@ -56,23 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--pool-size", type=int, default=1000, help="tools in each function-missing row's retrieval pool (1000)")
     add("--hard-tool-count", type=int, default=5, help="hard rows list at least this many ordinary tools (5)")
     add("--hard-fraction", type=float, default=0.5, help="share of bench dialogues made hard (0.5)")
-    teacher = parser.add_argument_group("teacher (reasoning and rewrites)").add_argument
-    teacher("--teacher", choices=("offline", "http", "hf"), default="offline", help="offline (default), http, hf")
-    teacher("--teacher-base-url", help="http: the OpenAI-compatible base URL (…/v1)")
-    teacher("--teacher-model", help="http: the model name")
-    teacher("--teacher-api-key-env", help="http: the environment variable holding the API key")
-    teacher("--teacher-timeout", type=float, default=60.0, help="http: seconds per request (60)")
-    teacher("--teacher-path", help="hf: the local model folder")
-    teacher("--teacher-chat-format", default="chatml", help="hf: the chat format to prompt it with (chatml)")
-
-
-def teacher_config(args: argparse.Namespace) -> dict[str, Any]:
-    if args.teacher == "http":
-        return {"kind": "http", "base_url": args.teacher_base_url, "model": args.teacher_model,
-                "api_key_env": args.teacher_api_key_env, "timeout": args.teacher_timeout}
-    if args.teacher == "hf":
-        return {"kind": "hf", "path": args.teacher_path, "chat_format": args.teacher_chat_format}
-    return {"kind": "offline"}
+    add_teacher_arguments(parser)  # reasoning and rewrites
 
 
 def builder_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class LoadedModel:
     description: str
     run_cfg: Any = None  # the run's config when MODEL is a run directory
     model_dir: Path | None = None  # a directory vLLM can load
+    format_options: dict[str, Any] = field(default_factory=dict)  # the run's data.format_options, if any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="reference conversations (canonical JSON Lines) or the bench's own files")
     arg("--source", metavar="READER", help="read --data with this reader (default: canonical, else the bench's own)")
     arg("--format", dest="chat_format", metavar="F", help="chat format (default: the run's or the model config's)")
+    arg("--format-option", action="append", default=[], metavar="KEY=VALUE", dest="format_options",
+        help="a chat format option, repeatable (default: the run's data.format_options)")
     arg("--tokenizer", metavar="T", help="tokenizer name or directory (default: the model's)")
     arg("--option", action="append", default=[], metavar="KEY=VALUE",
         help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the meta_tool retriever)")
@@ -103,7 +106,8 @@ def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
         tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
     _, dtype = _device_and_dtype(dtype_name, str(cfg.model.dtype))
     model, _ = merged_model(cfg, weights, len(tokenizer), dtype)
-    return LoadedModel(model, tokenizer, str(cfg.model.chat_format), f"{run_dir} ({weights.name})", run_cfg=cfg)
+    return LoadedModel(model, tokenizer, str(cfg.model.chat_format), f"{run_dir} ({weights.name})", run_cfg=cfg,
+                       format_options=run_format_options(cfg))
 
 
 def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None) -> LoadedModel:
@@ -111,21 +115,31 @@ def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None)
 
     from train.tokenizers import BUILDERS, load_tokenizer
 
-    chat_format = None
+    chat_format, format_options = None, {}
     provenance = model_dir / "tooltrain_export.json"
     if provenance.is_file():  # an exported run: its format is the run's
         from train.export import load_run_config
 
         run_dir = Path(json.loads(provenance.read_text(encoding="utf-8"))["run_dir"])
         if run_dir.is_dir():
-            chat_format = str(load_run_config(run_dir).model.chat_format)
+            run_cfg = load_run_config(run_dir)
+            chat_format, format_options = str(run_cfg.model.chat_format), run_format_options(run_cfg)
     if tokenizer_name in BUILDERS:
         tokenizer = load_tokenizer(tokenizer_name)
     else:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_name or str(model_dir))
     _, dtype = _device_and_dtype(dtype_name)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype, use_safetensors=True)
-    return LoadedModel(model, tokenizer, chat_format, str(model_dir), model_dir=model_dir)
+    return LoadedModel(model, tokenizer, chat_format, str(model_dir), model_dir=model_dir,
+                       format_options=format_options)
+
+
+def run_format_options(cfg: Any) -> dict[str, Any]:
+    """The chat format options a run was trained with: evaluation renders its prompts the same way."""
+    from omegaconf import OmegaConf
+
+    options = cfg.data.get("format_options") if "data" in cfg else None
+    return dict(OmegaConf.to_container(options, resolve=True)) if options else {}
 
 
 def load_named(name: str, dtype_name: str) -> LoadedModel:
@@ -216,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import TaskError, evaluate_generations, get_task, prediction_records, read_references
     from train.export import ExportError
-    from train.formats import get_format
+    from train.formats import get_format, parse_format_option
 
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
@@ -232,7 +246,10 @@ def run(args: argparse.Namespace) -> int:
         if format_name is None:
             raise ModelError(f"{args.model}: give --format (the model directory does not say which chat format "
                              "it was trained with)")
-        fmt = get_format(format_name)
+        # the run's own options hold only when evaluating in the run's format; the command line adds to them
+        options = dict(loaded.format_options) if format_name == loaded.chat_format else {}
+        options.update(parse_format_option(format_name, spec) for spec in args.format_options)
+        fmt = get_format(format_name, options)
         rejected: list[dict[str, str]] = []
         if args.data:
             conversations, rejected = read_references(args.data, args.source, task)

@@ -195,7 +195,7 @@ def build_eval_callback(
         raise SystemExit(f"tooltrain: {err}") from None
     return GenerationEval(
         benchmarks,
-        get_format(cfg.model.chat_format),
+        get_format(cfg.model.chat_format, cfg.data.get("format_options")),  # prompts as the rows were rendered
         tokenizer,
         log,
         world,
