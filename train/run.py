@@ -45,7 +45,7 @@ from train.model import (
 from train.packing import PackedCollator, PaddedCollator, best_fit_pack, pack_samples, packing_stats
 from train.report import read_metrics
 from train.tokenizers import cache_root, load_tokenizer
-from train.tracking import report_to, rank_zero_print
+from train.tracking import rank_zero_print, report_to
 
 
 @dataclass

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import split
 
 from train.cli import main
 from train.schema import Conversation, SchemaError, dumps
 from train.sources import Rejected
 from train.sources.glaive import parse_call_payload, read, split_chat, split_system
-from helpers import split
 
 DEMO = "glaive_toolcall_demo/glaive_toolcall_{}_demo.json"
 SYSTEM_WITH_TOOLS = "You are a helpful assistant with access to the following functions. Use them if required -"

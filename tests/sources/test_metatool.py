@@ -6,10 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from train.schema import ToolLibrary, ToolQuery
-from train.sources import Rejected, SourceError, get_reader
 from helpers import split_queries
+
+from train.sources import SourceError, get_reader
 
 read = get_reader("metatool")
 

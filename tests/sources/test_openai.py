@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import call, split, tool
 
 from train.schema import Conversation, dumps
-from train.sources import Rejected
 from train.sources.openai import conversation_from_openai, read
-from helpers import call, split, tool
 
 WEATHER_PARAMS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TIME_PARAMS = {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}

@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from train.schema import ToolLibrary, ToolQuery
-from train.sources import Rejected, SourceError, get_reader
 from helpers import split_queries
+
+from train.schema import ToolLibrary
+from train.sources import SourceError, get_reader
 
 read = get_reader("rectools")
 

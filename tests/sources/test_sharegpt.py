@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import call, split
 
 from train.schema import Conversation, SchemaError, dumps
-from train.sources import Rejected
 from train.sources.sharegpt import parse_function_call, read
-from helpers import call, split
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city",

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import call, split
 
 from train.schema import Conversation, dumps
-from train.sources import Rejected
 from train.sources._pycalls import CallSyntaxError, looks_like_call_list, parse_call_list
 from train.sources.toolace import read, split_system
-from helpers import call, split
 
 PROSE = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "

@@ -7,11 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import split_queries
 
-from train.schema import ToolLibrary, ToolQuery
 from train.sources import Rejected, SourceError, get_reader
 from train.sources.toollens import function_name, parse_packed_text, unique_name
-from helpers import split_queries
 
 read = get_reader("toollens")
 

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import split
 
 from train.cli import main
 from train.sources import Rejected, SourceError
 from train.sources._common import iter_json_records
 from train.sources.glaive import read
-from helpers import split
 
 ASSET = Path(__file__).resolve().parents[2] / "train" / "assets" / "demo" / "glaive_en_300.json"
 RECORDS = json.loads(ASSET.read_text(encoding="utf-8"))[:10]

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import call, split
 
 from train.schema import Conversation, dumps
-from train.sources import Rejected
 from train.sources.xlam import json_type, read, schema_from_xlam
-from helpers import call, split
 
 LIVE = {"type": "function", "function": {
     "name": "live_giveaways_by_type",

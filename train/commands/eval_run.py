@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import write_results
 from train.evaluation.tasks import TASKS
 
 
@@ -289,14 +290,5 @@ def run(args: argparse.Namespace) -> int:
         "generation": summary,
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
     }
-    try:
-        if args.predictions:
-            records = prediction_records(outcome, generations)
-            lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in records]
-            args.predictions.write_text("".join(lines), encoding="utf-8")
-        if args.output:
-            args.output.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    except OSError as err:
-        print(f"error: cannot write {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return 2
-    return 0
+    records = prediction_records(outcome, generations) if args.predictions else []
+    return write_results(args.predictions, records, args.output, report)

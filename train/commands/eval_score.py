@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import write_results
 from train.sources._common import Rejected, SourceError, iter_json_records
 
 BENCHES = ("bfcl", "metabench", "itc", "toolbench", "nexus", "tracc", "toolselect", "heldout")
@@ -289,12 +290,4 @@ def run(args: argparse.Namespace) -> int:
         "counts": summary,
         "issues": {**issues, "unreadable_lines": bad},
     }
-    try:
-        if args.per_item:
-            args.per_item.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in result.get("per_item", [])), encoding="utf-8")
-        if args.output:
-            args.output.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    except OSError as err:
-        print(f"error: cannot write {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return 2
-    return 0
+    return write_results(args.per_item, result.get("per_item", []), args.output, report)

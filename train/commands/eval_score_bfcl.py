@@ -19,13 +19,13 @@ every issue per category (missing predictions, unknown or repeated ids, unreadab
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import write_results
 from train.sources._common import SourceError
 
 SUFFIXES = (".json", ".jsonl")
@@ -160,15 +160,5 @@ def run(args: argparse.Namespace) -> int:
                    **{name: {**entry["issues"], "unreadable_lines": entry["unreadable"]}
                       for name, entry in categories.items()}},
     }
-    try:
-        if args.per_item:
-            rows = [{**item, "category": name} for name, entry in categories.items()
-                    for item in entry["result"]["per_item"]]
-            args.per_item.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
-                                     encoding="utf-8")
-        if args.output:
-            args.output.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    except OSError as err:
-        print(f"error: cannot write {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return 2
-    return 0
+    rows = ({**item, "category": name} for name, entry in categories.items() for item in entry["result"]["per_item"])
+    return write_results(args.per_item, rows, args.output, report)

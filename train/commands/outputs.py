@@ -39,3 +39,23 @@ def _reason(err: OSError, shown: Path) -> str:
     if err.strerror and err.filename is not None and str(err.filename) != str(shown):
         return f"{err.strerror} ({err.filename})"
     return err.strerror or str(err)
+
+
+def write_results(rows_path: Path | None, rows: Any, report_path: Path | None, report: dict[str, Any]) -> int:
+    """The eval verbs' optional outputs: ``rows`` as JSON Lines, ``report`` as indented JSON.
+
+    Returns the verb's exit code: 0, or 2 after one ``error: cannot write ...`` line (the scores were
+    already printed, so a bad output path loses no work the user has not seen).
+    """
+    import json
+    import sys
+
+    try:
+        if rows_path:
+            rows_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        if report_path:
+            report_path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    except OSError as err:
+        print(f"error: cannot write {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    return 0

@@ -22,7 +22,16 @@ from typing import Any
 
 from train.progress import progress
 from train.schema import Conversation, SchemaError, ToolLibrary, ToolQuery, record_from_dict
-from train.validate import DEFAULT_SEVERITIES, SETTINGS, Problem, Setting, check_conversation, check_library, check_query, resolve_severities
+from train.validate import (
+    DEFAULT_SEVERITIES,
+    SETTINGS,
+    Problem,
+    Setting,
+    check_conversation,
+    check_library,
+    check_query,
+    resolve_severities,
+)
 
 # Line-level problems: the line never became a record, so they are always errors.
 LINE_CODES = ("not-utf8", "unreadable-line", "schema")

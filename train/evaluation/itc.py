@@ -70,7 +70,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from train.evaluation.calls import Call, CallFormatError, canonical, join_by_id, name_multiset, overlap, read_calls, triple_multiset
+from train.evaluation.calls import (
+    Call,
+    CallFormatError,
+    canonical,
+    join_by_id,
+    name_multiset,
+    overlap,
+    read_calls,
+    triple_multiset,
+)
 from train.schema import SchemaError
 
 # Table 10 of the paper: the 29 languages of the ITC data (ISO 639-1, as langid names them).

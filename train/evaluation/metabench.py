@@ -70,7 +70,16 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from train.evaluation.calls import Call, CallFormatError, join_by_id, ratio, read_call, read_calls, same_calls, same_names
+from train.evaluation.calls import (
+    Call,
+    CallFormatError,
+    join_by_id,
+    ratio,
+    read_call,
+    read_calls,
+    same_calls,
+    same_names,
+)
 
 META_TOOL = "meta_tool"
 NON_FUNCTION = "get_user_input"

@@ -37,7 +37,6 @@ from train.sources._dialogue import (
     conversation,
     expect_dict,
     expect_list,
-    expect_str,
     extra_fields,
     read_records,
     record_id,

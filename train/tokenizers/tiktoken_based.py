@@ -96,10 +96,9 @@ def _add_tokens_in_id_order(backend: Any, names: list[str], first_id: int, speci
 
 def build_llama3() -> Any:
     """Llama 3 / 3.1 tokenizer: 128,000 BPE ranks + 256 special tokens."""
+    from llama_models.llama3 import tokenizer as llama_tokenizer
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
-
-    from llama_models.llama3 import tokenizer as llama_tokenizer
 
     model_file = Path(llama_tokenizer.__file__).parent / "tokenizer.model"
     backend = _bpe_backend(model_file, llama_tokenizer.Tokenizer.pat_str)
