@@ -38,7 +38,9 @@ def test_a_wheel_ships_every_config_and_recipe_and_the_installed_package_compose
     groups = {f"train/_conf/{p.relative_to(REPO / 'conf')}" for p in (REPO / "conf").glob("*/*.yaml")
               if p.parent.name != "recipe"}
     recipes = {f"train/_conf/recipe/{p.name}" for p in (REPO / "recipes").glob("*.yaml")}
-    assert shipped == {"train/_conf/train.yaml"} | groups | recipes
+    primary = {f"train/_conf/{p.name}" for p in (REPO / "conf").glob("*.yaml")}  # train.yaml, retrieval.yaml
+    assert {"train/_conf/train.yaml", "train/_conf/retrieval.yaml"} <= primary
+    assert shipped == primary | groups | recipes
 
     site = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], check=True,

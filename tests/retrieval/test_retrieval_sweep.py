@@ -1,4 +1,4 @@
-"""``tooltrain eval retrieval`` composed by Hydra (conf/eval/retrieval/retrieval.yaml): one job writes its
+"""``tooltrain eval retrieval`` composed by Hydra (conf/retrieval.yaml): one job writes its
 metrics.json, ``-m`` sweeps α with one job per value and a sweep table, and each job's numbers are the
 option form's (``--alpha 0.5,1`` in one process) on the tiny fixture."""
 
@@ -87,7 +87,7 @@ def test_the_teacher_is_configured_by_keys_like_the_options():
     register()
     overrides = ["retrieval.queries=q.jsonl", "retrieval.teacher.kind=http", "retrieval.teacher.base_url=http://h/v1",
                  "retrieval.teacher.model=m", "retrieval.teacher.timeout=5", "retrieval.alpha=0.8", "retrieval.k=[5,1]"]
-    with initialize_config_dir(config_dir=str(CONF_DIR / "eval" / "retrieval"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         settings = settings_from_config(compose("retrieval", overrides=overrides).retrieval)
     assert settings.teacher == {"kind": "http", "base_url": "http://h/v1", "model": "m", "api_key_env": None,
                                 "timeout": 5.0}

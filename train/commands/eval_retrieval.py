@@ -30,7 +30,7 @@ meta_tool hypotheses (--method metatool):
 keyword retrieval uses the rule-based keywords of the request; history retrieval the request text itself.
 
 An α sweep is a comma list (--alpha 0.5,0.65,0.8,1.0): one table row per α, the queries embedded once.
-The same settings as Hydra overrides (conf/eval/retrieval/retrieval.yaml) run as a Hydra app instead, and -m
+The same settings as Hydra overrides (conf/retrieval.yaml) run as a Hydra app instead, and -m
 sweeps them, one job (and one metrics.json) per value, a sweep table at the end:
   tooltrain eval retrieval -m retrieval.queries=Q.jsonl retrieval.alpha=0.5,0.65,0.8 [output_dir=DIR]
 """

@@ -1,6 +1,6 @@
 """``tooltrain eval retrieval [-m] retrieval.KEY=VALUE ...``: retrieval evaluation as a Hydra app, and α sweeps.
 
-The config is ``conf/eval/retrieval/retrieval.yaml`` over the typed schema below (registered as
+The config is ``conf/retrieval.yaml`` over the typed schema below (registered as
 ``retrieval_schema``), composed the way ``tooltrain train`` composes ``conf/train.yaml`` (``train/entry.py``): a
 thin ``@hydra.main`` job turns the composed ``retrieval`` node into ``eval_retrieval.Settings`` and calls the
 same plain core as the option form (``evaluate_settings``). Each job prints its table and writes
@@ -117,7 +117,7 @@ def settings_from_config(node: DictConfig) -> Settings:
 _exit_code = 0
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR / "eval" / "retrieval"), config_name="retrieval")
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="retrieval")
 def _job(cfg: DictConfig) -> None:
     global _exit_code
     from hydra.core.hydra_config import HydraConfig
