@@ -10,13 +10,16 @@ object: those are built by ``train.run`` from these plain values.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, ListConfig, MissingMandatoryValue, OmegaConf
+from omegaconf.errors import ConfigTypeError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
@@ -230,7 +233,7 @@ class ConfigError(ValueError):
 
 def check(cfg: DictConfig) -> None:
     """Reject combinations that are valid field by field but cannot run together."""
-    problems = []
+    problems = list(unknown_keys(cfg))
     if cfg.train.global_batch_size % cfg.train.micro_batch_size:
         problems.append(
             f"train.global_batch_size={cfg.train.global_batch_size} is not a multiple of "
@@ -255,6 +258,35 @@ def check(cfg: DictConfig) -> None:
                         "leave tasks_per_node unset (it follows gpus_per_node) or make them equal")
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+def unknown_keys(node: Any, path: str = "") -> Iterator[str]:
+    """Keys of typed nodes that their dataclass does not declare.
+
+    Struct mode refuses ``key=value`` for an unknown key, but Hydra's ``+key=value`` force-adds it to a
+    typed node, where nothing would read it: a typo (``+train.max_step=3``) would silently do nothing.
+    Free-form dict fields (``model.arch``, ``data.part_weights``) are not typed and take any key.
+    """
+    if not isinstance(node, (DictConfig, ListConfig)):
+        return
+    try:
+        items = list(enumerate(node)) if isinstance(node, ListConfig) else node.items_ex(resolve=False)
+    except (MissingMandatoryValue, ConfigTypeError):  # a node still ??? or None: whoever needs it says so
+        return
+    if isinstance(node, ListConfig):
+        for index, item in items:
+            yield from unknown_keys(item, f"{path}[{index}]")
+        return
+    schema = OmegaConf.get_type(node)
+    declared = {f.name for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else None
+    for key, value in items:
+        if not path and key == "hydra":  # Hydra's own node, present in the config its callbacks see
+            continue
+        name = f"{path}.{key}" if path else str(key)
+        if declared is not None and key not in declared:
+            yield f"unknown key {name} (added with '+'); {path or 'the config'} has: {', '.join(sorted(declared))}"
+        elif isinstance(value, (DictConfig, ListConfig)):
+            yield from unknown_keys(value, name)
 
 
 def _data_problems(cfg: DictConfig) -> list[str]:

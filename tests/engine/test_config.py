@@ -109,11 +109,19 @@ def test_an_unknown_key_fails_at_compose_time(override):
     assert str(err.value) == f"Could not override '{key}'.\nTo append to your config use +{override}"
 
 
-@pytest.mark.xfail(strict=True, reason="config.check does not yet compare the composed keys with the schema: "
-                   "Hydra's '+' force-adds a key to a typed node")
 def test_an_unknown_key_appended_with_plus_fails_too():
-    with pytest.raises((ConfigCompositionException, ConfigError)):
-        compose(["recipe=tiny", "+train.max_step=3"])
+    with pytest.raises(ConfigError) as err:
+        compose(["recipe=tiny", "+train.max_step=3", "+nope=1", "+data.sources.0.limt=4"])
+    message = str(err.value)
+    assert "unknown key train.max_step (added with '+'); train has: " in message
+    assert ", max_steps, " in message
+    assert "unknown key nope (added with '+'); the config has: data, distributed, eval, " in message
+    assert "unknown key data.sources[0].limt (added with '+'); data.sources[0] has: " in message
+
+
+def test_plus_still_adds_keys_to_free_form_dicts():
+    cfg = compose(["recipe=tiny", "+data.part_weights.call_args=2", "+model.arch.rope_theta=10000.0"])
+    assert cfg.data.part_weights.call_args == 2 and cfg.model.arch.rope_theta == 10000.0
 
 
 # -- check(): fields valid alone, conflicting together ------------------------------------------------
