@@ -57,3 +57,11 @@ def test_tooltrain_train_refuses_fsdp2_on_cpu_before_training(engine, tmp_path):
     assert result.returncode != 0
     assert "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; use distributed=zero3 or ddp" in result.stderr
     assert not (out / "metrics.jsonl").exists() and not list(out.glob("checkpoint-*"))
+
+
+def test_zero2_reproduces_the_ddp_losses_and_adapter_bit_for_bit(engine, ddp_run, tmp_path):
+    """ZeRO-2 partitions gradients and optimizer state, not parameters: no module hooks, so no regrouping."""
+    out = tmp_path / "zero2"
+    engine.launch(out, "distributed=zero2", ranks=2)
+    assert engine.losses(out) == engine.losses(ddp_run)
+    engine.assert_same_tensors(engine.adapter(out / "final"), engine.adapter(ddp_run / "final"))
