@@ -1,10 +1,11 @@
 """Same seed, data and global batch -> the same training, whatever the strategy (2 CPU ranks, gloo).
 
-One process with 2 accumulated micro-batches of 2 and two ranks with one micro-batch each see the
-same 4 rows per step (the samplers agree) and compute the same token-averaged loss. DDP reproduces
-the single process bit for bit, and ZeRO-2 (no parameter hooks) reproduces DDP bit for bit. ZeRO-3
-agrees to float32 rounding, not bit for bit: its module hooks wrap layer inputs and outputs in identity autograd functions, which changes the grouping in which
-autograd sums the gradient contributions of the residual stream (the forward pass stays identical).
+One process with 2 accumulated micro-batches of 2 and two ranks with one micro-batch each see the same 4
+rows per step (the samplers agree) and compute the same token-averaged loss. DDP reproduces the single
+process bit for bit, and ZeRO-2 (no parameter hooks) reproduces DDP bit for bit. ZeRO-3 agrees to
+float32 rounding, not bit for bit: its module hooks wrap layer inputs and outputs in identity autograd
+functions, which changes the grouping in which autograd sums the gradient contributions of the residual
+stream (the forward pass stays identical).
 Measured (deepspeed 0.19.8, this recipe): ZeRO-3 on ONE rank, with no communication at all, already
 differs from the single process at the same steps and by the same amounts as 2-rank ZeRO-3 differs
 from DDP, so no communication setting can make them bit-identical; stage3_param_persistence_threshold
