@@ -401,6 +401,14 @@ class HFTeacher(_PromptedTeacher):
         return self.tokenizer.decode(new, skip_special_tokens=True)
 
 
+# Each teacher kind and the settings it takes (the keyword arguments of its class; offline takes none).
+TEACHER_SETTINGS: dict[str, tuple[str, ...]] = {
+    "offline": (),
+    "http": ("base_url", "model", "api_key_env", "timeout"),
+    "hf": ("path", "chat_format"),
+}
+
+
 def make_teacher(config: dict[str, Any] | None, seed: int) -> OfflineTeacher | HttpTeacher | HFTeacher:
     """``{"kind": "offline"|"http"|"hf", ...}`` -> a teacher. Unknown kinds and keys are errors."""
     config = dict(config or {"kind": "offline"})
@@ -416,13 +424,13 @@ def make_teacher(config: dict[str, Any] | None, seed: int) -> OfflineTeacher | H
             return HFTeacher(**config)
     except TypeError as err:
         raise ValueError(f"teacher {kind!r}: {err}") from None
-    raise ValueError(f"unknown teacher kind {kind!r}; valid: offline, http, hf")
+    raise ValueError(f"unknown teacher kind {kind!r}; valid: {', '.join(TEACHER_SETTINGS)}")
 
 
 def add_teacher_arguments(parser: Any) -> None:
     """``--teacher`` and its settings, for commands that ask a teacher (``teacher_config`` reads them)."""
     group = parser.add_argument_group("teacher").add_argument
-    group("--teacher", choices=("offline", "http", "hf"), default="offline", help="offline (default), http, hf")
+    group("--teacher", choices=tuple(TEACHER_SETTINGS), default="offline", help="offline (default), http, hf")
     group("--teacher-base-url", help="http: the OpenAI-compatible base URL (…/v1)")
     group("--teacher-model", help="http: the model name")
     group("--teacher-api-key-env", help="http: the environment variable holding the API key")
@@ -433,14 +441,17 @@ def add_teacher_arguments(parser: Any) -> None:
 
 def teacher_config(args: Any) -> dict[str, Any]:
     """The ``make_teacher`` config the ``add_teacher_arguments`` options describe."""
-    if args.teacher == "http":
-        return {"kind": "http", "base_url": args.teacher_base_url, "model": args.teacher_model,
-                "api_key_env": args.teacher_api_key_env, "timeout": args.teacher_timeout}
-    if args.teacher == "hf":
-        return {"kind": "hf", "path": args.teacher_path, "chat_format": args.teacher_chat_format}
-    return {"kind": "offline"}
+    settings = {key: getattr(args, f"teacher_{key}") for keys in TEACHER_SETTINGS.values() for key in keys}
+    return select_teacher_settings(args.teacher, settings)
 
 
-__all__ = ["CallTurn", "HFTeacher", "HttpTeacher", "OfflineTeacher", "TeacherError", "add_teacher_arguments",
-           "hypothesis_prompt", "make_teacher", "paraphrase", "reasoning_prompt", "rewrite_prompt", "teacher_config",
-           "transcript"]
+def select_teacher_settings(kind: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """``{"kind": kind}`` and the settings of ``settings`` that kind takes; the others are left out."""
+    return {"kind": kind, **{key: settings[key] for key in TEACHER_SETTINGS.get(kind, ())}}
+
+
+__all__ = [
+    "CallTurn", "HFTeacher", "HttpTeacher", "OfflineTeacher", "TeacherError", "add_teacher_arguments",
+    "hypothesis_prompt", "make_teacher", "paraphrase", "reasoning_prompt", "rewrite_prompt",
+    "select_teacher_settings", "teacher_config", "transcript"
+]

@@ -39,7 +39,7 @@ sweeps them, one job (and one metrics.json) per value, a sweep table at the end:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from train.builders.teacher import add_teacher_arguments
     from train.retrieval.embed import DEFAULT_EMBEDDER
-    from train.retrieval.evaluate import HYPOTHESES, METHODS
+    from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--embedder", default=DEFAULT_EMBEDDER, metavar="NAME",
         help=f"embedder (default {DEFAULT_EMBEDDER}; hash-bow: no model)")
     arg("--hypothesis", choices=HYPOTHESES, default="teacher", help="where meta_tool queries come from (teacher)")
-    arg("--keyword-scoring", choices=("bm25", "dense"), default="bm25", help="keyword retrieval: BM25 or embeddings")
+    arg("--keyword-scoring", choices=KEYWORD_SCORING, default="bm25", help="keyword retrieval: BM25 or embeddings")
     arg("--split", metavar="NAME", help="only queries whose meta.split is NAME (ToolLens: train, test)")
     arg("--sample", type=int, metavar="N", help="a deterministic sample of N queries (lowest id hashes)")
     arg("--device", metavar="DEV", help="embedder device (cpu, cuda; default: the library's choice)")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -29,33 +30,24 @@ from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from train.builders.teacher import TEACHER_SETTINGS, select_teacher_settings
 from train.commands.eval_retrieval import Settings, UsageError, evaluate_settings, report, write_outputs
 from train.config import CONF_DIR
+from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
 
 HYDRA_NAMES = {key: f"retrieval.{key}" for key in ("queries", "library", "alpha", "k", "sample")}
 
 
-class Method(str, Enum):
-    metatool = "metatool"
-    history = "history"
-    keyword = "keyword"
+def _choices(name: str, values: Iterable[str]) -> type[Enum]:
+    """A str Enum of ``values``: the typed schema refuses anything else at compose time, listing them."""
+    return Enum(name, {value: value for value in values}, type=str)
 
 
-class Hypothesis(str, Enum):
-    teacher = "teacher"
-    gold = "gold"
-    rewrite = "rewrite"
-
-
-class KeywordScoring(str, Enum):
-    bm25 = "bm25"
-    dense = "dense"
-
-
-class TeacherKind(str, Enum):
-    offline = "offline"
-    http = "http"
-    hf = "hf"
+# The same choices the option form and the evaluation accept, from the constants that define them.
+Method = _choices("Method", METHODS)
+Hypothesis = _choices("Hypothesis", HYPOTHESES)
+KeywordScoring = _choices("KeywordScoring", KEYWORD_SCORING)
+TeacherKind = _choices("TeacherKind", TEACHER_SETTINGS)
 
 
 @dataclass
@@ -100,11 +92,8 @@ def register() -> None:
 
 
 def settings_from_config(node: DictConfig) -> Settings:
-    from train.builders.teacher import teacher_config
-
     plain = OmegaConf.to_container(node, resolve=True, enum_to_str=True)
-    teacher = teacher_config(argparse.Namespace(**{f"teacher_{key}": value for key, value in plain["teacher"].items()},
-                                                teacher=plain["teacher"]["kind"]))
+    teacher = select_teacher_settings(plain["teacher"]["kind"], plain["teacher"])
     return Settings(
         method=plain["method"], queries=Path(plain["queries"]),
         library=Path(plain["library"]) if plain["library"] else None, alphas=[float(plain["alpha"])],

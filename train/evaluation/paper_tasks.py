@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from train.evaluation.task_base import EvalItem, Task, failed_calls, new_turn_target
+from train.evaluation.task_base import EvalItem, Task, failed_calls, last_assistant, new_turn_target
 from train.schema import Conversation
 
 
@@ -89,10 +89,7 @@ class NexusTask(Task):
     native_source = "nexus"
 
     def target(self, conv: Conversation) -> int:
-        assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
-        if not assistant:
-            raise ValueError("no assistant message to score")
-        return assistant[-1]
+        return last_assistant(conv)  # its tool calls are the gold; meta.turn plays no part
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
         if generation.error:

@@ -72,10 +72,7 @@ class Task:
         message, as the Meta-Bench scorer reads its gold); ValueError when there is none."""
         position = conv.meta.get("turn")
         if position is None:
-            assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
-            if not assistant:
-                raise ValueError("no assistant message to score")
-            return assistant[-1]
+            return last_assistant(conv)
         if not isinstance(position, int) or isinstance(position, bool) or not 0 <= position < len(conv.messages):
             raise ValueError(f"meta.turn {position!r} is not a message index")
         if conv.messages[position].role != "assistant":
@@ -113,6 +110,14 @@ class Task:
         return get_scorer(self.name)(predictions, [item.conversation.to_dict() for item in items])
 
 
+def last_assistant(conv: Conversation) -> int:
+    """The index of the conversation's last assistant message; ValueError when it has none."""
+    assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
+    if not assistant:
+        raise ValueError("no assistant message to score")
+    return assistant[-1]
+
+
 def new_turn_target(conv: Conversation) -> int:
     """The last assistant message when the conversation ends with one (a reference with its gold turn),
     else a new turn after the last message (a benchmark whose gold is not a message)."""
@@ -122,4 +127,4 @@ def new_turn_target(conv: Conversation) -> int:
     return last if conv.messages[last].role == "assistant" else len(conv.messages)
 
 
-__all__ = ["EvalItem", "Outcome", "Prepared", "Task", "TaskError", "failed_calls", "new_turn_target"]
+__all__ = ["EvalItem", "Outcome", "Prepared", "Task", "TaskError", "failed_calls", "last_assistant", "new_turn_target"]

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from train.evaluation.paper_tasks import ItcTask, NexusTask, ToolBenchTask
-from train.evaluation.task_base import EvalItem, Outcome, Prepared, Task, TaskError, failed_calls
+from train.evaluation.task_base import EvalItem, Outcome, Prepared, Task, TaskError, failed_calls, last_assistant
 from train.schema import Conversation, record_from_dict
 
 
@@ -133,10 +133,7 @@ class ToolSelectTask(Task):
     native_source = "toolselect"
 
     def target(self, conv: Conversation) -> int:
-        assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
-        if not assistant:
-            raise ValueError("no assistant message to score")
-        return assistant[-1]
+        return last_assistant(conv)
 
 
 class BfclTask(Task):

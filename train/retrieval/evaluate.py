@@ -35,6 +35,7 @@ from train.schema import ToolQuery
 
 METHODS = ("metatool", "history", "keyword")
 HYPOTHESES = ("teacher", "gold", "rewrite")
+KEYWORD_SCORING = ("bm25", "dense")  # keyword retrieval: BM25, or embeddings of the keywords
 
 
 @dataclass
