@@ -227,6 +227,11 @@ def register() -> None:
     ConfigStore.instance().store(name="schema", node=Config)
 
 
+def choice(value: Any) -> str:
+    """An enum-typed config value as its plain name (``Strategy.zero3`` -> "zero3"); a plain string stays."""
+    return str(value.value if isinstance(value, Enum) else value)
+
+
 class ConfigError(ValueError):
     pass
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from train.config import choice
+
 
 @dataclass(frozen=True)
 class World:
@@ -148,7 +150,7 @@ def deepspeed_config(dist_cfg: Any, micro_batch: int, grad_accum: int, world_siz
 
 def training_arguments_for(dist_cfg: Any, world: World, micro_batch: int, grad_accum: int, max_grad_norm: float, bf16: bool) -> dict[str, Any]:
     """The TrainingArguments fields that depend on the strategy and the hardware."""
-    strategy = str(dist_cfg.strategy.value if hasattr(dist_cfg.strategy, "value") else dist_cfg.strategy)
+    strategy = choice(dist_cfg.strategy)
     gpu = on_gpu()
     if strategy == "single" and world.world_size > 1:
         raise StrategyError(f"distributed=single but WORLD_SIZE={world.world_size}; use distributed=ddp, zero2 or zero3")

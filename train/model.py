@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from train.config import choice
+
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -44,7 +46,7 @@ def build_model(model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implem
     if seed is not None:
         set_seed(seed)
 
-    source = str(model_cfg.source.value if hasattr(model_cfg.source, "value") else model_cfg.source)
+    source = choice(model_cfg.source)
     if source == "config":
         arch = dict(model_cfg.arch)
         arch.setdefault("vocab_size", vocab_size)
@@ -78,7 +80,7 @@ def build_model(model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implem
 def apply_lora(model: Any, peft_cfg: Any, default_targets: list[str]) -> Any:
     from peft import LoraConfig, get_peft_model
 
-    kind = str(peft_cfg.kind.value if hasattr(peft_cfg.kind, "value") else peft_cfg.kind)
+    kind = choice(peft_cfg.kind)
     if kind == "none":
         return model
     targets = list(peft_cfg.target_modules or default_targets)

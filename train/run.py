@@ -28,6 +28,7 @@ from train.callbacks import (
     incomplete_checkpoints,
     latest_complete_checkpoint,
 )
+from train.config import choice
 from train.dataset import BuiltDataset, build_dataset
 from train.evaluation.callback import build_eval_callback
 from train.flops import flops_counter, sample_lengths
@@ -113,14 +114,15 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         return RunResult(output_dir=out, status="completed", global_step=int(done.get("steps") or 0), losses=losses,
                          adapter_dir=out / "final", summary=done)
     gpu = distributed.on_gpu()
-    strategy = str(cfg.distributed.strategy.value if hasattr(cfg.distributed.strategy, "value") else cfg.distributed.strategy)
+    strategy = choice(cfg.distributed.strategy)
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size)
     dtype = resolve_dtype(cfg.model.dtype, gpu)
     bf16 = dtype == torch.bfloat16
     # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
     strategy_args = distributed.training_arguments_for(cfg.distributed, world, cfg.train.micro_batch_size, grad_accum,
                                                        cfg.optim.max_grad_norm, bf16)
-    distributed.check_kernels(str(cfg.kernels.value if hasattr(cfg.kernels, "value") else cfg.kernels))
+    kernels = choice(cfg.kernels)
+    distributed.check_kernels(kernels)
     out.mkdir(parents=True, exist_ok=True)
     if world.is_main:
         # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model.
@@ -146,9 +148,9 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
 
     # -- model ------------------------------------------------------------------------------------
     model = build_model(cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed)
-    if str(cfg.kernels) in ("liger", "Kernels.liger"):
+    if kernels == "liger":
         _apply_liger(model)
-    lora = str(cfg.peft.kind.value if hasattr(cfg.peft.kind, "value") else cfg.peft.kind) == "lora"
+    lora = choice(cfg.peft.kind) == "lora"
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     adapter_shapes = expected_adapter_shapes(model) if lora else {}
     trainable, total = count_parameters(model)

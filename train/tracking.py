@@ -10,9 +10,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from train.config import choice
+
 
 def report_to(tracking_cfg: Any, run_dir: Path) -> list[str]:
-    backend = str(tracking_cfg.backend.value if hasattr(tracking_cfg.backend, "value") else tracking_cfg.backend)
+    backend = choice(tracking_cfg.backend)
     if backend == "none":
         return []
     if backend == "tensorboard":

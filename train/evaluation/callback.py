@@ -33,6 +33,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from train import distributed
+from train.config import choice
 from train.evaluation.generate import HFBackend, generate
 from train.evaluation.tasks import (
     EvalItem,
@@ -188,7 +189,7 @@ def build_eval_callback(
     if not eval_cfg.benchmarks or (eval_cfg.every_steps <= 0 and not eval_cfg.at_end):
         return None
     strategy = cfg.distributed.strategy
-    strategy = str(strategy.value if hasattr(strategy, "value") else strategy)
+    strategy = choice(strategy)
     try:
         benchmarks = load_benchmarks(eval_cfg, built.eval_conversations)
     except TaskError as err:  # before any training: a bad eval config costs nothing
