@@ -1,5 +1,6 @@
 """A non-editable install (``pip install .``) finds its configs: the wheel ships conf/ and recipes/ inside
-the package as plain files (train/_conf), and ``train.config`` looks there."""
+the package as plain files (train/_conf), and ``train.config`` looks there. It also ships the chat-template
+files ``tooltrain export`` builds its templates from (train/formats/templates)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ REPO = Path(__file__).resolve().parents[1]
 CHECK = """
 import json
 from train.config import CONF_DIR, compose
+from train.formats import FORMATS, get_format
+from train.formats.serving import chat_template
 cfg = compose(["recipe=tiny"])
-print(json.dumps({"conf": str(CONF_DIR), "link": CONF_DIR.is_symlink(), "model": cfg.model.name, "run": cfg.run_name}))
+templates = sorted(name for name in FORMATS if "{%- set format_name" in chat_template(get_format(name)))
+print(json.dumps({"conf": str(CONF_DIR), "link": CONF_DIR.is_symlink(), "model": cfg.model.name, "run": cfg.run_name,
+                  "templates": templates}))
 """
 
 
@@ -41,6 +46,9 @@ def test_a_wheel_ships_every_config_and_recipe_and_the_installed_package_compose
     primary = {f"train/_conf/{p.name}" for p in (REPO / "conf").glob("*.yaml")}  # train.yaml, retrieval.yaml
     assert {"train/_conf/train.yaml", "train/_conf/retrieval.yaml"} <= primary
     assert shipped == primary | groups | recipes
+    template_files = (REPO / "train" / "formats" / "templates").glob("*.jinja")
+    templates = {f"train/formats/templates/{p.name}" for p in template_files}
+    assert templates and templates <= set(zipfile.ZipFile(wheel).namelist())
 
     site = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], check=True,
@@ -52,4 +60,7 @@ def test_a_wheel_ships_every_config_and_recipe_and_the_installed_package_compose
     import json
 
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    assert found == {"conf": str(site / "train" / "_conf"), "link": False, "model": "tiny_llama", "run": "tiny"}
+    from train.formats import FORMATS
+
+    assert found == {"conf": str(site / "train" / "_conf"), "link": False, "model": "tiny_llama", "run": "tiny",
+                     "templates": sorted(FORMATS)}

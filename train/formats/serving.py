@@ -1,0 +1,177 @@
+"""How a model trained in a tooltrain chat format is served: its chat template and its tool-call parser.
+
+``chat_template(fmt)`` is a Jinja chat template (Hugging Face's ``apply_chat_template`` convention, which
+vLLM and SGLang use) that renders system prompts, tools, assistant text, tool calls and tool results
+exactly as ``fmt.render_text`` does, and a generation prompt exactly as ``fmt.render_prompt``; where the
+format refuses a conversation, the template raises (``raise_exception``) with the format's reason. It is
+assembled from the files in ``train/formats/templates``: a header that pins the options the format was
+built with (a caller may still override them, e.g. ``apply_chat_template(..., date_string=...)``), the
+shared ``common.jinja`` macros, then the family's own files.
+
+``SERVING[name]`` says which vLLM / SGLang tool-call parser reads the format's output and how well: read
+from the parsers' sources (vLLM ``vllm/entrypoints/openai/tool_parsers/``, SGLang
+``python/sglang/srt/function_call/``) against the text each format really writes. ``docs/formats.md``
+("Serving an exported model") has the same table for people.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from train.formats.base import ChatFormat
+
+
+@dataclass(frozen=True)
+class Serving:
+    templates: tuple[str, ...]  # files of train/formats/templates, joined in this order
+    variables: tuple[str, ...]  # format attributes the template reads; the header pins their values
+    vllm_parser: str
+    sglang_parser: str
+    exact: bool  # the parsers read back every call this format writes (name and arguments), as its own parse does
+    notes: str  # what differs, or what to watch
+
+
+_HERMES_NOTES = (
+    "vLLM's hermes and SGLang's qwen25 parsers read each <tool_call> block as JSON with name and arguments, as "
+    "the format writes it; parallel calls are several blocks. The text before the first call comes back with "
+    "the newline the format puts before a call (tooltrain's parse drops it)."
+)
+_MISTRAL_NOTES = (
+    "vLLM's mistral parser (with this Hugging Face tokenizer, not --tokenizer-mode mistral) keeps special tokens "
+    "when tools are given and reads the JSON list after [TOOL_CALLS]; it ignores the model's call ids and issues "
+    "its own 9-character ones, which the template accepts back. SGLang's mistral parser looks for '[TOOL_CALLS] [' "
+    "with a space, which the SentencePiece vocabulary (mistral_v3) decodes to and tekken (mistral_nemo) does not; "
+    "SGLang also drops special tokens unless a request sets skip_special_tokens=false."
+)
+
+SERVING: dict[str, Serving] = {
+    "llama3_1": Serving(
+        templates=("common.jinja", "llama3_prelude.jinja", "llama3_1.jinja"),
+        variables=("tools_in_user_message", "date_string"),
+        vllm_parser="llama3_json",
+        sglang_parser="llama3",
+        exact=True,
+        notes=(
+            'A call turn is one {"name": ..., "parameters": ...} object; vLLM\'s llama3_json and SGLang\'s llama3 '
+            "parsers read name and parameters from it. One call per turn, as the format trained."
+        ),
+    ),
+    "llama3_1_metatool": Serving(
+        templates=("common.jinja", "llama3_prelude.jinja", "llama3_1_metatool.jinja"),
+        variables=("tools_in_user_message", "date_string"),
+        vllm_parser="llama3_json",
+        sglang_parser="llama3",
+        exact=False,
+        notes=(
+            "No parser reads this format exactly: a call turn is reasoning text, <|python_tag|>, then a JSON list "
+            "of calls. vLLM's llama3_json (special tokens skipped, so the tag is gone) finds every call object but "
+            "drops the reasoning text (content is null), fails the whole turn when the reasoning holds a '{' that "
+            "is not a call, and when streaming detects no call after text. SGLang's llama3 reads the list only "
+            "when the turn has no reasoning text (or when special tokens are kept). Exact: tooltrain's own parse "
+            "(train.formats.get_format('llama3_1_metatool').parse) on the raw completion."
+        ),
+    ),
+    "qwen2_5": Serving(
+        templates=("common.jinja", "qwen2_5.jinja"),
+        variables=(),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=_HERMES_NOTES,
+    ),
+    "mistral_v3": Serving(
+        templates=("common.jinja", "mistral.jinja"),
+        variables=(),
+        vllm_parser="mistral",
+        sglang_parser="mistral",
+        exact=True,
+        notes=_MISTRAL_NOTES,
+    ),
+    "mistral_nemo": Serving(
+        templates=("common.jinja", "mistral.jinja"),
+        variables=(),
+        vllm_parser="mistral",
+        sglang_parser="mistral",
+        exact=True,
+        notes=_MISTRAL_NOTES,
+    ),
+    "chatml": Serving(
+        templates=("common.jinja", "chatml.jinja"),
+        variables=("default_system",),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=_HERMES_NOTES + " <tool_call> is plain text in SmolLM2's vocabulary; the parsers match the text.",
+    ),
+}
+
+
+def serving(name: str) -> Serving:
+    if name not in SERVING:
+        raise ValueError(f"no serving recipe for chat format {name!r}; known: {', '.join(SERVING)}")
+    return SERVING[name]
+
+
+def jinja_literal(value: Any) -> str:
+    """A Jinja expression for a plain option value (Jinja string literals take JSON's escapes)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return json.dumps(value, ensure_ascii=False)
+    raise TypeError(f"cannot write {type(value).__name__} {value!r} into a chat template")
+
+
+def chat_template(fmt: ChatFormat) -> str:
+    """The Jinja chat template that renders conversations exactly as ``fmt`` does (module docstring)."""
+    spec = serving(fmt.name)
+    header = [
+        (
+            f"{{#- tooltrain chat template for the {fmt.name} format (train/formats/templates). It renders what "
+            "tooltrain trained on: the same text as the format's render_text, a generation prompt as its "
+            "render_prompt. -#}"
+        ),
+        f"{{%- set format_name = {jinja_literal(fmt.name)} %}}",
+    ]
+    for variable in spec.variables:
+        value = jinja_literal(getattr(fmt, variable))
+        header.append(f"{{%- if {variable} is not defined %}}{{%- set {variable} = {value} %}}{{%- endif %}}")
+    folder = resources.files("train.formats") / "templates"
+    pieces = [folder.joinpath(name).read_text(encoding="utf-8") for name in spec.templates]
+    return "\n".join(header) + "\n" + "".join(pieces)
+
+
+def end_of_turn_ids(fmt: ChatFormat, tokenizer: Any) -> list[int]:
+    """The ids of the tokens that end an assistant turn in ``fmt`` (a server stops generating at them)."""
+    ids = []
+    for text in fmt.end_of_turn_texts():
+        token_id = tokenizer.convert_tokens_to_ids(text)
+        if token_id is not None and (token_id != tokenizer.unk_token_id or text == tokenizer.unk_token):
+            ids.append(token_id)
+    return ids
+
+
+def vllm_command(model_dir: str, fmt: ChatFormat) -> str:
+    """``vllm serve`` with the template named explicitly (older transformers do not read chat_template.jinja)."""
+    spec = serving(fmt.name)
+    folder = shlex.quote(model_dir)
+    return (
+        f"vllm serve {folder} --chat-template {shlex.quote(model_dir + '/chat_template.jinja')} "
+        f"--enable-auto-tool-choice --tool-call-parser {spec.vllm_parser}"
+    )
+
+
+def sglang_command(model_dir: str, fmt: ChatFormat) -> str:
+    spec = serving(fmt.name)
+    return (
+        f"python -m sglang.launch_server --model-path {shlex.quote(model_dir)} "
+        f"--chat-template {shlex.quote(model_dir + '/chat_template.jinja')} --tool-call-parser {spec.sglang_parser}"
+    )
+
+
+__all__ = ["SERVING", "Serving", "chat_template", "end_of_turn_ids", "serving", "sglang_command", "vllm_command"]
