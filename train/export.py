@@ -5,6 +5,13 @@ resolved config, to rebuild the base model exactly as training built it, seed in
 adapter in ``final/`` or, for a run that never finished, its newest complete checkpoint. It writes
 safetensors weights, the model config and the tokenizer, ready for ``from_pretrained`` or a
 converter. A full fine-tune (``peft=none``) is re-saved as is.
+
+The train/serve contract: the tokenizer is saved with the chat template of the run's chat format
+(``train.formats.serving.chat_template``: tools, calls and tool results rendered exactly as the run
+trained on them), checked on a probe conversation before anything is written; the generation config
+stops at every token that ends an assistant turn in that format; ``tooltrain_export.json`` and
+``README.md`` name the vLLM / SGLang tool-call parser that reads the format's calls and the command
+that serves the model.
 """
 
 from __future__ import annotations
@@ -12,9 +19,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from train.callbacks import latest_complete_checkpoint
+
+if TYPE_CHECKING:
+    from train.formats import ChatFormat
 
 EXPORT_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -30,6 +40,7 @@ class ExportResult:
     merged_adapter: bool
     dtype: str
     parameters: int
+    serve: str = ""  # the vLLM command that serves the export with its chat template and tool-call parser
 
 
 def find_trained_weights(run_dir: Path) -> Path:
@@ -87,7 +98,141 @@ def merged_model(cfg: Any, weights: Path, vocab_size: int, dtype: Any) -> tuple[
     return model.merge_and_unload(), True
 
 
+def run_format(cfg: Any) -> ChatFormat:
+    """The chat format the run trained in, with the format options it trained with."""
+    from omegaconf import OmegaConf
+
+    from train.formats import get_format
+
+    options = cfg.data.get("format_options") if "data" in cfg else None
+    options = OmegaConf.to_container(options, resolve=True) if options is not None else {}
+    try:
+        return get_format(str(cfg.model.chat_format), options)
+    except ValueError as err:
+        raise ExportError(f"the run's chat format cannot be built: {err}") from None
+
+
+def probe_conversation() -> Any:
+    """A short conversation with a system prompt, tools, a call, its result and an answer."""
+    from train.schema import Conversation
+
+    return Conversation.from_dict({
+        "id": "export-probe",
+        "tools": [{"type": "function", "function": {
+            "name": "get_weather", "description": "Current weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        }}],
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "tool_calls": [{
+                "id": "call0000a", "type": "function",
+                "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+            }]},
+            {"role": "tool", "tool_call_id": "call0000a", "name": "get_weather", "content": '{"temperature": 18}'},
+            {"role": "assistant", "content": "18 degrees in Paris."},
+        ],
+    })
+
+
+def check_chat_template(tokenizer: Any, fmt: ChatFormat) -> None:
+    """The tokenizer's template renders the probe exactly as the format does, or ExportError."""
+    from train.formats.hf import to_hf_messages
+
+    conv = probe_conversation()
+    messages, tools = to_hf_messages(conv)
+    rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+    prompt = tokenizer.apply_chat_template(messages[:2], tools=tools, tokenize=False, add_generation_prompt=True)
+    if rendered != fmt.render_text(conv) or prompt != "".join(s.text for s in fmt.render_prompt(conv, 2)):
+        raise ExportError(f"the {fmt.name} chat template does not render the probe conversation as the format does")
+
+
+def stop_token_ids(model: Any, tokenizer: Any, fmt: ChatFormat) -> list[int]:
+    """The generation config's eos ids, and every token that ends an assistant turn in ``fmt``."""
+    from train.formats.serving import end_of_turn_ids
+
+    configured = model.generation_config.eos_token_id
+    configured = [] if configured is None else [configured] if isinstance(configured, int) else list(configured)
+    return list(dict.fromkeys([*configured, *end_of_turn_ids(fmt, tokenizer)]))
+
+
+def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tokenizer: Any) -> dict[str, Any]:
+    """What ``tooltrain_export.json`` says about serving: format, template, stop tokens, parsers, commands."""
+    from train.formats import format_options
+    from train.formats.serving import serving, sglang_command, vllm_command
+
+    spec = serving(fmt.name)
+    folder = str(output_dir)
+    return {
+        "chat_format": fmt.name,
+        "format_options": {name: getattr(fmt, name) for name in format_options(fmt.name)},
+        "chat_template": "chat_template.jinja",
+        "stop_tokens": [tokenizer.convert_ids_to_tokens(i) for i in stop_ids],
+        "tool_call_parser": {
+            "vllm": spec.vllm_parser,
+            "sglang": spec.sglang_parser,
+            "exact": spec.exact,
+            "notes": spec.notes,
+        },
+        "serve": {"vllm": vllm_command(folder, fmt), "sglang": sglang_command(folder, fmt)},
+    }
+
+
+README = """# {folder_name}
+
+Exported by `tooltrain export` from `{run_dir}` ({weights}). Chat format: `{chat_format}`{options}.
+
+`chat_template.jinja` (also loaded by `AutoTokenizer.from_pretrained`) renders system prompts, tools, tool
+calls and tool results exactly as this model was trained on them, and raises where the format refuses a
+conversation. Generation stops at {stop_tokens} (`generation_config.json`).
+
+## Serve
+
+vLLM:
+
+    {vllm}
+
+SGLang:
+
+    {sglang}
+
+Tool-call parser: `{vllm_parser}` (vLLM), `{sglang_parser}` (SGLang); {fit}.
+{notes}
+
+## Render a prompt yourself
+
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained("{folder}")
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+
+What a Jinja template cannot reproduce of tooltrain's rendering (e.g. numbers in JSON tool results are kept
+as written) is listed in tooltrain's docs/formats.md, "Serving an exported model".
+"""
+
+
+def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
+    parser = metadata["tool_call_parser"]
+    options = ", ".join(f"{k}={v!r}" for k, v in metadata["format_options"].items())
+    text = README.format(
+        folder_name=output_dir.name,
+        run_dir=metadata["run_dir"],
+        weights=metadata["weights"],
+        chat_format=metadata["chat_format"],
+        options=f" ({options})" if options else "",
+        stop_tokens=", ".join(f"`{token}`" for token in metadata["stop_tokens"]),
+        vllm=metadata["serve"]["vllm"],
+        sglang=metadata["serve"]["sglang"],
+        vllm_parser=parser["vllm"],
+        sglang_parser=parser["sglang"],
+        fit="they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit",
+        notes=parser["notes"],
+        folder=str(output_dir),
+    )
+    (output_dir / "README.md").write_text(text, encoding="utf-8")
+
+
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
+    from train.formats.serving import chat_template
     from train.tokenizers import load_tokenizer
 
     run_dir = Path(run_dir)
@@ -96,6 +241,7 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
     output_dir = Path(output_dir) if output_dir is not None else run_dir / "merged"
     weights = find_trained_weights(run_dir)
     cfg = load_run_config(run_dir)
+    fmt = run_format(cfg)
     torch_dtype = resolve_export_dtype(dtype, run_dir, cfg.model)
     if (weights / "tokenizer.json").is_file():
         from transformers import PreTrainedTokenizerFast
@@ -103,12 +249,24 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(weights))
     else:  # checkpoints carry no tokenizer; rebuild the one the config names
         tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+    # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped.
+    tokenizer.chat_template = chat_template(fmt)
+    check_chat_template(tokenizer, fmt)
     model, merged = merged_model(cfg, weights, len(tokenizer), torch_dtype)
     model.config.use_cache = True  # training turns the KV cache off; inference wants it
+    model.generation_config.eos_token_id = stop_token_ids(model, tokenizer, fmt)
     output_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(output_dir), safe_serialization=True)
     tokenizer.save_pretrained(str(output_dir))
     parameters = sum(p.numel() for p in model.parameters())
-    provenance = {"run_dir": str(run_dir), "weights": weights.name, "merged_adapter": merged, "dtype": str(torch_dtype).removeprefix("torch.")}
-    (output_dir / "tooltrain_export.json").write_text(json.dumps(provenance, indent=1), encoding="utf-8")
-    return ExportResult(output_dir=output_dir, source=weights, merged_adapter=merged, dtype=provenance["dtype"], parameters=parameters)
+    provenance = {
+        "run_dir": str(run_dir), "weights": weights.name, "merged_adapter": merged,
+        "dtype": str(torch_dtype).removeprefix("torch."),
+    }
+    metadata = {**provenance, **serving_metadata(fmt, output_dir, model.generation_config.eos_token_id, tokenizer)}
+    (output_dir / "tooltrain_export.json").write_text(json.dumps(metadata, indent=1), encoding="utf-8")
+    write_serving_readme(output_dir, metadata)
+    return ExportResult(
+        output_dir=output_dir, source=weights, merged_adapter=merged, dtype=provenance["dtype"], parameters=parameters,
+        serve=metadata["serve"]["vllm"],
+    )

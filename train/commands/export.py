@@ -2,8 +2,10 @@
 
 Merges the LoRA adapter a training run saved (RUN_DIR/final, or its newest complete checkpoint
 when the run did not finish) into the base model and writes safetensors weights, the model config
-and the tokenizer to OUT (default RUN_DIR/merged). Exit code 0 on success, 2 when RUN_DIR holds
-nothing to export.
+and the tokenizer to OUT (default RUN_DIR/merged), the tokenizer carrying the chat template of the
+run's chat format (tools, calls and results as the run trained on them), with README.md and
+tooltrain_export.json naming the vLLM / SGLang tool-call parser and the serve command. Exit code 0
+on success, 2 when RUN_DIR holds nothing to export.
 """
 
 from __future__ import annotations
@@ -31,4 +33,5 @@ def run(args: argparse.Namespace) -> int:
         return 2
     what = "adapter merged into its base model" if result.merged_adapter else "full model"
     print(f"exported {result.source} ({what}, {result.parameters:,} parameters, {result.dtype}) -> {result.output_dir}")
+    print(f"serve it with: {result.serve}")
     return 0
