@@ -8,10 +8,10 @@ assembled from the files in ``train/formats/templates``: a header that pins the 
 built with (a caller may still override them, e.g. ``apply_chat_template(..., date_string=...)``), the
 shared ``common.jinja`` macros, then the family's own files.
 
-``SERVING[name]`` says which vLLM / SGLang tool-call parser reads the format's output and how well: read
-from the parsers' sources (vLLM ``vllm/entrypoints/openai/tool_parsers/``, SGLang
-``python/sglang/srt/function_call/``) against the text each format really writes. ``docs/formats.md``
-("Serving an exported model") has the same table for people.
+``SERVING[name]`` says which vLLM / SGLang tool-call parser reads the format's output and how well. vLLM's
+parsers were run on the tokens each format trains (tests/formats/test_serving_parsers.py, vLLM 0.33.0);
+SGLang's were read from its sources (``python/sglang/srt/function_call/``). ``docs/formats.md`` ("Serving
+an exported model") has the same table for people.
 """
 
 from __future__ import annotations
