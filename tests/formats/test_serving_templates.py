@@ -274,6 +274,8 @@ def result_conversation(result: str) -> Conversation:
     '[{"a": [], "b": {}}, -2.5e-07, "\\\\"]',
     '42', 'true', '"quoted"', 'plain text', '', '  ',
     '{"a": 1,}', '[1 2]', '1,2', '{"a" 1}', 'tru', '{"a": "x"}{"b": 2}', '{"a": "raw\nnewline"}', '[1, 2',
+    json.dumps({"rows": [{"id": f"r{i}", "tags": ["a", "b"], "ok": i % 2 == 0} for i in range(300)]}, indent=2),
+    "[" + "1 2, " * 600 + "3]",
 ])
 def test_json_tool_results_are_read_as_the_format_reads_them(tokenizer, name, result):
     """Mistral and Meta-Tool parse JSON tool results at training time; the template re-spaces JSON the way
