@@ -70,7 +70,8 @@ SERVING: dict[str, Serving] = {
             "No parser reads this format exactly: a call turn is reasoning text, <|python_tag|>, then a JSON list "
             "of calls. vLLM's llama3_json (special tokens skipped, so the tag is gone) finds every call object but "
             "drops the reasoning text (content is null), fails the whole turn when the reasoning holds a '{' that "
-            "is not a call, and when streaming detects no call after text. SGLang's llama3 reads the list only "
+            "is not a call, and when streaming finds calls only in a completion that starts with <|python_tag|> "
+            "or '{'. SGLang's llama3 reads the list only "
             "when the turn has no reasoning text (or when special tokens are kept). Exact: tooltrain's own parse "
             "(train.formats.get_format('llama3_1_metatool').parse) on the raw completion."
         ),
