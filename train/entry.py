@@ -87,8 +87,9 @@ def _main(cfg: DictConfig) -> None:
         failure = write_failure_reason(err)
         if failure is None:
             raise
-        _fail(write_failure_message(_output_dir, *failure, remove_partial=world.is_main), WRITE_FAILED_EXIT_CODE,
-              mid_line=True)
+        started = time.time() - seconds_since_start()
+        _fail(write_failure_message(_output_dir, *failure, remove_partial=world.is_main, since=started),
+              WRITE_FAILED_EXIT_CODE, mid_line=True)
         return
     if world.is_main:
         print(format_summary(result.summary, result.losses, result.output_dir, seconds_since_start()), flush=True)

@@ -177,14 +177,21 @@ def release_all() -> None:
 
 @contextmanager
 def hold_run_dir(out: Path, world: Any) -> Iterator[None]:
-    """RUN_DIR claimed for the ``with`` block; released at its end unless it was claimed before."""
-    claimed_before = str(out.resolve()) in _held
+    """RUN_DIR claimed for the ``with`` block; released at its end unless it was claimed before. A run
+    refused before it wrote anything (a strategy this hardware cannot run) leaves no folder it created."""
+    claimed_before, created = str(out.resolve()) in _held, not out.exists()
     claim_run_dir(out, world)
     try:
         yield
+    except BaseException:
+        if created and not claimed_before and world.is_main and {p.name for p in out.iterdir()} <= {LOCK_NAME, HOLDER_NAME}:
+            (out / LOCK_NAME).unlink(missing_ok=True)  # still held: a run starting now finds it in use, not free
+        raise
     finally:
         if not claimed_before:
             release_run_dir(out)
+            if created and world.is_main and out.is_dir() and not any(out.iterdir()):
+                out.rmdir()  # emptied above: the run was refused before it wrote anything
 
 
 def _write_holder(out: Path, world: Any) -> None:
@@ -209,7 +216,7 @@ def _wait_for_main_rank(out: Path) -> None:
         if holder is not None and holder.get("launch") == launch:
             return
         if EarlySignals.received is not None:  # the launcher stops the job: rank 0 was refused, or it ended
-            raise RunSetupError(f"stopped while waiting for global rank 0 to lock output_dir={out}")
+            raise RunSetupError(f"stopped before training: global rank 0 did not take output_dir={out} (its error says why)")
         if time.monotonic() > deadline:
             raise RunSetupError(f"global rank 0 did not lock output_dir={out} within {WAIT_FOR_MAIN_RANK_S:.0f} s "
                                 "(see its log; RUN_DIR must be on a file system every node sees)")
@@ -252,12 +259,15 @@ def write_failure_reason(err: BaseException) -> tuple[str, str] | None:
     return None
 
 
-def write_failure_message(out: Path, reason: str, remedy: str, remove_partial: bool) -> str:
-    """One line: which save failed and why, the checkpoint that stays, how to go on. ``remove_partial``
-    (global rank 0) deletes the checkpoint cut short: it frees space, and it could never be resumed from
-    (no completion marker; resume would remove it anyway)."""
-    partial = max(incomplete_checkpoints(out), key=_step_of, default=None)  # stale ones went at the run's start
-    line = f"could not save {partial or out}: {reason}"
+def write_failure_message(out: Path, reason: str, remedy: str, remove_partial: bool, since: float = 0.0) -> str:
+    """One line: which save failed and why, the checkpoint that stays, how to go on. The save is the newest
+    checkpoint without a marker written to since ``since`` (this process's start: not one a killed run left).
+    ``remove_partial`` (global rank 0) deletes it: that frees space, and it could never be resumed from (no
+    completion marker; resume would remove it anyway)."""
+    partials = [folder for folder in incomplete_checkpoints(out) if folder.stat().st_mtime >= since]
+    partial = max(partials, key=_step_of, default=None)
+    # without a partial checkpoint it may have been anything: metrics.jsonl, the summary, the data cache
+    line = f"could not save {partial}: {reason}" if partial is not None else f"a write failed: {reason}"
     if partial is not None and remove_partial:
         shutil.rmtree(partial, ignore_errors=True)
         line += f"; the incomplete {partial.name} was removed"

@@ -101,7 +101,7 @@ def test_other_ranks_wait_for_their_own_rank_zero_and_stop_when_signalled(tmp_pa
     # another launch holds it: wait, until the launcher stops the job (rank 0 exited, refused)
     (out / HOLDER_NAME).write_text(json.dumps({"pid": 1, "launch": "MASTER_ADDR=127.0.0.1;MASTER_PORT=29600"}))
     monkeypatch.setattr(EarlySignals, "received", signal.SIGTERM)
-    with pytest.raises(RunSetupError, match="stopped while waiting for global rank 0 to lock"):
+    with pytest.raises(RunSetupError, match=r"stopped before training: global rank 0 did not take output_dir="):
         claim_run_dir(out, other_rank)
     monkeypatch.setattr(EarlySignals, "received", None)
     monkeypatch.setattr(run_dir, "WAIT_FOR_MAIN_RANK_S", 0.3)
@@ -162,6 +162,13 @@ def test_a_failed_save_names_the_checkpoint_removes_it_and_names_the_one_kept(tm
                     "removed; the last complete checkpoint, checkpoint-2, is kept: free some space, then run the same "
                     "command to resume from it")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2"]
+
+    # a checkpoint a killed run left unfinished is not this failure's: a write elsewhere failed
+    (tmp_path / "checkpoint-3").mkdir()
+    os.utime(tmp_path / "checkpoint-3", (1.0, 1.0))
+    line = write_failure_message(tmp_path, "no space left on device", "free some space", True, since=1000.0)
+    assert line.startswith("a write failed: no space left on device; the last complete checkpoint, checkpoint-2, is")
+    assert (tmp_path / "checkpoint-3").is_dir()
 
 
 def test_a_second_ctrl_c_stops_at_once_but_not_the_same_keypress_twice(monkeypatch):

@@ -171,6 +171,40 @@ def test_a_second_run_into_a_busy_output_dir_says_who_holds_it_and_a_killed_hold
     assert result.status == "completed"
 
 
+# A process holding RUN_DIR the way `tooltrain train` does, without training: it says so, then sleeps.
+HOLD = """
+import sys, time
+from pathlib import Path
+from types import SimpleNamespace
+from train.run_dir import claim_run_dir
+claim_run_dir(Path(sys.argv[1]), SimpleNamespace(is_main=True, world_size=1))
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_under_torchrun_only_rank_zero_locks_and_a_refused_run_ends_on_every_rank(engine, tmp_path):
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], cwd=engine.repo, env=engine.env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        result = subprocess.run(engine.command(run_dir, "distributed=ddp", ranks=2), check=False, cwd=engine.repo,
+                                env=engine.env, capture_output=True, text=True, timeout=240)
+        # torchrun reports its failed workers itself (exit 1); rank 0 says why, rank 1 stops without training
+        assert result.returncode == 1 and time.monotonic() - started < 120
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert f"error: output_dir={run_dir} is in use by another run: pid {holder.pid} on host" in errors[0]
+        stopped = f"error: stopped before training: global rank 0 did not take output_dir={run_dir} (its error says why)"
+        assert errors[1:] in ([], [stopped])
+        assert not (run_dir / "metrics.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 # ---------------------------------------------------------------- item 7: resume with a changed config
 
 
