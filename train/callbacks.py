@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import time
 from collections import deque
@@ -15,9 +14,19 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-COMPLETE_MARKER = "tooltrain_complete.json"
-# EX_TEMPFAIL: "try again later". launch/slurm/train.sbatch requeues the job on this code.
-REQUEUE_EXIT_CODE = 75
+# The checkpoint-folder helpers and the signal constants live in torch-free modules (the command line
+# reads them before its slow imports); they are named here too, where callers have always found them.
+from train.checkpoints import (  # noqa: F401
+    COMPLETE_MARKER,
+    complete_checkpoints,
+    completed_run,
+    incomplete_checkpoints,
+    latest_complete_checkpoint,
+    mark_complete,
+    rotate_checkpoints,
+    sync_tree,
+)
+from train.signals import INTERRUPT_SIGNALS, PREEMPTION_SIGNALS, REQUEUE_EXIT_CODE, EarlySignals  # noqa: F401
 
 
 class TokenMeter:
@@ -143,108 +152,30 @@ class CheckpointComplete(TrainerCallback):
             sync_tree(folder)  # each node flushes what its ranks wrote
         self.barrier()
         if state.is_world_process_zero:
-            mark_complete(folder, state.global_step)
+            mark_complete(folder, state.global_step, args.world_size)
             rotate_checkpoints(Path(args.output_dir), self.keep)
         self.barrier()
 
 
-def sync_tree(folder: Path) -> None:
-    """fsync every file under ``folder``, then the folders themselves."""
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            with path.open("rb") as fh:
-                os.fsync(fh.fileno())
-    for path in [*sorted(p for p in folder.rglob("*") if p.is_dir()), folder]:
-        _sync_dir(path)
-
-
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def mark_complete(folder: Path, step: int) -> None:
-    """Write the completion marker durably: fsync'd file, atomic rename, fsync'd folder."""
-    tmp = folder / (COMPLETE_MARKER + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"step": step, "time": time.time()}))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, folder / COMPLETE_MARKER)
-    _sync_dir(folder)
-
-
-def rotate_checkpoints(output_dir: Path, keep: int | None) -> list[Path]:
-    """Delete the oldest complete checkpoints beyond ``keep``; the newest complete one always stays.
-
-    Unfinished folders are left alone (one may be a save in progress; resume removes stale ones). A
-    deleted checkpoint loses its marker first, so a kill mid-delete leaves an unfinished folder,
-    never a "complete" one with files missing. Returns the folders deleted.
-    """
-    if keep is None or keep <= 0:
-        return []
-    doomed = complete_checkpoints(output_dir)[:-keep]
-    for folder in doomed:
-        (folder / COMPLETE_MARKER).unlink()
-        _sync_dir(folder)
-        shutil.rmtree(folder, ignore_errors=True)
-    return doomed
-
-
-def complete_checkpoints(output_dir: Path) -> list[Path]:
-    """The checkpoint folders carrying the completion marker, oldest step first."""
-    found = []
-    for folder in output_dir.glob("checkpoint-*"):
-        try:
-            step = int(folder.name.split("-")[-1])
-        except ValueError:
-            continue
-        if (folder / COMPLETE_MARKER).exists():
-            found.append((step, folder))
-    return [folder for _, folder in sorted(found)]
-
-
-# SIGTERM: Slurm's preemption and scancel, torchrun's shutdown. SIGUSR1: launch/slurm/train.sbatch's time-limit
-# warning (--signal=B:USR1@N, forwarded to the ranks). SIGUSR2: what submitit asks Slurm to send before the time
-# limit (--signal=USR2@signal_delay_s) in `-m launcher=slurm` sweeps, and what its job._interrupt() sends.
-PREEMPTION_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
-
-
-class EarlySignals:
-    """Records the preemption signals from the moment the entry point starts, before ``Preemption`` exists.
-
-    SIGUSR1's and SIGUSR2's default action ends the process: a scheduler's warning during imports or
-    setup would otherwise kill the run instead of letting it checkpoint at its first step.
-    """
-
-    received: int | None = None  # the signal number
-
-    @classmethod
-    def install(cls, signals: tuple[int, ...] = PREEMPTION_SIGNALS) -> None:
-        for sig in signals:
-            signal.signal(sig, cls._record)
-
-    @classmethod
-    def _record(cls, signum, frame) -> None:
-        cls.received = signum
-
-
 class Preemption(TrainerCallback):
-    """SIGTERM / SIGUSR1 / SIGUSR2 -> finish the current step, save a checkpoint, stop.
+    """SIGTERM / SIGUSR1 / SIGUSR2 / SIGINT (Ctrl-C) -> finish the current step, save a checkpoint, stop.
 
     Schedulers signal ranks at slightly different times (or only some of them), so the decision
     is agreed across ranks at every step end; otherwise a rank would wait forever in a collective.
     ``received`` keeps which signal came (first): what happens after the save depends on who sent it
-    (``train.entry``: exit with the requeue code, or let submitit requeue its job).
+    (``train.entry``: exit with the requeue code, let submitit requeue its job, or, for Ctrl-C, exit 130).
+    A second Ctrl-C, at least ``REPEAT_S`` after the first, stops at once without that checkpoint (the
+    last complete one stays); one sooner is the same keypress delivered twice (the terminal signals every
+    process of the job, and torchrun forwards what it got to its workers).
     """
 
-    def __init__(self, any_rank: Any, signals: tuple[int, ...] = PREEMPTION_SIGNALS):
+    REPEAT_S = 2.0
+
+    def __init__(self, any_rank: Any, signals: tuple[int, ...] = PREEMPTION_SIGNALS + INTERRUPT_SIGNALS):
         self.any_rank = any_rank
         self.received: int | None = EarlySignals.received
         self.stopped_by_signal = False
+        self._interrupted_at: float | None = None
         # Installed now, not at train begin: a signal during the (long) setup still ends in a clean save.
         self._previous = {sig: signal.signal(sig, self._handle) for sig in signals}
 
@@ -253,6 +184,16 @@ class Preemption(TrainerCallback):
         return self.received is not None
 
     def _handle(self, signum, frame):
+        if signum in INTERRUPT_SIGNALS:
+            now = time.monotonic()
+            if self._interrupted_at is not None:
+                if now - self._interrupted_at >= self.REPEAT_S:
+                    raise KeyboardInterrupt  # Ctrl-C again: the user does not want to wait for the save
+                return
+            self._interrupted_at = now
+            # os.write, not print: a signal handler may run in the middle of a print to the same stream
+            os.write(2, b"\ntooltrain: Ctrl-C: saving a checkpoint after this step, then stopping "
+                        b"(Ctrl-C again to stop at once without it)\n")
         if self.received is None:
             self.received = signum
 
@@ -281,25 +222,3 @@ class StopAtStep(TrainerCallback):
         if state.global_step >= self.step:
             control.should_training_stop = True
         return control
-
-
-def latest_complete_checkpoint(output_dir: Path) -> Path | None:
-    """The newest checkpoint folder carrying the completion marker."""
-    complete = complete_checkpoints(output_dir)
-    return complete[-1] if complete else None
-
-
-def incomplete_checkpoints(output_dir: Path) -> list[Path]:
-    return [f for f in output_dir.glob("checkpoint-*") if f.is_dir() and not (f / COMPLETE_MARKER).exists()]
-
-
-def completed_run(output_dir: Path) -> dict | None:
-    """The summary of a run that already finished in ``output_dir`` (final model saved), else None."""
-    summary = output_dir / "summary.json"
-    if not summary.is_file() or not (output_dir / "final").is_dir():
-        return None
-    try:
-        data = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) and data.get("status") == "completed" else None

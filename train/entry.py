@@ -1,18 +1,48 @@
-"""Hydra entry point for ``tooltrain train`` and ``python -m train train``: thin, calls ``run(cfg)``."""
+"""Hydra entry point for ``tooltrain train`` and ``python -m train train``: thin, calls ``run(cfg)``.
+
+Exit codes, each failure one ``error:`` line on stderr (never a traceback for what the user can fix):
+  0    trained, or nothing to do (the run in output_dir is complete)
+  1    a save could not be written (disk full, quota, file size limit, read-only file system); the last
+       complete checkpoint stays, and the same command resumes from it once there is room
+  2    what the command was given cannot run: the config, an input, an output_dir that is a file or in use
+       by another run, a resume with changed settings its checkpoint cannot take, a strategy the hardware
+       cannot run
+  75   stopped by a preemption signal after saving a checkpoint: requeue (REQUEUE_EXIT_CODE)
+  130  Ctrl-C: after saving a checkpoint when training had started (INTERRUPT_EXIT_CODE)
+
+Only light modules are imported here: the config, the run folder and the inputs are checked (in
+``CheckBeforeLaunch.on_run_start``, before Hydra writes into output_dir) before torch and transformers load.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import hydra
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from train.callbacks import REQUEUE_EXIT_CODE, EarlySignals
+from train.checkpoints import completed_run
 from train.config import CONF_DIR, ConfigError, check, register
+from train.run_dir import (
+    RunSetupError,
+    check_inputs,
+    check_output_dir,
+    claim_run_dir,
+    kept_checkpoint_hint,
+    release_all,
+    write_failure_message,
+    write_failure_reason,
+)
+from train.signals import INTERRUPT_EXIT_CODE, INTERRUPT_SIGNALS, REQUEUE_EXIT_CODE, EarlySignals
+
+USER_ERROR_EXIT_CODE = 2
+WRITE_FAILED_EXIT_CODE = 1
 
 _exit_code = 0
+_output_dir: Path | None = None  # the run's folder once known: what a Ctrl-C reports as kept
 _imported = time.time()
 
 
@@ -28,13 +58,9 @@ def seconds_since_start() -> float:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")
 def _main(cfg: DictConfig) -> None:
-    global _exit_code
+    global _exit_code, _output_dir
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-
-    from train.distributed import StrategyError, World, requeue_submitit_job
-    from train.run import run
-    from train.summary import format_summary
 
     try:
         check(cfg)
@@ -44,22 +70,48 @@ def _main(cfg: DictConfig) -> None:
     if HydraConfig.get().mode == RunMode.MULTIRUN:
         # each job of a sweep gets its own run directory (and so its own checkpoints)
         cfg.output_dir = HydraConfig.get().runtime.output_dir
+    _output_dir = Path(cfg.output_dir)
+
+    from train.distributed import StrategyError, World, requeue_submitit_job
+    from train.run import run
+    from train.sources import SourceError
+    from train.summary import format_summary
+
+    world = World.from_env()
     try:
         result = run(cfg)
-    except StrategyError as err:  # a bad distributed choice for this hardware: a message, not a traceback
+    except (StrategyError, RunSetupError, SourceError) as err:  # a message, not a traceback
         _fail(err)
         return
-    if World.from_env().is_main:
+    except Exception as err:
+        failure = write_failure_reason(err)
+        if failure is None:
+            raise
+        started = time.time() - seconds_since_start()
+        _fail(write_failure_message(_output_dir, *failure, remove_partial=world.is_main, since=started),
+              WRITE_FAILED_EXIT_CODE, mid_line=True)
+        return
+    if world.is_main:
         print(format_summary(result.summary, result.losses, result.output_dir, seconds_since_start()), flush=True)
+    if result.status != "preempted":
+        return
+    if result.stop_signal in INTERRUPT_SIGNALS:
+        _fail(f"interrupted (Ctrl-C) after step {result.global_step}: {kept_checkpoint_hint(_output_dir)}",
+              INTERRUPT_EXIT_CODE)
     # saved and stopped by a signal: a sweep job hands it back to submitit, which requeues it and ends this
     # process; otherwise the exit code asks the scheduler script (launch/slurm/train.sbatch) to requeue.
-    if result.status == "preempted" and not requeue_submitit_job(result.stop_signal):
+    elif not requeue_submitit_job(result.stop_signal):
         _exit_code = REQUEUE_EXIT_CODE
 
 
 class CheckBeforeLaunch(Callback):
-    """``-m`` sweeps: check the config once before the launcher starts or queues any job (conf/train.yaml
-    names it in hydra.callbacks), so a bad combination fails at once, not in every job of the sweep."""
+    """Checks before anything runs (conf/train.yaml names it in hydra.callbacks).
+
+    ``-m`` sweeps: the config, once, before the launcher starts or queues any job, so a bad combination
+    fails at once, not in every job of the sweep. A single run: the config, output_dir and the inputs,
+    then the lock on output_dir and the resume check, before Hydra creates output_dir and writes its
+    ``.hydra`` record there: a refused run leaves the folder (maybe another run's) as it was.
+    """
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         try:
@@ -68,16 +120,43 @@ class CheckBeforeLaunch(Callback):
             _fail(err)
             sys.exit(_exit_code)
 
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        global _output_dir
+        try:
+            check(config)
+            _output_dir = out = Path(config.output_dir)
+            check_output_dir(out)
+            if completed_run(out) is not None:
+                return  # nothing will run: run() says so
+            check_inputs(config)
+            from train.distributed import World
+            from train.resume_config import check_resume
 
-def _fail(err: Exception) -> None:
+            world = World.from_env()
+            claim_run_dir(out, world)
+            check_resume(out, config, world)
+        except (ConfigError, RunSetupError) as err:
+            _fail(err)
+            sys.exit(_exit_code)
+
+
+def _fail(err: Exception | str, code: int = USER_ERROR_EXIT_CODE, mid_line: bool = False) -> None:
+    """``mid_line``: training was under way, and its progress bar may have left the line open."""
     global _exit_code
-    print(f"error: {err}", file=sys.stderr)
-    _exit_code = 2
+    print(("\n" if mid_line else "") + f"error: {err}", file=sys.stderr, flush=True)
+    _exit_code = code
 
 
 def hydra_main(overrides: list[str]) -> int:
     EarlySignals.install()
     register()
     sys.argv = ["tooltrain train", *overrides]
-    _main()
+    try:
+        _main()
+    except KeyboardInterrupt:  # Ctrl-C before training started, or twice: Preemption saves on the first
+        kept = f": {kept_checkpoint_hint(_output_dir)}" if _output_dir is not None else ""
+        _fail(f"interrupted (Ctrl-C){kept}", INTERRUPT_EXIT_CODE, mid_line=True)
+        return _exit_code
+    finally:
+        release_all()
     return _exit_code

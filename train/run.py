@@ -18,16 +18,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from train import distributed
-from train.callbacks import (
-    CheckpointComplete,
-    MetricsFile,
-    Preemption,
-    Throughput,
-    TokenMeter,
-    completed_run,
-    incomplete_checkpoints,
-    latest_complete_checkpoint,
-)
+from train.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
+from train.checkpoints import completed_run, incomplete_checkpoints, latest_complete_checkpoint
 from train.config import choice
 from train.dataset import BuiltDataset, build_dataset
 from train.evaluation.callback import build_eval_callback
@@ -45,6 +37,8 @@ from train.model import (
 )
 from train.packing import PackedCollator, PaddedCollator, best_fit_pack, pack_samples, packing_stats
 from train.report import read_metrics
+from train.resume_config import record_config
+from train.run_dir import check_inputs, evaluation_hint, hold_run_dir
 from train.tokenizers import cache_root, load_tokenizer
 from train.tracking import rank_zero_print, report_to
 
@@ -109,10 +103,16 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     if done is not None:
         # Rerunning the same command is how a preempted run resumes; on a finished run it is a no-op.
         rank_zero_print(world, f"tooltrain: {out} already holds a completed run ({done.get('steps')} steps, final model in "
-                        f"{out / 'final'}); nothing to do. Use another output_dir to train again.")
+                        f"{out / 'final'}); nothing to do. Use another output_dir to train again." + evaluation_hint(out, cfg))
         losses = [row["loss"] for row in read_metrics(out / "metrics.jsonl") if "loss" in row]
         return RunResult(output_dir=out, status="completed", global_step=int(done.get("steps") or 0), losses=losses,
                          adapter_dir=out / "final", summary=done)
+    with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/run_dir.py)
+        return _train(cfg, world, out, extra_callbacks)
+
+
+def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks: list | None) -> RunResult:
+    check_inputs(cfg)  # before any data or model work: one error naming every input that cannot be opened
     gpu = distributed.on_gpu()
     strategy = choice(cfg.distributed.strategy)
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size)
@@ -124,9 +124,9 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     kernels = choice(cfg.kernels)
     distributed.check_kernels(kernels)
     out.mkdir(parents=True, exist_ok=True)
-    if world.is_main:
-        # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model.
-        (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+    # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
+    # against it and never rewrites it (train/resume_config.py).
+    record_config(out, cfg, world)
 
     # -- data -------------------------------------------------------------------------------------
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
