@@ -51,11 +51,11 @@ def test_chatml_outputs_rejects_and_summary(smollm2, mixed_input, tmp_path, caps
     assert main(["data", "render", str(mixed_input), "--format", "chatml", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed == (
-        "read 19, rendered 16, rejected 3\n"
-        "  rejected 1: invalid JSON at column N: Expecting property name enclosed in double quotes\n"
-        "  rejected 1: not a canonical conversation: conversation: missing key 'messages'\n"
-        "  rejected 1: not a canonical conversation: conversation.messages[N].role: expected one of system, user, "
-        "assistant, tool, got 'robot'\n"
+        "read 19, rendered 16, rejected 3\n"  # the rejects as they are, with file:line
+        f"  rejected {mixed_input}:17: invalid JSON at column 2: Expecting property name enclosed in double quotes\n"
+        f"  rejected {mixed_input}:18: not a canonical conversation: conversation: missing key 'messages'\n"
+        f"  rejected {mixed_input}:20: not a canonical conversation: conversation.messages[0].role: expected one of "
+        "system, user, assistant, tool, got 'robot'\n"
         f"  reasons per record: {tmp_path / 'out.rejects.jsonl'}\n"
     )
     rows = read_jsonl(out)

@@ -201,8 +201,9 @@ def test_unreadable_inputs_exit_2(capsys, tmp_path):
     assert (code, err) == (2, "error: tracc takes one --references file, got 2\n")
     code, _, err = score(capsys, "tracc", predictions=tmp_path)
     assert (code, err) == (2, f"error: {tmp_path}: not a file\n")
-    code, _, err = score(capsys, "tracc", "-o", str(tmp_path / "no" / "m.json"))
-    assert (code, err) == (2, f"error: cannot write {tmp_path}/no/m.json: No such file or directory\n")
+    (tmp_path / "file").write_text("x")  # a missing folder is created, as for the data verbs; a file in the way is not
+    code, _, err = score(capsys, "tracc", "-o", str(tmp_path / "file" / "m.json"))
+    assert (code, err) == (2, f"error: cannot create the folder {tmp_path}/file for {tmp_path}/file/m.json: File exists\n")
     (tmp_path / "array.json").write_text('[{"id": "q2", "tools": ["Search"]}, 3')
     code, _, err = score(capsys, "tracc", predictions=tmp_path / "array.json")
     assert code == 2 and err.startswith(f"error: {tmp_path}/array.json: invalid JSON at line 1")

@@ -2,22 +2,32 @@
 
 Writes canonical records to OUT.jsonl, every rejected source record with its reason to
 OUT.rejects.jsonl, and a query dataset's tool library to OUT.library.jsonl. Prints
-``read N, written A, rejected R`` with N = A + R. Conversion keeps every record the source
-holds; ``tooltrain data validate`` judges them. With ``--validate``, records that fail tool-aware
-validation with an *error* are rejected here too (warnings pass).
-Exit code 0 unless the inputs cannot be read at all (2).
+``read N, written A, rejected R`` with N = A + R, the first rejects with their file:line and
+reason, and a note when written conversations have no assistant turn (nothing to train on).
+Conversion keeps every record the source holds; ``tooltrain data validate`` judges them. With
+``--validate``, records that fail tool-aware validation with an *error* are rejected here too
+(warnings pass).
+
+Outputs are replaced only when the conversion succeeds (``train.commands.outputs``); an output
+that is one of the inputs is refused. ``-o -`` writes the records to stdout and the report to
+stderr; beside stdout or a device (``-o /dev/null``) side files are written only to the paths
+``--rejects`` and ``--library`` name.
+Exit code 0; 1 when every record of a non-empty input was rejected (nothing is written: the
+wrong source, or its inputs in the wrong order); 2 when the inputs cannot be read at all or an
+output cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
-from collections import Counter
 from pathlib import Path
 
-from train.commands.outputs import open_output
+from train.commands.outputs import Outputs, is_stdout, output_path, side_file
+from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
 from train.progress import progress
 from train.schema import Conversation, ToolLibrary, dumps
 from train.sources import SOURCES, Rejected, SourceError, get_reader
@@ -27,24 +37,40 @@ from train.validate import check_conversation
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", choices=list(SOURCES), metavar="SOURCE", help=f"one of: {', '.join(SOURCES)}")
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="source files or folders, in the order the source expects")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="canonical JSON Lines output")
+    parser.add_argument("-o", "--output", type=output_path, required=True,
+                        help="canonical JSON Lines output; '-' for stdout (the report then goes to stderr)")
+    parser.add_argument("--rejects", type=output_path, metavar="PATH",
+                        help="rejected records with their reasons (default OUT.rejects.jsonl; "
+                             "with -o - or a device, only written when given)")
+    parser.add_argument("--library", type=output_path, metavar="PATH",
+                        help="a query dataset's tool library (default OUT.library.jsonl; with -o - or a device, "
+                             "only written when given)")
     parser.add_argument("--validate", action="store_true", help="also reject records with tool-aware validation errors (structure is always checked)")
 
 
-def sibling(output: Path, suffix: str) -> Path:
-    """OUT.jsonl -> OUT.<suffix>.jsonl"""
-    stem = output.name[: -len(".jsonl")] if output.name.endswith(".jsonl") else output.name
-    return output.with_name(f"{stem}.{suffix}.jsonl")
+def source_inputs(source: str) -> str:
+    """What a source reads, in order: the first sentence of its module's ``INPUTS:`` paragraph."""
+    doc = importlib.import_module(SOURCES[source]).__doc__ or ""
+    match = re.search(r"^INPUTS?: (.+?)\.(?:\s|$)", doc, re.MULTILINE | re.DOTALL)
+    if match is None:
+        return "see the convert table in the README"
+    return " ".join(match.group(1).replace("``", "").split())
 
 
 def run(args: argparse.Namespace) -> int:
     reader = get_reader(args.source)
-    rejects_path = sibling(args.output, "rejects")
-    written = rejected = 0
-    reasons: Counter[str] = Counter()
+    rejects_path = side_file(args.output, "rejects", args.rejects)
+    library_path = side_file(args.output, "library", args.library)
+    report_to = sys.stderr if is_stdout(args.output) else sys.stdout
+    written = 0
+    no_assistant = 0  # written conversations that end before any assistant turn
+    rejects = RejectReport()
     libraries: list[ToolLibrary] = []
     try:
-        with open_output(args.output, "wb") as out, open_output(rejects_path, "w", encoding="utf-8") as rejects:
+        # checked and created before any input is read: a bad -o costs nothing, an input is never an output
+        with Outputs([args.output, rejects_path, library_path], inputs=args.inputs) as outputs:
+            out = outputs.open(args.output, "wb")
+            rejects_file = outputs.open(rejects_path) if rejects_path else None
             for item in progress(reader(list(args.inputs)), desc=f"convert {args.source}", unit="rec"):
                 if isinstance(item, ToolLibrary):
                     libraries.append(item)
@@ -59,23 +85,37 @@ def run(args: argparse.Namespace) -> int:
                     except UnicodeEncodeError as err:  # lone surrogates: text that is not Unicode
                         item = Rejected(item.id, f"text-encoding: not encodable as UTF-8 ({err.reason})")
                 if isinstance(item, Rejected):
-                    rejected += 1
-                    reasons[re.split(r" at |:", item.reason, maxsplit=1)[0]] += 1
-                    # ASCII escapes: a rejected record may hold the very text that cannot be encoded
-                    rejects.write(json.dumps(item.to_dict(), ensure_ascii=True) + "\n")
+                    rejects.add(item)
+                    if rejects_file:
+                        # ASCII escapes: a rejected record may hold the very text that cannot be encoded
+                        rejects_file.write(json.dumps(item.to_dict(), ensure_ascii=True) + "\n")
                 else:
                     written += 1
+                    no_assistant += isinstance(item, Conversation) and not any(
+                        m.role == "assistant" for m in item.messages)
                     out.write(line + b"\n")
+            if rejects.count and not written:
+                outputs.discard()  # a wrong reader rejects everything: keep whatever was there before
+            elif libraries and library_path:
+                library_file = outputs.open(library_path)
+                for library in libraries:
+                    library_file.write(dumps(library) + "\n")
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if libraries:
-        with open_output(sibling(args.output, "library"), "w", encoding="utf-8") as fh:
-            for library in libraries:
-                fh.write(dumps(library) + "\n")
-    print(f"read {written + rejected}, written {written}, rejected {rejected}")
-    for reason, count in reasons.most_common(5):
-        print(f"  rejected {count}: {reason}")
-    if rejected:
-        print(f"  reasons per record: {rejects_path}")
+    print(f"read {written + rejects.count}, written {written}, rejected {rejects.count}", file=report_to)
+    for line in rejects.lines():
+        print(line, file=report_to)
+    if rejects.count and not written:
+        hint = (f"is {args.source} the right source for these files, and are they in the order it reads? "
+                f"{args.source} reads: {source_inputs(args.source)}")
+        return nothing_written(rejects.count, args.output, hint)
+    if rejects.count:
+        print(where_rejects_are(rejects_path), file=report_to)
+    if libraries and not library_path:
+        print("  tool library not written (the output is not a regular file): give --library PATH to keep it",
+              file=report_to)
+    if no_assistant:
+        print(f"  note: {no_assistant} of {written} conversations have no assistant turn (nothing to train on); "
+              f"{args.source} reads: {source_inputs(args.source)}", file=report_to)
     return 0

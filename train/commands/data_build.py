@@ -15,8 +15,10 @@ Writes, in OUTDIR:
   meta_tool insertions, rewrites kept/dropped with the reasons of failed attempts, bench rows per
   category, difficulty, world and group. read = rejected + skipped + held out + training rows.
 
-The same command with the same seed writes byte-identical files (with the offline teacher).
-Exit code 0, or 2 when an input cannot be read or an argument is wrong.
+The same command with the same seed writes byte-identical files (with the offline teacher). The four
+files are replaced together, only when the build succeeds; an output that is one of the inputs is
+refused before anything is read (``train.commands.outputs``).
+Exit code 0, or 2 when an input cannot be read, an output cannot be written or an argument is wrong.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from train.builders.teacher import add_teacher_arguments, teacher_config
-from train.commands.outputs import make_folder, open_output
+from train.commands.outputs import OutputFile, Outputs, make_folder, output_path
 from train.schema import Conversation, SchemaError, dumps, record_from_dict
 from train.sources import SOURCES, Rejected, SourceError, get_reader
 
@@ -42,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("builder", choices=BUILDS, help="the recipe data builder")
     add("inputs", nargs="+", metavar="INPUT", help="canonical JSON Lines, or SOURCE:PATH[,PATH...]")
-    add("-o", "--output", type=Path, required=True, help="output folder")
+    add("-o", "--output", type=output_path, required=True, help="output folder")
     add("--seed", type=int, default=42, help="hold-out, open/closed mix, difficulty, pools, offline teacher (42)")
     add("--bench-fraction", type=float, default=0.1, help="share of dialogues held out for Meta-Bench (0.1)")
     add("--open-fraction", type=float, default=0.5, help="share of training dialogues made open-world (0.5)")
@@ -150,10 +152,12 @@ def build_metatool(conversations: list[Conversation], args: argparse.Namespace) 
     return train, bench, [library_record(library)], report
 
 
-def write_jsonl(path: Path, records: list) -> None:
-    with open_output(path, encoding="utf-8") as fh:
-        for record in records:
-            fh.write(dumps(record) + "\n")
+OUTPUTS = ("train.jsonl", "bench.jsonl", "library.jsonl", "report.json")
+
+
+def write_jsonl(fh: OutputFile, records: list) -> None:
+    for record in records:
+        fh.write(dumps(record) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,21 +168,25 @@ def run(args: argparse.Namespace) -> int:
     rejected: Counter = Counter()
     per_input: list[dict[str, Any]] = []
     try:
-        conversations = read_inputs(args.inputs, rejected, per_input)
-        train, bench, library, built = build_metatool(conversations, args)
+        input_paths = [path for spec in args.inputs for path in parse_input(spec)[1]]
+        with Outputs([args.output / name for name in OUTPUTS], inputs=input_paths) as outputs:
+            # opened (as temporary files) before the build: an unwritable folder costs nothing
+            files = {name: outputs.open(args.output / name) for name in OUTPUTS}
+            conversations = read_inputs(args.inputs, rejected, per_input)
+            train, bench, library, built = build_metatool(conversations, args)
+            write_jsonl(files["train.jsonl"], train)
+            write_jsonl(files["bench.jsonl"], bench)
+            write_jsonl(files["library.jsonl"], library)
+            report = {"builder": args.builder, "seed": args.seed, "inputs": per_input,
+                      "read": len(conversations) + sum(rejected.values()), "rejected": dict(sorted(rejected.items())),
+                      **built}
+            files["report.json"].write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except ValueError as err:  # builder arguments (teacher kind, fractions)
         print(f"error: {err}", file=sys.stderr)
         return 2
-    write_jsonl(args.output / "train.jsonl", train)
-    write_jsonl(args.output / "bench.jsonl", bench)
-    write_jsonl(args.output / "library.jsonl", library)
-    report = {"builder": args.builder, "seed": args.seed, "inputs": per_input,
-              "read": len(conversations) + sum(rejected.values()), "rejected": dict(sorted(rejected.items())), **built}
-    with open_output(args.output / "report.json", encoding="utf-8") as fh:
-        fh.write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     skipped, counts, bench_report = sum(built["skipped"].values()), built["train"], built["bench"]
     print(f"read {report['read']}: training rows {len(train)} (open {counts.get('open', 0)}, closed "
           f"{counts.get('closed', 0)}), held out {built['held_out']}, skipped {skipped}, "

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import Outputs, check_outputs, output_file
+
 EPILOG = """\
 meta_tool hypotheses (--method metatool):
   teacher  the --teacher answers the request text with a meta_tool call (offline, the default: a rule-based
@@ -62,9 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--sample", type=int, metavar="N", help="a deterministic sample of N queries (lowest id hashes)")
     arg("--device", metavar="DEV", help="embedder device (cpu, cuda; default: the library's choice)")
     arg("--no-cache", action="store_true", help="embed everything anew and write no cache file")
-    arg("--per-item", type=Path, metavar="OUT.jsonl", help="one JSON line per (query, gold tool) pair and α")
+    arg("--per-item", type=output_file, metavar="OUT.jsonl", help="one JSON line per (query, gold tool) pair and α")
     add_teacher_arguments(parser)
-    arg("-o", "--output", type=Path, metavar="METRICS.json", help="write the rows and counts as JSON")
+    arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write the rows and counts as JSON")
 
 
 class UsageError(ValueError):
@@ -147,7 +149,7 @@ def read_queries(path: Path, split: str | None) -> list:
 
 
 def default_library(queries: Path) -> Path:
-    from train.commands.convert import sibling
+    from train.commands.outputs import sibling
 
     return sibling(queries, "library")
 
@@ -209,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         from train.commands import eval_retrieval_sweep
 
         return eval_retrieval_sweep.main(args)
+    library = args.library or (default_library(args.queries) if args.queries else None)
+    check_outputs([args.per_item, args.output], [args.queries, library])  # before any embedding
     try:
         s = settings_from_args(args)
         done = evaluate_settings(s, OPTION_NAMES)
@@ -218,11 +222,7 @@ def run(args: argparse.Namespace) -> int:
     if s.method != "metatool" and len(s.alphas) > 1:
         print("note: --alpha only applies to --method metatool; one row", file=sys.stderr)
     report(done, s)
-    try:
-        write_outputs(done.result, s, args.per_item, args.output)
-    except OSError as err:
-        print(f"error: cannot write the outputs: {err}", file=sys.stderr)
-        return 2
+    write_outputs(done.result, s, args.per_item, args.output)  # an OutputError is one error line, exit 2
     return 0
 
 
@@ -254,11 +254,13 @@ def describe(result: dict[str, Any], s: Settings, n_tools: int, needs_model: boo
 
 
 def write_outputs(result: dict[str, Any], s: Settings, per_item: Path | None, output: Path | None) -> None:
-    if per_item:
-        with per_item.open("w", encoding="utf-8") as fh:
+    """Both files replaced together, or neither (``train.commands.outputs``)."""
+    with Outputs([per_item, output]) as outputs:
+        if per_item:
+            fh = outputs.open(per_item)
             for item in result["per_pair"]:
                 fh.write(json.dumps(item, ensure_ascii=False) + "\n")
-    if output:
-        summary = {key: value for key, value in result.items() if key != "per_pair"}
-        summary["embedder"] = s.embedder
-        output.write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        if output:
+            summary = {key: value for key, value in result.items() if key != "per_pair"}
+            summary["embedder"] = s.embedder
+            outputs.open(output).write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from train.commands.outputs import write_results
+from train.commands.outputs import check_outputs, output_file, write_results
 from train.evaluation.tasks import TASKS
 
 
@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--temperature", type=float, default=0.0, metavar="T", help="0 (default): greedy")
     arg("--backend", choices=("hf", "vllm"), default="hf", help="hf (default) or vllm (GPU, when installed)")
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
-    arg("-o", "--output", type=Path, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
-    arg("--predictions", type=Path, metavar="OUT.jsonl", help="write one prediction row (and its generation) per item")
+    arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
+    arg("--predictions", type=output_file, metavar="OUT.jsonl", help="write one prediction row (and its generation) per item")
 
 
 # ---------------------------------------------------------------- loading the model
@@ -236,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2
+    check_outputs([args.predictions, args.output], args.data or [])  # before the model is loaded
     try:
         task = get_task(args.bench, parse_options(args.option, TASKS[args.bench].OPTIONS))
     except (TaskError, ValueError) as err:
@@ -291,4 +292,4 @@ def run(args: argparse.Namespace) -> int:
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
     }
     records = prediction_records(outcome, generations) if args.predictions else []
-    return write_results(args.predictions, records, args.output, report)
+    return write_results(args.predictions, records, args.output, report, inputs=args.data or [])

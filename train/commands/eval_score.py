@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from train.commands.outputs import write_results
+from train.commands.outputs import check_outputs, output_file, write_results
 from train.sources._common import Rejected, SourceError, iter_json_records
 
 BENCHES = ("bfcl", "metabench", "itc", "toolbench", "nexus", "tracc", "toolselect", "heldout")
@@ -93,8 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", choices=("v4", "v2"),
                         help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files)")
     parser.add_argument("--languages", metavar="CODES", help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29")
-    parser.add_argument("--per-item", type=Path, metavar="OUT.jsonl", help="write one JSON line per scored item")
-    parser.add_argument("-o", "--output", type=Path, metavar="METRICS.json", help="write the metrics and issues as JSON")
+    parser.add_argument("--per-item", type=output_file, metavar="OUT.jsonl", help="write one JSON line per scored item")
+    parser.add_argument("-o", "--output", type=output_file, metavar="METRICS.json", help="write the metrics and issues as JSON")
 
 
 # ---------------------------------------------------------------- reading
@@ -259,6 +259,8 @@ def counts(result: dict[str, Any], issues: dict[str, Any], unreadable: list[dict
 
 
 def run(args: argparse.Namespace) -> int:
+    # before any scoring: --per-item onto the predictions would destroy them
+    check_outputs([args.per_item, args.output], [args.predictions, *args.references])
     if args.bench == "bfcl" and args.predictions.is_dir():
         from train.commands import eval_score_bfcl
 
@@ -290,4 +292,5 @@ def run(args: argparse.Namespace) -> int:
         "counts": summary,
         "issues": {**issues, "unreadable_lines": bad},
     }
-    return write_results(args.per_item, result.get("per_item", []), args.output, report)
+    return write_results(args.per_item, result.get("per_item", []), args.output, report,
+                         inputs=[args.predictions, *args.references])

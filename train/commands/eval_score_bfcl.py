@@ -161,4 +161,4 @@ def run(args: argparse.Namespace) -> int:
                       for name, entry in categories.items()}},
     }
     rows = ({**item, "category": name} for name, entry in categories.items() for item in entry["result"]["per_item"])
-    return write_results(args.per_item, rows, args.output, report)
+    return write_results(args.per_item, rows, args.output, report, inputs=[args.predictions, *args.references])

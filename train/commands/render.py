@@ -8,23 +8,26 @@ loss weight) when ``--weights`` changes any. ``--format-option KEY=VALUE`` sets 
 A line that is not a canonical conversation, or a
 conversation the format cannot express (parallel calls in ``llama3_1``), goes to
 OUT.rejects.jsonl with its location and reason. Prints ``read N, rendered A, rejected R`` with
-N = A + R. ``--show N`` prints the first N rendered conversations with trained and masked tokens
+N = A + R, and the first rejects with their file:line and reason. ``--show N`` prints the first N rendered conversations with trained and masked tokens
 told apart: colours on a terminal, ⟦trained⟧ brackets when the output is piped.
-Exit code 0, or 2 when the input, the format or the tokenizer cannot be loaded.
+Outputs are replaced only when the render succeeds (``train.commands.outputs``); an output that
+is the input is refused. ``-o -`` writes the rows to stdout and the report to stderr; beside stdout
+or a device (``-o /dev/null``) rejects are written only to the path ``--rejects`` names.
+Exit code 0; 1 when every record of a non-empty input was rejected (nothing is written); 2 when
+the input, the format or the tokenizer cannot be loaded, or an output cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from train.commands.outputs import open_output
+from train.commands.outputs import Outputs, is_stdout, output_path, side_file
+from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
 from train.formats import FORMATS, MaskPolicy, Tokenized
 from train.formats.base import WEIGHT_PARTS, ChatFormat
 from train.progress import progress
@@ -57,7 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tokenizer", help="a tooltrain tokenizer name or a local tokenizer folder (default: the format's)"
     )
-    parser.add_argument("-o", "--output", type=Path, required=True, help="rendered JSON Lines output")
+    parser.add_argument("-o", "--output", type=output_path, required=True,
+                        help="rendered JSON Lines output; '-' for stdout (the report then goes to stderr)")
+    parser.add_argument("--rejects", type=output_path, metavar="PATH",
+                        help="rejected lines with their reasons (default OUT.rejects.jsonl; "
+                             "with -o - or a device, only written when given)")
     parser.add_argument("--text", action="store_true", help="also write the rendered string of each conversation")
     parser.add_argument(
         "--show", type=int, default=0, metavar="N", help="print the first N conversations with trained tokens marked"
@@ -125,12 +132,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     policy = MaskPolicy(last_turn_only=args.last_turn_only, weights=dict(args.weights))
-    rejects_path = sibling(args.output, "rejects")
-    rendered = rejected = 0
-    reasons: Counter[str] = Counter()
+    rejects_path = side_file(args.output, "rejects", args.rejects)
+    report_to = sys.stderr if is_stdout(args.output) else sys.stdout
+    rendered = 0
+    rejects = RejectReport()
     shown: list[tuple[str, Tokenized]] = []
     try:
-        with open_output(args.output, encoding="utf-8") as out, open_output(rejects_path, encoding="utf-8") as rejects:
+        with Outputs([args.output, rejects_path], inputs=[args.file]) as outputs:
+            out = outputs.open(args.output)
+            rejects_file = outputs.open(rejects_path) if rejects_path else None
             for item in progress(iter_json_records(args.file), desc=f"render {args.format}", unit="conv"):
                 if not isinstance(item, Rejected):
                     location, obj = item
@@ -142,37 +152,30 @@ def run(args: argparse.Namespace) -> int:
                     except ValueError as err:  # the format cannot express it
                         item = Rejected(location, f"unrenderable: {err}", obj)
                 if isinstance(item, Rejected):
-                    rejected += 1
-                    reasons[reason_kind(item.reason)] += 1
-                    rejects.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+                    rejects.add(item)
+                    if rejects_file:
+                        rejects_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
                     continue
                 rendered += 1
                 out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
                 if len(shown) < args.show:
                     shown.append((conv.id, tokens))
+            if rejects.count and not rendered:
+                outputs.discard()  # nothing renderable: keep whatever was there before
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if shown:
-        show(shown, tokenizer)
-    print(f"read {rendered + rejected}, rendered {rendered}, rejected {rejected}")
-    for reason, count in reasons.most_common(5):
-        print(f"  rejected {count}: {reason}")
-    if rejected:
-        print(f"  reasons per record: {rejects_path}")
+        show(shown, tokenizer, report_to)
+    print(f"read {rendered + rejects.count}, rendered {rendered}, rejected {rejects.count}", file=report_to)
+    for line in rejects.lines():
+        print(line, file=report_to)
+    if rejects.count and not rendered:
+        hint = f"is {args.file} canonical conversations (tooltrain data convert writes them)?"
+        return nothing_written(rejects.count, args.output, hint)
+    if rejects.count:
+        print(where_rejects_are(rejects_path), file=report_to)
     return 0
-
-
-def reason_kind(reason: str) -> str:
-    """Rejection reasons grouped for the summary: numbers (lines, columns, counts) set aside."""
-    kind = re.sub(r"(?<![\w.])\d+(?![\w.])", "N", reason)
-    return kind if len(kind) <= 120 else kind[:119] + "…"
-
-
-def sibling(output: Path, suffix: str) -> Path:
-    """OUT.jsonl -> OUT.<suffix>.jsonl"""
-    stem = output.name[: -len(".jsonl")] if output.name.endswith(".jsonl") else output.name
-    return output.with_name(f"{stem}.{suffix}.jsonl")
 
 
 # ---- --show ---------------------------------------------------------------------------------
@@ -200,16 +203,18 @@ def plain_view(runs: Iterable[tuple[str, bool]]) -> str:
     return "".join(f"{OPEN}{text}{CLOSE}" if trained else text for text, trained in runs)
 
 
-def show(conversations: list[tuple[str, Tokenized]], tokenizer: Any) -> None:
+def show(conversations: list[tuple[str, Tokenized]], tokenizer: Any, stream: TextIO | None = None) -> None:
+    """Print to ``stream`` (stdout by default; stderr when the rows themselves go to stdout)."""
     from rich.console import Console
     from rich.text import Text  # Text, not markup: conversations are full of "[...]"
 
-    console = Console(highlight=False)
+    stream = stream or sys.stdout
+    console = Console(highlight=False, file=stream)
     coloured = console.is_terminal and console.color_system is not None
     if coloured:
         console.print(Text.assemble("legend: ", ("trained", "bold green"), " / ", ("masked", "dim")))
     else:
-        print(f"legend: {OPEN}trained{CLOSE} / masked")
+        print(f"legend: {OPEN}trained{CLOSE} / masked", file=stream)
     for conv_id, tokens in conversations:
         trained = sum(1 for label in tokens.labels if label != -100)
         title = f"--- {conv_id}: {len(tokens.input_ids)} tokens, {trained} trained ---"
@@ -218,5 +223,5 @@ def show(conversations: list[tuple[str, Tokenized]], tokenizer: Any) -> None:
             console.print(Text(title, style="bold"))
             console.print(Text.assemble(*[(text, "bold green" if is_trained else "dim") for text, is_trained in runs]))
         else:
-            print(title)
-            print(plain_view(runs))
+            print(title, file=stream)
+            print(plain_view(runs), file=stream)

@@ -27,7 +27,9 @@ whose list of acceptable values is empty can never be matched: Rejected. The who
 their gold in the question file as Python call strings; they are read with ``ast`` (never
 executed), positional arguments are named by the function's parameter order, and ``+ - * /``
 between number literals is computed (``p=1/6``). Irrelevance-style categories have no answer
-file: the conversation ends with the user turn.
+file: the conversation ends with the user turn. So does every conversation read without its answer
+file (``with_answers`` in ``read``): no assistant turn, nothing to train on, and ``data convert``
+says how many such conversations it wrote.
 
 Multi-turn and agentic categories (v3+: ``multi_turn_*``, ``memory``, ``web_search``) name
 ``involved_classes`` instead of functions; their tools are read from ``multi_turn_func_doc/``
