@@ -302,7 +302,19 @@ def test_legitimate_endings_and_openings_are_not_flagged():
     assert problems(system(), user()) == []  # an eval prompt without an answer (BFCL)
     assert problems(user(), calls(call()), result()) == []  # a prompt waiting for the reply to a result
     assert problems(user(), answer("Let me check."), calls(call()), result(), answer()) == []  # two assistant turns in a row
-    assert problems(answer("Hi! How can I help?"), user(), answer()) == []  # an assistant greeting first
+
+
+def test_assistant_first_is_a_warning():
+    """An assistant greeting before any user message renders in qwen2_5/chatml/mistral, but Llama 3.1's
+    template would relabel it as the user message carrying the tools: a warning, not silence."""
+    why = ("the conversation opens with an assistant turn, before any user message "
+           "(llama3_1 refuses it when the tools go in the first user message)")
+    greeting = answer("Hi! How can I help?")
+    assert problems(greeting, user(), answer()) == [W("assistant-first", "messages[0]", why)]
+    assert problems(system(), greeting, user(), answer()) == [W("assistant-first", "messages[1]", why)]
+    assert problems(user(), answer("Hi!")) == []
+    # no user message at all is the bigger problem, reported alone
+    assert [p.code for p in problems(system(), answer())] == ["role-order"]
 
 
 def test_consecutive_user_is_a_warning():
@@ -458,7 +470,7 @@ def test_validate_command_exit_codes_strict_and_severity(tmp_path, capsys):
 
 
 def test_validate_command_max_report_and_json(tmp_path, capsys):
-    path = write_lines(tmp_path / "e.jsonl", [BAD] * 5)
+    path = write_lines(tmp_path / "e.jsonl", [BAD] + [BAD | {"id": f"e{n}"} for n in range(2, 6)])  # ids unique
     assert main(["data", "validate", str(path), "--max-report", "2"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert [line.split(" ")[0] for line in out[:2]] == [f"{path}:1", f"{path}:2"]

@@ -102,6 +102,9 @@ class DataConfig:
     # options of model.chat_format's constructor, e.g. {tools_in_user_message: false} for llama3_1
     format_options: dict[str, Any] = field(default_factory=dict)
     eval_fraction: float = 0.0
+    # a source record (a JSON Lines line, a JSON array element) over this many bytes is refused unread, so one huge
+    # record cannot take the build's memory (it costs ~250x its size); the data verbs use the same 8 MiB
+    max_record_bytes: int = 8 * 1024 * 1024
     cache_dir: Optional[str] = None  # default: <tooltrain cache>/datasets
 
 
@@ -312,6 +315,9 @@ def _data_problems(cfg: DictConfig) -> list[str]:
     bad = {part: w for part, w in cfg.data.part_weights.items() if not 0.0 <= w < float("inf")}  # nan fails too
     if bad:
         problems.append(f"data.part_weights must be finite and >= 0, got {bad}")
+    if cfg.data.max_record_bytes <= 0:
+        problems.append("data.max_record_bytes must be > 0 (bytes; default 8 MiB = 8388608), "
+                        f"got {cfg.data.max_record_bytes}")
     return problems
 
 

@@ -26,14 +26,18 @@ from typing import Any
 from train.builders.metatool import with_retrieved_tools
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat
+from train.progress import progress
 from train.schema import Conversation, dumps, record_from_dict
 from train.sources import Rejected, get_reader
+from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
 from train.validate import check_conversation
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
 # 2: the build also keeps the eval split's conversations (eval_conversations.jsonl).
 # 3: rows carry loss_weights when a part weighs other than 0 or 1; "reasoning" is weighed apart from "text".
-PIPELINE_VERSION = "3"
+# 4: a conversation whose id an earlier one used is left out (invalid: duplicate-id); records are read as
+#    strict JSON (no NaN, 1e400 or duplicate keys), lone surrogates and records over data.max_record_bytes refused.
+PIPELINE_VERSION = "4"
 
 
 @dataclass
@@ -75,8 +79,14 @@ def resolve_input(path: str) -> Path:
 
 
 def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[Conversation]:
-    """Each source spec (``name``, ``inputs``, ``limit``) through its reader; rejects are counted."""
-    for spec in sources:
+    """Each source spec (``name``, ``inputs``, ``limit``) through its reader; rejects are counted.
+
+    Ids must be unique across all sources: the eval split and the held-out conversations go by id,
+    so a second conversation with an id already read is left out (counted ``invalid``, reason
+    ``duplicate-id``) rather than trained under an id that names two records. The first one is
+    kept: it is the one ``data validate`` reports the later lines against."""
+    first_source: dict[str, int] = {}  # id -> index in data.sources of the source that read it first
+    for index, spec in enumerate(sources):
         inputs = [resolve_input(p) for p in spec["inputs"]]
         if spec["name"] == "canonical":
             records: Iterator[Any] = _read_canonical(inputs)
@@ -92,6 +102,11 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
             elif isinstance(item, Conversation):
                 report.read += 1
                 taken += 1
+                if item.id in first_source:
+                    earlier = f"data.sources.{first_source[item.id]}"
+                    report.reject("invalid", f"duplicate-id: id {item.id!r} was already read from {earlier}")
+                    continue
+                first_source[item.id] = index
                 yield item
 
 
@@ -217,6 +232,7 @@ class BuiltDataset:
 def build_rows(conversations: Iterable[Conversation], fmt: ChatFormat, tokenizer: Any, data_cfg: dict[str, Any], report: BuildReport) -> tuple[list, list]:
     policy = MaskPolicy(last_turn_only=data_cfg.get("last_turn_only", False), weights=dict(data_cfg.get("part_weights") or {}))
     train_rows, eval_rows = [], []
+    conversations = progress(conversations, desc=f"build dataset ({fmt.name})", unit="conv")
     rows = tokenize_conversations(conversations, fmt, tokenizer, policy, data_cfg["max_seq_len"], str(data_cfg["overlong"]), report)
     for row in rows:
         (eval_rows if is_eval(row["id"], data_cfg.get("eval_fraction", 0.0)) else train_rows).append(row)
@@ -263,7 +279,9 @@ def build_dataset(
         held_out: dict[str, list[Conversation]] = {}
         conversations = remember_held_out(conversations, data_cfg.get("eval_fraction", 0.0), held_out)
         fmt = get_format(format_name, data_cfg.get("format_options"))  # options are in data_cfg, so in the key
-        train_rows, eval_rows = build_rows(conversations, fmt, tokenizer, data_cfg, report)
+        # the whole stream is consumed inside: every reader sees the limit
+        with record_size_limit(data_cfg.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)):
+            train_rows, eval_rows = build_rows(conversations, fmt, tokenizer, data_cfg, report)
         # rows come out in stream order, so the n-th eval row with an id is the n-th such conversation
         eval_conversations = [held_out[row["id"]].pop(0) for row in eval_rows]
         tmp = target.with_name(target.name + ".tmp")

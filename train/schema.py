@@ -14,7 +14,7 @@ Three kinds of record travel through tooltrain as JSON Lines:
   recommendation datasets.
 * ``ToolLibrary`` — ``{"id", "tools": [...], "meta"}``: a named set of tool definitions.
 
-``from_dict`` checks *structure* (types and required keys at every level) and raises
+``from_dict`` checks *structure* (types and required keys at every level, tool names not empty) and raises
 ``SchemaError`` naming the path of the offending field. Whether the conversation makes sense
 for its tools (undefined tools, schema violations, unanswered calls) is ``train.validate``'s job.
 The mapping dict -> record -> dict is lossless for every valid record.
@@ -53,6 +53,13 @@ def _get(obj: dict, key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def _name(value: Any, path: str) -> str:
+    """A tool's name: a call to "" or a tool named "" can be neither written nor called."""
+    if not _expect(value, str, path).strip():
+        raise SchemaError(path, f"a tool name cannot be empty, got {value!r}")
+    return value
+
+
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
@@ -88,7 +95,7 @@ class Tool:
             raise SchemaError(f"{path}.type", f"expected 'function', got {obj['type']!r}")
         fn = _expect(obj["function"], dict, f"{path}.function")
         _expect_keys(fn, f"{path}.function", ("name",), ("name", "description", "parameters"))
-        name = _expect(fn["name"], str, f"{path}.function.name")
+        name = _name(fn["name"], f"{path}.function.name")
         description = _expect(fn.get("description", ""), str, f"{path}.function.description")
         parameters = _expect(
             fn.get("parameters", {"type": "object", "properties": {}}), dict, f"{path}.function.parameters"
@@ -119,7 +126,7 @@ class ToolCall:
             _expect(call_id, str, f"{path}.id")
         fn = _expect(obj["function"], dict, f"{path}.function")
         _expect_keys(fn, f"{path}.function", ("name",), ("name", "arguments"))
-        name = _expect(fn["name"], str, f"{path}.function.name")
+        name = _name(fn["name"], f"{path}.function.name")
         arguments = fn.get("arguments", {})
         if isinstance(arguments, str):
             raise SchemaError(f"{path}.function.arguments", "arguments must be an object, not a JSON string")

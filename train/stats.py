@@ -10,19 +10,19 @@ Definitions (one message = one turn):
 * *tools per conversation* counts the tool definitions a conversation carries;
   *conversations without tools* carry none; *without tool calls* never call one;
 * *distinct tools* are definition names; *distinct called tools* are the names actually called;
-* a line is *unreadable* when it is not UTF-8, not JSON, or not a canonical record; blank
-  lines are not records.
+* a line is *unreadable* when it is not UTF-8, not standard JSON, not Unicode (a lone
+  surrogate), over the record size limit, or not a canonical record; blank lines are not records.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from train.schema import ROLES, Conversation, Record, SchemaError, ToolLibrary, ToolQuery, record_from_dict
+from train.sources._common import BLANK, RecordError, decode_line
 
 MAX_LISTED = 10  # unreadable lines listed by number (all are counted)
 
@@ -169,23 +169,15 @@ class FileStats:
         }
 
 
-def parse_line(raw: bytes, lineno: int) -> Record | str | None:
-    """A canonical record, a reason it is unreadable, or None for a blank line."""
+def parse_line(raw: bytes | RecordError, lineno: int) -> Record | str | None:
+    """A canonical record, a reason it is unreadable, or None for a blank line. ``raw`` comes from
+    ``iter_lines`` and is decoded as every reader decodes a line (``decode_line``)."""
     try:
-        text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-    except UnicodeDecodeError as err:
-        return f"not UTF-8 at byte {err.start}"
-    text = text.rstrip("\r\n")  # so a truncated line's error names its own column, not "line 2"
-    if not text.strip():
+        obj = decode_line(raw, lineno)
+    except RecordError as err:
+        return str(err)
+    if obj is BLANK:
         return None
-    try:
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        return f"invalid JSON at column {err.colno}: {err.msg}"
-    except ValueError as err:  # NaN/Infinity, or an integer past Python's digit limit
-        return f"invalid JSON: {err}"
-    except RecursionError:
-        return "invalid JSON: nested too deeply"
     try:
         return record_from_dict(obj)
     except SchemaError as err:
@@ -194,12 +186,7 @@ def parse_line(raw: bytes, lineno: int) -> Record | str | None:
         return "not a canonical record: nested too deeply"
 
 
-def _reject_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON; json.loads accepts them unless told otherwise (as validate does).
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def count_lines(lines: Iterable[bytes], language_of: Callable[[str], str] | None = None) -> FileStats:
+def count_lines(lines: Iterable[bytes | RecordError], language_of: Callable[[str], str] | None = None) -> FileStats:
     """Count a canonical JSON Lines stream, line by line (line numbers from 1)."""
     stats = FileStats()
     for lineno, raw in enumerate(lines, start=1):

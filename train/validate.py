@@ -19,7 +19,11 @@ Decisions about what real datasets do legitimately:
 * Two consecutive user turns are a warning (some corpora split one question in two); a system
   message anywhere but first, a tool result not directly after an assistant call turn (or
   another result) and a conversation with no user turn at all are ``role-order`` errors.
-  Two assistant turns in a row are not flagged ("let me check" then a call is common).
+  Two assistant turns in a row are not flagged ("let me check" then a call is common). A
+  conversation that opens (after system messages) with an assistant turn is a warning
+  (``assistant-first``): Qwen2.5's and ChatML's templates render it, mistral-common puts an empty
+  user turn before it, but Llama 3.1's template would relabel it as the user message that carries
+  the tools, so ``llama3_1`` refuses it there (docs/formats.md).
 * A tool's ``parameters`` must be a valid JSON Schema (Draft 2020-12) whose top-level type is
   ``"object"``; arguments of calls to a tool with a broken schema are not checked against it.
 * Lone surrogates and NUL characters are errors (they cannot be written as UTF-8 or break
@@ -54,11 +58,14 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     "unanswered-call": "warning",
     "result-name-mismatch": "warning",
     "role-order": "error",
+    "assistant-first": "warning",
     "consecutive-user": "warning",
     "empty-assistant": "error",
     "duplicate-call-id": "error",
     "text-encoding": "error",
     "replacement-char": "warning",
+    # across records of one file (``data validate``): the eval split and held-out set go by id
+    "duplicate-id": "error",
     # tool queries (retrieval datasets); MetaTool's "no tool needed" queries have empty gold sets
     "empty-query": "error",
     "empty-gold": "warning",
@@ -389,12 +396,19 @@ def check_tool_results(messages: list[Message]) -> Iterator[Finding]:
 
 
 def check_role_order(messages: list[Message]) -> Iterator[Finding]:
-    """role-order and consecutive-user (see the module docstring for what is allowed)."""
+    """role-order, assistant-first and consecutive-user (see the module docstring for what is allowed)."""
     if not messages:
         yield "role-order", "messages", "the conversation has no messages"
         return
     if not any(msg.role == "user" for msg in messages):
         yield "role-order", "messages", "the conversation has no user message"
+    else:
+        opening = next((m for m, msg in enumerate(messages) if msg.role != "system"), None)
+        if opening is not None and messages[opening].role == "assistant":
+            yield "assistant-first", f"messages[{opening}]", (
+                "the conversation opens with an assistant turn, before any user message "
+                "(llama3_1 refuses it when the tools go in the first user message)"
+            )
     for m, msg in enumerate(messages):
         previous = messages[m - 1] if m else None
         if msg.role == "system" and m > 0:

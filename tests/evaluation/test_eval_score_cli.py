@@ -100,7 +100,7 @@ def test_metabench_metrics_and_table(capsys, tmp_path):
     assert "multi_call         1.0000  0.0000       -       -       -       -       -           1                  0          0              0" in lines
     assert lines[-7:] == [
         "unreadable lines (skipped): 2",
-        f"  {folder}/predictions.jsonl:6: invalid JSON at column 1: Expecting value",
+        f"  {folder}/predictions.jsonl:6: invalid JSON at column 29: Expecting value",
         f"  {folder}/references.jsonl:7: reference row is not an object with a string 'id'",
         "references without a prediction (scored wrong): 1",
         f"  {folder}/references.jsonl:6: id 't6'",

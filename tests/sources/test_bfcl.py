@@ -143,7 +143,7 @@ def test_fixture_every_record_is_accepted_or_rejected_with_its_reason(fx):
     items = list(bfcl.read([fx / "BFCL_v2_fixture.json", fx / "possible_answer" / "BFCL_v2_fixture.json"]))
     assert outcome(items, fx) == [
         ("ok", "fx_good"),
-        ("BFCL_v2_fixture.json:2", "invalid JSON at column 58: Invalid control character at"),
+        ("BFCL_v2_fixture.json:2", "invalid JSON at column 54: Unterminated string starting at"),
         ("BFCL_v2_fixture.json:3", "expected a JSON object, got list"),
         ("BFCL_v2_fixture.json:4", "id: expected a string, got int"),
         ("BFCL_v2_fixture.json:5 (fx_no_question)", "record: missing key 'question'"),
@@ -161,7 +161,7 @@ def test_fixture_every_record_is_accepted_or_rejected_with_its_reason(fx):
         ("BFCL_v2_fixture.json:18 (fx_question_not_list)", "question: expected a list, got dict"),
         ("BFCL_v2_fixture.json:19 (fx_bad_params)", "function[0].parameters.properties: expected an object, got list"),
         ("BFCL_v2_fixture.json:20 (fx_empty_question)", "question: no messages"),
-        ("possible_answer/BFCL_v2_fixture.json:7", "invalid JSON at column 41: Invalid control character at"),
+        ("possible_answer/BFCL_v2_fixture.json:7", "invalid JSON at column 31: Unterminated string starting at"),
         ("possible_answer/BFCL_v2_fixture.json:9", "possible answer: duplicate id 'fx_parallel' (first at possible_answer/BFCL_v2_fixture.json:3)"),
         ("possible_answer/BFCL_v2_fixture.json:10", "possible answer: expected an object with a string 'id' and 'ground_truth'"),
         ("possible_answer/BFCL_v2_fixture.json:8 (fx_orphan_answer)", "possible answer 'fx_orphan_answer' has no question in BFCL_v2_fixture.json"),

@@ -155,7 +155,7 @@ def test_fixture_outcomes(fx):
         ("ok", "itc-single-ar"),
         ("ok", "itc-empty-fr"),
         ("ok", "itc-multiturn-ja"),
-        ("samples.jsonl:9", "invalid JSON at column 67: Invalid control character at"),
+        ("samples.jsonl:9", "invalid JSON at column 61: Unterminated string starting at"),
         ("samples.jsonl:10 (itc-bad-conversations)", "conversations: expected a non-empty list"),
         ("samples.jsonl:11 (itc-bad-action)", "conversations[1].value.Action: not valid Python: EOF in multi-line statement"),
         ("samples.jsonl:12 (itc-unknown-api)", "conversations[1].value.Action: call 'book_taxi' matches no API in the API file"),

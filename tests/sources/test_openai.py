@@ -66,7 +66,7 @@ def test_broken_lines_are_each_one_reject(fixtures):
     accepted, rejected = split(read([fixtures / "sources/openai/broken.jsonl"]))
     assert [c.id for c in accepted] == ["broken-0"]
     assert [(r.location.rsplit("/", 1)[-1], r.reason) for r in rejected] == [
-        ("broken.jsonl:2", "invalid JSON at column 49: Invalid control character at"),
+        ("broken.jsonl:2", "invalid JSON at column 43: Unterminated string starting at"),
         ("broken.jsonl:3", "not UTF-8 at byte 43"),
         ("broken.jsonl:4", "record: expected an object, got int"),
         ("broken.jsonl:5", "missing key 'messages'"),

@@ -124,10 +124,14 @@ def test_unreadable_tool_file_or_wrong_arity_is_a_source_error(here: Path) -> No
 
 def test_non_json_numbers_reject_instead_of_raising(here: Path, tmp_path: Path) -> None:
     queries_path, tools_path = tmp_path / "odd_QT.json", tmp_path / "odd_tool.json"
-    queries_path.write_text('[{"query": "ok", "tool": ["WeatherTool"]}, {"query": "n", "tool": ["WeatherTool"], "score": NaN}]')
+    queries_path.write_text(
+        '[{"query": "ok", "tool": ["WeatherTool"]}, {"query": "n", "tool": ["WeatherTool"], "score": NaN},'
+        ' {"query": "after", "tool": ["WeatherTool"]}]'
+    )
     queries, rejects, _ = split_queries(list(read([queries_path, here / "mini_tool.json"])))
-    assert [q.query for q in queries] == ["ok"]
-    assert [r.reason for r in rejects] == ["invalid JSON: non-standard JSON constant NaN; the rest of the file is unreadable"]
+    # the NaN rejects its own element only: the array is still well-formed, so reading goes on
+    assert [q.query for q in queries] == ["ok", "after"]
+    assert [r.reason for r in rejects] == ["invalid JSON: non-standard JSON constant NaN"]
     tools_path.write_text('{"WeatherTool": ' + "9" * 5000 + "}")
     with pytest.raises(SourceError, match=r"odd_tool.json: invalid JSON: Exceeds the limit \(4300 digits\)"):
         list(read([queries_path, tools_path]))

@@ -77,7 +77,7 @@ def test_broken_lines_are_each_one_reject(fixtures):
     assert [c.id for c in accepted] == ["sg-7"]
     roles = "human, user, gpt, assistant, system, function_call, observation, tool, function"
     assert [(r.location.rsplit("/", 1)[-1], r.reason) for r in rejected] == [
-        ("broken.jsonl:2", "invalid JSON at column 53: Invalid control character at"),
+        ("broken.jsonl:2", "invalid JSON at column 47: Unterminated string starting at"),
         ("broken.jsonl:3", "not UTF-8 at byte 47"),
         ("broken.jsonl:4", "record: expected an object, got str"),
         ("broken.jsonl:5", "expected exactly one of 'conversations' and 'messages'"),

@@ -34,7 +34,7 @@ def test_fixture_outcomes(fx):
         ("home/test.jsonl:3 (home/test-2)", "test.csv: compare_string_only 'False' does not match True"),
         ("ok", "weather/test-0"),
         ("ok", "weather/test-1"),
-        ("weather/test.jsonl:3", "invalid JSON at column 58: Invalid control character at"),
+        ("weather/test.jsonl:3", "invalid JSON at column 53: Unterminated string starting at"),
         ("weather/test.jsonl:4 (weather/test-3)", "test.csv: Instruction 'How warm is Milan today?' does not match the prompt 'How warm is Rome today?'"),
         ("weather/test.jsonl:5 (weather/test-4)", "completion: expected a non-empty list of program strings"),
         ("weather/test.jsonl:6 (weather/test-5)", "test.csv.Name: 'Moon Phase' matches none of the 3 tools"),

@@ -90,7 +90,7 @@ def test_mini_folder_records_and_rejects(mini: Path) -> None:
         (f"{train}:9", "score 'one' is not an integer"),
         (f"{queries_file}:3 (id 12)", "no relevant tool in qrels/train.tsv or qrels/test.tsv"),
         (f"{queries_file}:4 (id 13)", "judged in both train and test qrels"),
-        (f"{queries_file}:5", "invalid JSON at column 30: Invalid control character at"),
+        (f"{queries_file}:5", "invalid JSON at column 23: Unterminated string starting at"),
         (f"{queries_file}:7", "duplicate query id '10'"),
         (f"{train}:7", "qrels name query id '20', which queries.jsonl lacks"),
     ]

@@ -72,7 +72,7 @@ def test_broken_lines_are_each_one_reject(fixtures):
     accepted, rejected = split(read([fixtures / "sources/xlam/broken.jsonl"]))
     assert [c.id for c in accepted] == ["0"]
     assert [(r.location.rsplit("/", 1)[-1], r.reason) for r in rejected] == [
-        ("broken.jsonl:2", "invalid JSON at column 30: Invalid control character at"),
+        ("broken.jsonl:2", "invalid JSON at column 20: Unterminated string starting at"),
         ("broken.jsonl:3", "not UTF-8 at byte 21"),
         ("broken.jsonl:4", "record: expected an object, got list"),
         ("broken.jsonl:5 (id 11)", "missing key 'query'"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from train.progress import progress
+from train.sources._common import iter_lines
 from train.stats import MAX_LISTED, FileStats, count_lines
 
 Section = tuple[str, list[tuple[str, str]]]
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     language_of = _langid_classifier() if args.languages else None
     with handle:
-        stats = count_lines(progress(handle, desc="stats", unit="line"), language_of)
+        stats = count_lines(progress(iter_lines(handle), desc="stats", unit="line"), language_of)
     if args.json:
         print(json.dumps({"file": str(args.file), **stats.to_dict()}, ensure_ascii=False))
     elif sys.stdout.isatty():

@@ -1,8 +1,10 @@
 """``tooltrain data validate FILE.jsonl [--strict] [--severity CODE=LEVEL ...] [--max-report N] [--json]``.
 
-Streams a canonical JSON Lines file and checks every line: UTF-8 (``not-utf8``), JSON
-(``unreadable-line``: truncated, too deeply nested, NaN), structure (``schema``, with the path
-``train.schema`` names), then the tool-aware rules of ``train.validate``. Blank lines are not
+Streams a canonical JSON Lines file and checks every line: UTF-8 (``not-utf8``), standard JSON
+(``unreadable-line``: truncated, too deeply nested, NaN, a number out of range, a duplicate key,
+a line over the record size limit), Unicode (``text-encoding``: a lone surrogate), structure
+(``schema``, with the path ``train.schema`` names), then the tool-aware rules of
+``train.validate``, and ids unique within each record kind (``duplicate-id``). Blank lines are not
 records. Prints one line per problem, ``FILE:LINE id=ID severity code at PATH: reason`` (the
 first ``--max-report``), then a summary table. ``--json`` prints one JSON document instead.
 Exit 0 when no record has an error, 1 when one has, 2 when the file cannot be read.
@@ -22,6 +24,7 @@ from typing import Any
 
 from train.progress import progress
 from train.schema import Conversation, SchemaError, ToolLibrary, ToolQuery, record_from_dict
+from train.sources._common import BLANK, RecordError, decode_line, iter_lines
 from train.validate import (
     DEFAULT_SEVERITIES,
     SETTINGS,
@@ -97,32 +100,6 @@ class Summary:
         }
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-BLANK = object()  # not None: a line holding `null` is a record (a broken one), a blank line is not
-
-
-def decode_line(raw: bytes, lineno: int) -> Any:
-    """The JSON value on one line, a line-level Problem, or ``BLANK``."""
-    try:
-        text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-    except UnicodeDecodeError as err:
-        return Problem("error", "not-utf8", "line", f"invalid UTF-8 at byte {err.start}")
-    text = text.rstrip("\r\n")  # so a truncated line's error points into the line, not past it
-    if not text.strip():
-        return BLANK
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        return Problem("error", "unreadable-line", "line", f"invalid JSON at column {err.colno}: {err.msg}")
-    except RecursionError:
-        return Problem("error", "unreadable-line", "line", "invalid JSON: nested too deeply")
-    except ValueError as err:  # NaN/Infinity, integers past Python's digit limit
-        return Problem("error", "unreadable-line", "line", f"invalid JSON: {str(err).split(';')[0]}")
-
-
 def check_value(obj: Any, severities: dict[str, Setting], library: set[str] | None) -> list[Problem]:
     """Structure first (one ``schema`` problem), then the checks for the record's kind."""
     try:
@@ -146,26 +123,50 @@ def record_id(obj: Any) -> str | None:
 
 
 def check_file(path: Path, severities: dict[str, Setting], library: set[str] | None) -> Iterator[tuple[int, str | None, list[Problem] | None]]:
-    """``(line, record id, problems)`` for each line; problems is None for a blank line."""
+    """``(line, record id, problems)`` for each line; problems is None for a blank line.
+
+    Lines are read and decoded as every reader does (``train.sources._common.decode_line``): a
+    line refused there is one problem under the code it names. A record whose id an earlier
+    record of its kind already used gets a ``duplicate-id`` problem naming that line."""
+    first_line: dict[tuple[str, str], int] = {}  # (kind, id) -> the line that used it first
+    duplicate = resolve_severities(severities)["duplicate-id"]
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(progress(fh, desc=f"validate {path.name}", unit="line"), start=1):
-            value = decode_line(raw, lineno)
+        for lineno, raw in enumerate(progress(iter_lines(fh), desc=f"validate {path.name}", unit="line"), start=1):
+            try:
+                value = decode_line(raw, lineno)
+            except RecordError as err:
+                yield lineno, record_id(err.record), [Problem("error", err.code, err.where, err.detail)]
+                continue
             if value is BLANK:
                 yield lineno, None, None
-            elif isinstance(value, Problem):
-                yield lineno, None, [value]
-            else:
-                yield lineno, record_id(value), check_value(value, severities, library)
+                continue
+            rid, problems = record_id(value), check_value(value, severities, library)
+            if rid is not None and duplicate != "ignore" and not any(p.code == "schema" for p in problems):
+                key = (record_kind(value), rid)
+                if key in first_line:
+                    why = f"id {rid!r} is already used by the {key[0]} at line {first_line[key]}"
+                    problems.append(Problem(duplicate, "duplicate-id", "id", why))
+                else:
+                    first_line[key] = lineno
+            yield lineno, rid, problems
+
+
+def record_kind(obj: Any) -> str:
+    """The record kind as ``record_from_dict`` tells them apart; ids need only be unique within one."""
+    if "messages" in obj:
+        return "conversation"
+    return "tool query" if "query" in obj or "gold_tools" in obj else "tool library"
 
 
 def load_library_names(path: Path) -> set[str]:
     """Tool names of every record with tools in a JSON Lines file (``OUT.library.jsonl``)."""
     names: set[str] = set()
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            value = decode_line(raw, lineno)
-            if isinstance(value, Problem):
-                raise ValueError(f"{path}:{lineno}: {value.message}")
+        for lineno, raw in enumerate(iter_lines(fh), start=1):
+            try:
+                value = decode_line(raw, lineno)
+            except RecordError as err:
+                raise ValueError(f"{path}:{lineno}: {err}") from None
             if isinstance(value, dict) and isinstance(value.get("tools"), list):
                 names.update(t["function"]["name"] for t in value["tools"] if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str))
     return names

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from train.schema import SchemaError, Tool
 
@@ -59,16 +62,155 @@ UNDECODABLE = re.compile("[\udc80-\udcff]")
 _WHITESPACE = re.compile(r"\s*")
 REST_LOST = "the rest of the file is unreadable"
 
+# A record bigger than this is refused before it is parsed: parsing, rendering and tokenizing one
+# record costs about 250 times its size in memory (a 50 MB line took a training run to 13.5 GB).
+# Training reads ``data.max_record_bytes``; the data verbs use this default.
+DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
+_max_record_bytes: ContextVar[int] = ContextVar("max_record_bytes", default=DEFAULT_MAX_RECORD_BYTES)
+
+
+@contextmanager
+def record_size_limit(max_bytes: int) -> Iterator[None]:
+    """Readers called inside refuse records over ``max_bytes``. A context variable rather than a
+    parameter because the limit is applied deep inside thirteen readers that share these helpers."""
+    token = _max_record_bytes.set(max_bytes)
+    try:
+        yield
+    finally:
+        _max_record_bytes.reset(token)
+
+
+def max_record_bytes() -> int:
+    return _max_record_bytes.get()
+
+
+class RecordError(ValueError):
+    """Why the JSON text of one record is refused. ``code`` and ``where`` are what ``data validate``
+    reports (``not-utf8``, ``unreadable-line`` or ``text-encoding``, at ``line`` or a path in the
+    record); ``record`` is the decoded value when decoding got that far."""
+
+    def __init__(self, detail: str, code: str = "unreadable-line", where: str = "line", record: Any = None):
+        self.detail, self.code, self.where, self.record = detail, code, where, record
+        super().__init__(f"text that is not valid Unicode at {where}: {detail}" if code == "text-encoding" else detail)
+
+
+def too_big(size: int, limit: int) -> RecordError:
+    return RecordError(f"record of {size:,} bytes is over the {limit:,}-byte limit (data.max_record_bytes); not read")
+
 
 def _no_constants(name: str) -> Any:
     # NaN/Infinity are not JSON; kept, they would be written back into the canonical file as-is.
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+def _finite_float(text: str) -> float:
+    # Python reads 1e400 as inf, which json.dumps then writes as Infinity: not JSON any more.
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(f"number {shown} is out of range (it would become Infinity)")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of two equal keys without a word; which one the author meant is unknown.
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {printable(key)!r}")
+            seen.add(key)
+    return obj
+
+
+# Every JSON document a reader decodes goes through this decoder: standard JSON only.
+STRICT_JSON = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite_float, object_pairs_hook=_unique_keys)
+# Where a lone surrogate can come from in text that was valid UTF-8: a \uD800-\uDFFF escape.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def strict_loads(text: str) -> Any:
+    """``json.loads`` for data: NaN, Infinity, out-of-range numbers and duplicate keys are ValueErrors."""
+    return STRICT_JSON.decode(text)
+
+
+def _invalid(err: ValueError | RecursionError) -> str:
+    if isinstance(err, RecursionError):
+        return "invalid JSON: nested too deeply"
+    # an integer past the digit limit: Python's advice after ';' is about its own settings
+    return f"invalid JSON: {str(err).split(';')[0]}"
+
+
+def check_unicode(value: Any, text: str, start: int = 0, end: int | None = None) -> None:
+    """RecordError (``text-encoding``) when ``value``, decoded from ``text[start:end]``, holds a
+    lone surrogate: not text, it cannot be written as UTF-8 and tokenizers fail on it. Only
+    records whose text holds a surrogate escape are walked."""
+    if not _SURROGATE_ESCAPE.search(text, start, len(text) if end is None else end):
+        return
+    from train.validate import iter_strings
+
+    for where, string in iter_strings(value, ""):
+        found = _LONE_SURROGATE.search(string)
+        if found:
+            detail = f"lone surrogate U+{ord(found.group()):04X} at character {found.start()}"
+            raise RecordError(detail, "text-encoding", where or "record", value)
+
+
+def decode_record(text: str) -> Any:
+    """The value of one record's JSON text (a JSON Lines line), or a RecordError saying why not."""
+    try:
+        if text.startswith("\ufeff"):  # as json.loads says it; a BOM is only skipped at the start of a file
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = STRICT_JSON.decode(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"invalid JSON at column {err.colno}: {err.msg}") from None
+    except (ValueError, RecursionError) as err:
+        raise RecordError(_invalid(err)) from None
+    check_unicode(value, text)
+    return value
+
+
+BLANK = object()  # not None: a line holding `null` is a record (a broken one), a blank line is not
+
+
+def decode_line(raw: bytes | RecordError, lineno: int) -> Any:
+    """A JSON Lines line (from ``iter_lines``) -> its value, or ``BLANK``; RecordError says why not.
+
+    The one place where a line becomes a value, for every verb and the training build: UTF-8, then
+    ``decode_record``."""
+    if isinstance(raw, RecordError):
+        raise raw
+    try:
+        text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as err:
+        raise RecordError(f"not UTF-8 at byte {err.start}", "not-utf8") from None
+    text = text.rstrip("\r\n")  # without it a line cut off inside a string reads as "Invalid control character"
+    if not text.strip():
+        return BLANK
+    return decode_record(text)
+
+
+def iter_lines(fh: BinaryIO, limit: int | None = None) -> Iterator[bytes | RecordError]:
+    """Each line of a binary file; a line over ``limit`` bytes (default ``max_record_bytes()``) is
+    a RecordError naming its size, skipped a chunk at a time so it is never held whole."""
+    limit = max_record_bytes() if limit is None else limit
+    while raw := fh.readline(limit + 1):
+        if raw.endswith(b"\n") or len(raw) <= limit:
+            yield raw
+            continue
+        size = len(raw)
+        while (chunk := fh.readline(1 << 20)) and not chunk.endswith(b"\n"):
+            size += len(chunk)
+        size += len(chunk.rstrip(b"\r\n"))
+        yield too_big(size, limit)
+
+
 def load_json(path: Path) -> Any:
     """A whole-file JSON document; a broken file is a SourceError naming line and column."""
     try:
-        return json.loads(read_text(path), parse_constant=_no_constants)
+        return STRICT_JSON.decode(read_text(path))
     except json.JSONDecodeError as err:
         raise SourceError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
     except (ValueError, RecursionError) as err:  # integers past the digit limit, absurd nesting
@@ -79,10 +221,12 @@ def iter_json_records(path: Path, salvage: bool = True) -> Iterator[tuple[str, A
     """Yield ``(location, object)`` for each record of a JSON array file or a JSON Lines file.
 
     The layout is sniffed from the first non-blank character. In JSON Lines a line that is not
-    UTF-8 or not JSON becomes a ``Rejected`` and reading goes on; blank lines are not records.
-    A JSON array is read element by element (``iter_json_array``): a file cut off or broken
-    part-way keeps every record before the break and yields the break as one ``Rejected``.
-    ``salvage=False`` reads an array whole instead: any break is a ``SourceError``.
+    UTF-8, not standard JSON (NaN, a number out of range, a duplicate key), not Unicode (a lone
+    surrogate) or over the record size limit becomes a ``Rejected`` and reading goes on; blank
+    lines are not records. A JSON array is read element by element (``iter_json_array``), with
+    the same checks: a file cut off or broken part-way keeps every record before the break and
+    yields the break as one ``Rejected``. ``salvage=False`` reads an array whole instead: any
+    break is a ``SourceError``.
     """
     try:
         with path.open("rb") as fh:
@@ -98,23 +242,20 @@ def iter_json_records(path: Path, salvage: bool = True) -> Iterator[tuple[str, A
             yield f"{path}#{index}", obj
         return
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in enumerate(iter_lines(fh), start=1):
             location = f"{path}:{lineno}"
             try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as err:
-                yield Rejected(location, f"not UTF-8 at byte {err.start}", raw[:200].decode("utf-8", "replace"))
+                value = decode_line(raw, lineno)
+            except RecordError as err:
+                yield Rejected(location, str(err), _shown(raw))
                 continue
-            if not line.strip():
-                continue
-            try:
-                yield location, json.loads(line, parse_constant=_no_constants)
-            except json.JSONDecodeError as err:
-                yield Rejected(location, f"invalid JSON at column {err.colno}: {err.msg}", line[:200])
-            except RecursionError:
-                yield Rejected(location, "invalid JSON: nested too deeply", line[:200])
-            except ValueError as err:  # e.g. an integer past Python's digit limit
-                yield Rejected(location, f"invalid JSON: {err}", line[:200])
+            if value is not BLANK:
+                yield location, value
+
+
+def _shown(raw: bytes | RecordError) -> str | None:
+    """The start of a refused line, for the rejects file."""
+    return None if isinstance(raw, RecordError) else raw[:200].decode("utf-8", "replace")
 
 
 def iter_json_array(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
@@ -122,11 +263,13 @@ def iter_json_array(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
 
     A break (truncation, a syntax error, a missing ``]``, text after it) is one ``Rejected`` at the
     index where it happens, naming line and column; the elements before it are kept, and reading
-    stops (where the next record would start is unknown). Undecodable bytes reject only the element
-    that holds them. Only a file that is not a JSON array at all is a ``SourceError``.
+    stops (where the next record would start is unknown). Undecodable bytes, a lone surrogate,
+    NaN, an out-of-range number or a duplicate key reject only the element that holds them, and
+    so does an element over the record size limit, found before it is decoded past the limit.
+    Only a file that is not a JSON array at all is a ``SourceError``.
     """
     text = _read_lenient(path)
-    decoder = json.JSONDecoder(parse_constant=_no_constants)
+    limit = max_record_bytes()
     pos = _WHITESPACE.match(text, 0).end()
     if not text.startswith("[", pos):
         raise SourceError(f"{path}: expected a JSON array of records")
@@ -137,21 +280,34 @@ def iter_json_array(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
         location = f"{path}#{index}"
         raw = printable(text[pos : pos + 200])
         try:
-            obj, end = decoder.raw_decode(text, pos)
+            obj, end = _decode_element(text, pos, limit)
         except json.JSONDecodeError as err:
-            where = f"line {err.lineno} column {err.colno}"
-            yield Rejected(location, f"invalid JSON at {where}: {err.msg}; {REST_LOST}", raw)
+            line, column = _line_column(text, err.pos)
+            yield Rejected(location, f"invalid JSON at line {line} column {column}: {err.msg}; {REST_LOST}", raw)
             return
-        except ValueError as err:  # NaN/Infinity, or an integer past Python's digit limit
-            yield Rejected(location, f"invalid JSON: {err}; {REST_LOST}", raw)
-            return
-        except RecursionError:
-            yield Rejected(location, f"invalid JSON: nested too deeply; {REST_LOST}", raw)
-            return
-        if UNDECODABLE.search(text, pos, end):
-            yield Rejected(location, "not UTF-8: undecodable bytes in this record", printable(text[pos:end][:200]))
+        except _Oversize as big:
+            if big.end is None:
+                yield Rejected(location, f"{too_big(len(text) - pos, limit)}; {REST_LOST}", raw)
+                return
+            end = big.end
+            yield Rejected(location, str(too_big(_size_over(text, pos, end, limit) or end - pos, limit)), raw)
+        except (ValueError, RecursionError) as err:  # NaN, 1e400, a duplicate key, the digit limit, nesting
+            end = _skip_value(text, pos)
+            if end is None:
+                yield Rejected(location, f"{_invalid(err)}; {REST_LOST}", raw)
+                return
+            yield Rejected(location, _invalid(err), raw)
         else:
-            yield location, obj
+            if UNDECODABLE.search(text, pos, end):
+                yield Rejected(location, "not UTF-8: undecodable bytes in this record", printable(text[pos:end][:200]))
+            elif (size := _size_over(text, pos, end, limit)) is not None:
+                yield Rejected(location, str(too_big(size, limit)), raw)
+            else:
+                try:
+                    check_unicode(obj, text, pos, end)
+                    yield location, obj
+                except RecordError as err:
+                    yield Rejected(location, str(err), raw)
         index += 1
         pos = _WHITESPACE.match(text, end).end()
         if text.startswith(",", pos):
@@ -171,6 +327,69 @@ def iter_json_array(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
         line, column = _line_column(text, after)
         reason = f"text after the closing ']' at line {line} column {column}"
         yield Rejected(f"{path}#{index}", reason, printable(text[after : after + 200]))
+
+
+class _Oversize(Exception):
+    """An array element runs past the size limit; ``end`` is where it ends (None: nowhere)."""
+
+    def __init__(self, end: int | None):
+        self.end = end
+
+
+_FIRST_WINDOW = 1 << 14  # most records are a few kB: little to copy, rarely a second try
+
+
+def _decode_element(text: str, pos: int, limit: int) -> tuple[Any, int]:
+    """``(value, end)`` of the element at ``pos``. When the rest of the file is over ``limit``
+    characters it is decoded from a window of the text that grows (16 Ki characters, doubling) up
+    to the limit, so an element over the limit is never decoded whole: ``_Oversize``. Errors are
+    raised with positions in ``text``."""
+    if len(text) - pos <= limit:
+        return STRICT_JSON.raw_decode(text, pos)
+    window = min(_FIRST_WINDOW, limit + 1)
+    while True:
+        try:
+            value, end = STRICT_JSON.raw_decode(text[pos : pos + window])
+            return value, pos + end
+        except json.JSONDecodeError as err:
+            if not (err.msg.startswith("Unterminated string") or err.pos >= window - 6):
+                raise json.JSONDecodeError(err.msg, text, pos + err.pos) from None  # not the window's edge
+            if window > limit:
+                raise _Oversize(_skip_value(text, pos)) from None
+            window = min(window * 2, limit + 1, len(text) - pos)
+            if window == len(text) - pos:  # the whole rest: what fails now is a real error
+                return STRICT_JSON.raw_decode(text, pos)
+
+
+# A JSON string, or one bracket: enough to find where a value ends without decoding it.
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_SCALAR = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[^\s,\]}]+')
+
+
+def _skip_value(text: str, pos: int) -> int | None:
+    """Where the JSON value at ``pos`` ends, found by matching brackets (strings skipped whole)
+    without building it; None when the text ends first."""
+    if not text.startswith(("[", "{"), pos):
+        scalar = _SCALAR.match(text, pos)
+        return scalar.end() if scalar and (scalar.group()[0] != '"' or len(scalar.group()) > 1) else None
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text, pos):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+        elif token in ("]", "}"):
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    return None
+
+
+def _size_over(text: str, start: int, end: int, limit: int) -> int | None:
+    """The size in bytes of ``text[start:end]`` when it is over ``limit``, else None."""
+    if (end - start) * 4 <= limit:
+        return None  # no character takes more than 4 bytes: no need to count
+    size = len(text[start:end].encode("utf-8", "surrogateescape"))
+    return size if size > limit else None
 
 
 def _read_lenient(path: Path) -> str:
@@ -197,11 +416,15 @@ def parse_json_string(text: Any, what: str) -> Any:
     if not isinstance(text, str):
         raise SchemaError(what, f"expected a JSON string, got {type(text).__name__}")
     try:
-        return json.loads(text, parse_constant=_no_constants)
+        value = STRICT_JSON.decode(text)
+        check_unicode(value, text)
+        return value
     except json.JSONDecodeError as err:
         raise SchemaError(what, f"invalid JSON at column {err.colno}: {err.msg}") from err
+    except RecordError as err:  # a lone surrogate escaped inside the embedded JSON
+        raise SchemaError(what, str(err)) from err
     except (ValueError, RecursionError) as err:
-        raise SchemaError(what, f"invalid JSON: {err}") from err
+        raise SchemaError(what, _invalid(err)) from err
 
 
 def tool_from_spec(spec: Any, path: str = "tool") -> Tool:

@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from train.schema import Conversation, SchemaError, Tool
-from train.sources._common import CallIds, Rejected, SourceError, iter_json_records, tool_from_spec
+from train.sources._common import (
+    STRICT_JSON,
+    CallIds,
+    RecordError,
+    Rejected,
+    SourceError,
+    check_unicode,
+    iter_json_records,
+    tool_from_spec,
+)
 
 # A converter turns one source object into a Conversation, raising SchemaError when it cannot.
 Converter = Callable[[Any, str], Conversation]
@@ -108,22 +117,18 @@ def extra_fields(obj: dict, known: tuple[str, ...]) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key not in known}
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-# NaN and Infinity are not JSON: accepting them would write files other tools cannot read.
-STRICT_JSON = json.JSONDecoder(parse_constant=_no_constants)
-
-
 def parse_json_text(text: str, path: str) -> Any:
     """A JSON document stored inside a string field."""
     try:
-        return STRICT_JSON.decode(text)
+        value = STRICT_JSON.decode(text)
+        check_unicode(value, text)
+        return value
     except json.JSONDecodeError as err:
         raise SchemaError(path, f"invalid JSON at column {err.colno}: {err.msg}") from err
+    except RecordError as err:  # a lone surrogate escaped inside the embedded JSON
+        raise SchemaError(path, str(err)) from err
     except ValueError as err:  # NaN / Infinity, integers past Python's digit limit
-        raise SchemaError(path, f"invalid JSON: {err}") from err
+        raise SchemaError(path, f"invalid JSON: {str(err).split(';')[0]}") from err
 
 
 def arguments_object(value: Any, path: str) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import CallIds, Rejected, SourceError, check_arity, iter_json_records
+from train.sources._common import CallIds, Rejected, SourceError, check_arity, iter_json_records, strict_loads
 from train.sources._pysyntax import PySyntaxError, parse_call_list
 
 # first word of a RapidAPI-style type, lower-cased -> JSON Schema type (unknown: no constraint)
@@ -199,7 +199,7 @@ def parse_answer(value: str, where: str) -> tuple[str, list[Any]] | None:
     elif not body.startswith("{"):
         return None
     try:
-        answer = json.loads(body)
+        answer = strict_loads(body)
     except json.JSONDecodeError as err:
         reason = f"answer is not a json{{Thought, Action}} object: {err.msg} at column {err.colno}"
         raise SchemaError(where, reason) from None

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from train.schema import Record, Tool, ToolLibrary, ToolQuery
-from train.sources._common import Rejected, SourceError, check_arity, iter_json_records
+from train.sources._common import Rejected, SourceError, check_arity, iter_json_records, strict_loads
 
 SOURCE = "toollens"
 SPLITS = ("train", "test")
@@ -159,8 +159,8 @@ def parse_packed_text(text: str) -> dict[str, Any] | None:
         return None
     schema_text = rest.removeprefix(", return_schema: ")
     try:
-        fields["return_schema"] = json.loads(schema_text)
-    except json.JSONDecodeError:
+        fields["return_schema"] = strict_loads(schema_text)
+    except (ValueError, RecursionError):  # not standard JSON: kept as the text it is
         fields["return_schema"] = schema_text
     params = (fields["required_params"], fields["optional_params"])
     if not all(isinstance(group, list) for group in params):
