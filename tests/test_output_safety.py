@@ -300,10 +300,10 @@ def test_wrong_source_exits_1_with_real_reasons_and_a_hint(tmp_path, capsys):
     layout = "neither layout: expected 'conversations' (ShareGPT) or 'system' + 'chat' (raw)"
     assert lines[1:] == [  # the first three as they are, then each kind of reason with its first real text
         f"  rejected {BFCL_QUESTIONS}:1 (id fx_good): {layout}",
-        f"  rejected {BFCL_QUESTIONS}:2: invalid JSON at column 58: Invalid control character at",
+        f"  rejected {BFCL_QUESTIONS}:2: invalid JSON at column 54: Unterminated string starting at",
         f"  rejected {BFCL_QUESTIONS}:3: record: expected an object, got list",
         f"  rejected 17 like: {layout}",
-        "  rejected 1 like: invalid JSON at column 58: Invalid control character at",
+        "  rejected 1 like: invalid JSON at column 54: Unterminated string starting at",
         "  rejected 1 like: record: expected an object, got list",
     ]
     err = captured.err.splitlines()
