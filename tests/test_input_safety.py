@@ -203,20 +203,29 @@ def test_the_training_build_leaves_out_a_second_conversation_with_a_used_id(tmp_
 # ---- item 3: empty tool names; a conversation opening with an assistant turn --------------------------
 
 
+def unnamed(name: str, *, called: bool) -> str:
+    """A conversation whose one tool is named ``name``; with ``called``, the assistant calls it by that name."""
+    call = {"type": "function", "function": {"name": name, "arguments": {"city": "Paris"}}}
+    reply = (
+        {"role": "assistant", "content": None, "tool_calls": [call]}
+        if called
+        else {"role": "assistant", "content": "Sunny."}
+    )
+    tool = {"type": "function", "function": {**TOOL["function"], "name": name}}
+    user = {"role": "user", "content": "Weather in Paris?"}
+    return json.dumps({"id": "x", "tools": [tool], "messages": [user, reply], "meta": {}})
+
+
 @pytest.mark.parametrize(
     "where, line, shown",
     [
-        (
-            "tools[0].function.name",
-            conv("x").replace('"name": "get_weather", "description"', '"name": "", "description"'),
-            "''",
-        ),
-        ("messages[1].tool_calls[0].function.name", conv("x", name=""), "''"),
-        ("messages[1].tool_calls[0].function.name", conv("x", name="  "), "'  '"),
+        ("tools[0].function.name", unnamed("", called=False), "''"),  # defined, not called
+        ("messages[1].tool_calls[0].function.name", unnamed("", called=True), "''"),  # defined and called
+        ("messages[1].tool_calls[0].function.name", unnamed("  ", called=True), "'  '"),
     ],
 )
 def test_an_empty_tool_name_is_a_schema_error(tmp_path, capsys, where, line, shown):
-    """Before: validate passed all three (exit 0)."""
+    """Before: validate passed all three (exit 0): a call to "" matched the tool named ""."""
     with pytest.raises(SchemaError) as err:
         Conversation.from_dict(json.loads(line))
     assert err.value.path == f"conversation.{where}"
