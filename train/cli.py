@@ -42,12 +42,13 @@ TOP_VERBS: dict[str, tuple[str, str]] = {
 def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tooltrain", description="Train tool-use language models; prepare, check and score their data.")
     # read (and removed) by main before this parser runs; here for --help
-    parser.add_argument("--verbose", action="store_true",
-                        help="show the libraries' warnings, log lines and progress bars (hidden by default; also TOOLTRAIN_VERBOSE=1)")
+    parser.add_argument("--verbose", action="store_true", help="show the libraries' warnings, log lines and progress "
+                        "bars (hidden by default; also TOOLTRAIN_VERBOSE=1)")
     groups = parser.add_subparsers(dest="group", metavar="{demo,train,launch," + ",".join([*TOP_VERBS, *VERBS]) + "}")
     groups.add_parser("demo", help=DEMO_HELP)
     groups.add_parser("train", help="train a recipe: tooltrain train recipe=NAME [key=value ...]")
-    groups.add_parser("launch", help="launch a recipe on N nodes: Slurm batch script, torchrun or deepspeed (--dry-run prints it)")
+    groups.add_parser("launch", help="launch a recipe on N nodes: Slurm batch script, torchrun or deepspeed "
+                      "(--dry-run prints it and writes the sbatch file; starts nothing)")
     for verb, (module_name, help_text) in TOP_VERBS.items():
         verb_parser = groups.add_parser(verb, help=help_text, description=help_text)
         if argv[:1] == [verb]:

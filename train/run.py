@@ -206,7 +206,7 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
 
     use_step_lines(trainer)  # formatted per-step lines on rank 0, not the Trainer's bar and dicts
     # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.
-    evaluation = build_eval_callback(cfg, built, tokenizer, world, log=trainer.log)
+    evaluation = build_eval_callback(cfg, built, tokenizer, world, log=trainer.log, exclude_time=throughput.exclude)
     if evaluation is not None:
         trainer.add_callback(evaluation)
 

@@ -272,3 +272,31 @@ def test_the_step_0_evaluation_of_a_lora_run_is_the_base_models(tmp_path):
     assert [row["generation"]["text"] for row in step0] == [row["generation"]["text"] for row in base_rows]
     assert step0 == base_rows and logged[0] == base_metrics
     assert any(row["generation"]["new_tokens"] > 1 for row in step0)  # a real comparison: text was generated
+
+
+def test_an_evaluations_time_is_kept_out_of_training_tokens_per_s(monkeypatch):
+    """The step-0 evaluation runs after the throughput clock starts (and the last one inside the last step):
+    step 1's tokens/s counted minutes of generation as training time."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from train import callbacks
+    from train.evaluation.callback import GenerationEval
+
+    # the clock at: training begins, the evaluation begins, it ends (60 s later), the first step is logged (10 s later)
+    ticks = iter([100.0, 100.0, 160.0, 170.0])
+    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: next(ticks))
+    meter = callbacks.TokenMeter()
+    throughput = callbacks.Throughput(meter, None, None, 1)
+    throughput.on_train_begin(None, None, None)
+    spent: list[float] = []
+    evaluation = GenerationEval({}, None, SimpleNamespace(pad_token_id=0), log=lambda _: None,
+                                world=distributed.World(0, 0, 1, 1, 0), synced_gpus=False,
+                                exclude_time=lambda seconds: (spent.append(seconds), throughput.exclude(seconds)))
+    evaluation.evaluate(torch.nn.Linear(2, 2), 0)
+    assert spent == [60.0]
+    meter.real, meter.slots = 1000, 1024
+    logs = {"loss": 1.0}
+    throughput.on_log(None, None, None, logs=logs)
+    assert logs["tokens_per_s_per_device"] == 100.0  # 1000 tokens in 10 s of training, not in 70 s

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ class GenerationEval(TrainerCallback):
         predictions_dir: Path | None = None,
         at_start: bool = False,
         announce: Callable[[str], None] | None = None,
+        exclude_time: Callable[[float], None] | None = None,
     ):
         self.benchmarks, self.fmt, self.tokenizer, self.log = benchmarks, fmt, tokenizer, log
         self.predictions_dir = predictions_dir
@@ -112,6 +114,7 @@ class GenerationEval(TrainerCallback):
         self.every_steps, self.at_end, self.batch_size = every_steps, at_end, batch_size
         self.at_start = at_start
         self.announce = announce  # says that an evaluation starts (generation takes a while on a CPU)
+        self.exclude_time = exclude_time  # told how long each evaluation took: training's tokens/s leaves it out
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     def due(self, step: int, max_steps: int) -> bool:
@@ -136,6 +139,7 @@ class GenerationEval(TrainerCallback):
 
     def evaluate(self, model: Any, step: int = 0, write: bool = False) -> dict[str, float]:
         """Every benchmark's metrics as ``eval/<bench>/<metric>``; with ``write``, the predictions too."""
+        started = time.perf_counter()
         backend = HFBackend(model, self.pad_id, self.batch_size, synced_gpus=self.synced_gpus)
         logged: dict[str, float] = {}
         if self.announce is not None:
@@ -152,6 +156,8 @@ class GenerationEval(TrainerCallback):
                 if write and self.predictions_dir is not None:
                     path = self.predictions_dir / f"{name}-step{step}.jsonl"
                     self.write_predictions(path, prediction_records(outcome, gathered))
+        if self.exclude_time is not None:
+            self.exclude_time(time.perf_counter() - started)
         return logged
 
     @staticmethod
@@ -197,9 +203,11 @@ def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
 
 
 def build_eval_callback(
-    cfg: Any, built: Any, tokenizer: Any, world: distributed.World, log: Callable
+    cfg: Any, built: Any, tokenizer: Any, world: distributed.World, log: Callable,
+    exclude_time: Callable[[float], None] | None = None,
 ) -> GenerationEval | None:
-    """The callback for ``cfg.eval``, or None when it lists no benchmark or never runs."""
+    """The callback for ``cfg.eval``, or None when it lists no benchmark or never runs. ``exclude_time`` is told
+    how long each evaluation took (the throughput meter keeps it out of tokens/s)."""
     eval_cfg = cfg.eval
     at_start = bool(eval_cfg.at_start)
     if not eval_cfg.benchmarks or (eval_cfg.every_steps <= 0 and not eval_cfg.at_end and not at_start):
@@ -223,6 +231,7 @@ def build_eval_callback(
         predictions_dir=Path(cfg.output_dir) / "eval_predictions",
         at_start=at_start,
         announce=(lambda line: print(line, flush=True)) if world.is_main else None,
+        exclude_time=exclude_time,
     )
 
 
