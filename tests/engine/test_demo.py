@@ -160,7 +160,8 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
     assert summary["final"] == "final"  # relative to the run folder
     assert summary["run"] == {"name": "demo", "model": "smollm2_135m", "chat_format": "chatml", "recipe": "demo"}
     assert [summary["eval"]["heldout"][when]["step"] for when in ("before", "after")] == [0, 2]
-    assert summary["eval"]["heldout"]["before"]["total"] == 12
+    held_out = summary["eval"]["heldout"]["before"]["total"]
+    assert held_out == summary["eval"]["heldout"]["after"]["total"] > 0
     assert summary["parameters"]["total"] > 134_000_000 > 10 * summary["parameters"]["trainable"] > 0
     data = summary["data"]
     assert data["read"] == 300 and data["truncated"] > 0 and data["dropped_overlong"] == 0
@@ -180,7 +181,7 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
     printed = result.stdout[result.stdout.index("tooltrain: run completed after 2 steps"):]
     assert f"  adapter   {out / 'final'}" in printed
     assert "  loss      " in printed and "  rows      " in printed and "  tokens    " in printed
-    assert "  eval      heldout on 12 conversations: before (step 0, the base model) -> after (step 2)" in printed
+    assert f"  eval      heldout on {held_out} conversations: before (step 0, the base model) -> after (step 2)" in printed
     assert "step 1/2  loss " in result.stdout and "{'loss'" not in result.stdout
     assert "FutureWarning" not in result.stderr and "[WARNING]" not in result.stdout
     shutil.rmtree(out / "final")  # 10 MB of adapter per run in the temp folder
