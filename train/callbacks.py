@@ -117,6 +117,11 @@ class Throughput(TrainerCallback):
         self._since = time.perf_counter()
         self.meter.take()
 
+    def exclude(self, seconds: float) -> None:
+        """Time spent on something else than training (an evaluation), kept out of the next tokens/s."""
+        if self._since is not None:
+            self._since += seconds
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is None or "loss" not in logs or self._since is None:
             return

@@ -31,6 +31,8 @@ VERBS: dict[str, dict[str, tuple[str, str]]] = {
         "train": ("bench_train", "training tokens/s, padding efficiency and peak memory: packed, padded and trl's SFTTrainer"),
     },
 }
+DEMO_HELP = ("a tour of the data verbs (convert, validate, stats, render) on a sample the package ships, in seconds; "
+             "no training: the training demo is `tooltrain train recipe=demo`")
 # verbs without a group: tooltrain VERB ... -> (module under train.commands, one-line help)
 TOP_VERBS: dict[str, tuple[str, str]] = {
     "export": ("export", "merge a run's LoRA adapter into its base model: safetensors weights + tokenizer"),
@@ -39,10 +41,14 @@ TOP_VERBS: dict[str, tuple[str, str]] = {
 
 def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tooltrain", description="Train tool-use language models; prepare, check and score their data.")
+    # read (and removed) by main before this parser runs; here for --help
+    parser.add_argument("--verbose", action="store_true", help="show the libraries' warnings, log lines and progress "
+                        "bars (hidden by default; also TOOLTRAIN_VERBOSE=1)")
     groups = parser.add_subparsers(dest="group", metavar="{demo,train,launch," + ",".join([*TOP_VERBS, *VERBS]) + "}")
-    groups.add_parser("demo", help="run the embedded demo on data the package ships")
+    groups.add_parser("demo", help=DEMO_HELP)
     groups.add_parser("train", help="train a recipe: tooltrain train recipe=NAME [key=value ...]")
-    groups.add_parser("launch", help="launch a recipe on N nodes: Slurm batch script, torchrun or deepspeed (--dry-run prints it)")
+    groups.add_parser("launch", help="launch a recipe on N nodes: Slurm batch script, torchrun or deepspeed "
+                      "(--dry-run prints it and writes the sbatch file; starts nothing)")
     for verb, (module_name, help_text) in TOP_VERBS.items():
         verb_parser = groups.add_parser(verb, help=help_text, description=help_text)
         if argv[:1] == [verb]:
@@ -63,7 +69,10 @@ def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from train.console import quiet_libraries, take_verbose_flag
+
+    argv = take_verbose_flag(list(sys.argv[1:] if argv is None else argv))
+    quiet_libraries()  # before any verb imports transformers; --verbose / TOOLTRAIN_VERBOSE=1 keep the noise
     if argv[:1] == ["train"]:
         from train.entry import hydra_main
 
@@ -75,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["demo"]:
         from train.commands import demo
 
-        parser = argparse.ArgumentParser(prog="tooltrain demo", description=demo.__doc__.split("\n")[0])
+        parser = argparse.ArgumentParser(prog="tooltrain demo", description=DEMO_HELP)
         demo.add_arguments(parser)
         return demo.run(parser.parse_args(argv[1:]))
     parser = _build_parser(argv)

@@ -173,6 +173,7 @@ class EvalConfig:
     benchmarks: list[BenchmarkSpec] = field(default_factory=list)
     every_steps: int = 0  # 0: only at the end
     at_end: bool = True
+    at_start: bool = False  # also before the first step (step 0): the base model, for a before/after comparison
     batch_size: int = 8  # prompts per generate call on each rank
 
 

@@ -48,6 +48,21 @@ class NodeCommand:
         )
 
 
+def input_paths(cfg: Any) -> list[tuple[str, str]]:
+    """(config key, path) of every file the run will read: the data sources' inputs and the eval benchmarks'
+    data (``pkg://`` paths included: they name files inside the installed package)."""
+    paths = [
+        (f"data.sources.{i}.inputs", str(path))
+        for i, source in enumerate(cfg.data.sources)
+        for path in (source.inputs or [])
+    ]
+    for i, bench in enumerate(cfg.eval.benchmarks):
+        data = bench.get("data")
+        if data is not None:
+            paths += [(f"eval.benchmarks.{i}.data", str(path)) for path in ([data] if isinstance(data, str) else data)]
+    return paths
+
+
 @dataclass(frozen=True)
 class Plan:
     launcher: str
@@ -56,6 +71,7 @@ class Plan:
     sbatch: str | None = None  # slurm: the batch script to write and submit
     sbatch_path: Path | None = None
     log_dir: Path | None = None  # slurm: must exist before the job starts (Slurm does not create it)
+    job_cwd: Path | None = None  # where the ranks run, so where relative data paths are read from
 
 
 def shell_line(argv: list[str]) -> str:
@@ -347,10 +363,11 @@ def plan(
         path = output_dir / f"{settings.job_name}.sbatch"
         return Plan(
             launcher,
-            f"{script}# {head[2:]}\n# submit: sbatch {shlex.quote(str(path))}\n",
+            f"{script}# {head[2:]}\n",
             sbatch=script,
             sbatch_path=path,
             log_dir=settings.log_dir,
+            job_cwd=repo,  # launch/slurm/train.sbatch runs from TOOLTRAIN_DIR, the repository
         )
 
     if launcher == "torchrun":
@@ -370,11 +387,12 @@ def plan(
         blocks = [f"{head}\n# run {where}:"]
         for node in node_commands:
             blocks.append(f"# node {node.node_rank}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}")
-        return Plan(launcher, "\n".join(blocks) + "\n", nodes=node_commands)
+        return Plan(launcher, "\n".join(blocks) + "\n", nodes=node_commands, job_cwd=cwd)
 
     if nodes > 1 and not lc.hostfile:
         raise LaunchError("deepspeed across nodes needs a hostfile (launch/hostfile.example): launcher.hostfile=PATH")
     hostfile = str(absolute(str(lc.hostfile), cwd)) if lc.hostfile else None
     node = deepspeed_node(repo, python, nodes, per_node, lc.master_addr, int(lc.master_port), hostfile, args)
     where = "on this machine" if nodes == 1 else "on the first host of the hostfile; it starts the others over ssh"
-    return Plan(launcher, f"{head}\n# run {where}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}\n", nodes=[node])
+    return Plan(launcher, f"{head}\n# run {where}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}\n", nodes=[node],
+                job_cwd=cwd)

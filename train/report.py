@@ -1,9 +1,39 @@
-"""RUN_DIR/report.png from RUN_DIR/metrics.jsonl: the loss curve, and every eval metric logged."""
+"""RUN_DIR/report.png from RUN_DIR/metrics.jsonl: what a run learned, at a glance.
+
+Panels: the training loss, raw and smoothed (an exponential moving average, debiased as TensorBoard's
+smoothing is, so its first point is the first loss); the learning rate; real (non-padding) tokens/s; and
+every evaluation metric over steps, one panel per benchmark section (rates apart from counts), so the
+step-0 evaluation of the base model sits beside the tuned model's. The figure is titled with the run
+name, model, chat format and recipe.
+
+``report_panels`` (rows -> panels of series) and ``report_title`` are pure and tested; ``write_report``
+only draws what they return.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+EMA_SMOOTHING = 0.8  # weight of the past in the smoothed loss: about the last 5 steps count
+
+
+@dataclass
+class Series:
+    label: str
+    steps: list[int]
+    values: list[float]
+
+
+@dataclass
+class Panel:
+    title: str
+    ylabel: str
+    series: list[Series] = field(default_factory=list)
+    ylim: tuple[float, float] | None = None  # rates: 0 to 1, so a flat line at 0.33 reads as 0.33
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -18,35 +48,115 @@ def read_metrics(path: Path) -> list[dict]:
     return rows
 
 
-def write_report(metrics_path: Path, out_path: Path) -> Path | None:
+def ema(values: list[float], smoothing: float = EMA_SMOOTHING) -> list[float]:
+    """Exponential moving average, debiased: ``m_t = s * m_(t-1) + (1 - s) * x_t`` from ``m_0 = 0``, divided
+    by ``1 - s^t`` (without it the curve would start near 0)."""
+    out, mean = [], 0.0
+    for t, value in enumerate(values, start=1):
+        mean = smoothing * mean + (1 - smoothing) * value
+        out.append(mean / (1 - smoothing**t))
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _series(rows: list[dict], key: str, label: str | None = None) -> Series | None:
+    points = [(int(row["step"]), row[key]) for row in rows if _number(row.get(key)) and _number(row.get("step"))]
+    if not points:
+        return None
+    return Series(label or key, [step for step, _ in points], [float(value) for _, value in points])
+
+
+def eval_panels(rows: list[dict]) -> list[Panel]:
+    """Every ``eval/<bench>/[<section>/...]<metric>`` over steps: rates (logged as floats) in a panel per
+    benchmark section, a benchmark's counts (integers: correct, total, parse_errors) in one panel of their own."""
+    keys = sorted({key for row in rows for key in row if key.startswith("eval/") and _number(row[key])})
+    groups: dict[tuple[str, bool, str], list[Series]] = {}  # (bench, counts, section) -> series
+    for key in keys:
+        path = key.split("/")[1:]
+        series = _series(rows, key)
+        if len(path) < 2 or series is None:
+            continue
+        bench, section, metric = path[0], "/".join(path[1:-1]), path[-1]
+        if any(isinstance(row[key], int) for row in rows if _number(row.get(key))):
+            series.label = "/".join(path[1:])
+            groups.setdefault((bench, True, ""), []).append(series)
+        else:
+            series.label = metric
+            groups.setdefault((bench, False, section), []).append(series)
+    panels = []
+    for bench, counts, section in sorted(groups):  # per benchmark: its overall rates, its sections, its counts
+        if counts:
+            panels.append(Panel(f"eval: {bench} (counts)", "count", groups[(bench, counts, section)]))
+        else:
+            title = f"eval: {bench}" + (f" {section}" if section else "")
+            panels.append(Panel(title, "rate", groups[(bench, counts, section)], ylim=(-0.03, 1.03)))
+    return panels
+
+
+def report_panels(rows: list[dict]) -> list[Panel]:
+    """The report's panels from metrics.jsonl rows; a panel with nothing logged is left out."""
+    panels = []
+    loss = _series(rows, "loss", "loss (raw)")
+    if loss is not None:
+        smoothed = Series(f"loss (EMA, smoothing {EMA_SMOOTHING})", loss.steps, ema(loss.values))
+        panels.append(Panel("training loss", "loss", [loss, smoothed]))
+    for key, title, ylabel in (
+        ("learning_rate", "learning rate", "lr"),
+        ("tokens_per_s_per_device", "real tokens/s (per device, padding excluded)", "tokens/s"),
+    ):
+        series = _series([row for row in rows if "loss" in row], key, title)
+        if series is not None:
+            panels.append(Panel(title, ylabel, [series]))
+    return panels + eval_panels(rows)
+
+
+def report_title(identity: dict[str, Any] | None) -> str:
+    """``demo: smollm2_135m, chatml, recipe demo`` (parts that are unknown are left out)."""
+    identity = identity or {}
+    parts = [identity.get("model"), identity.get("chat_format")]
+    if identity.get("recipe"):
+        parts.append(f"recipe {identity['recipe']}")
+    details = ", ".join(str(part) for part in parts if part)
+    name = identity.get("name") or "run"
+    return f"{name}: {details}" if details else str(name)
+
+
+def write_report(metrics_path: Path, out_path: Path, identity: dict[str, Any] | None = None) -> Path | None:
+    panels = report_panels(read_metrics(metrics_path))
+    if not panels:
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = read_metrics(metrics_path)
-    loss = [(r["step"], r["loss"]) for r in rows if "loss" in r]
-    evals = sorted({k for r in rows for k in r if k.startswith("eval/")})
-    if not loss and not evals:
-        return None
-    panels = 1 + (1 if evals else 0)
-    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
-    ax = axes[0][0]
-    if loss:
-        ax.plot(*zip(*loss), marker=".", label="train loss")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss")
-    ax.set_title("training loss")
-    ax.grid(alpha=0.3)
-    if evals:
-        ax = axes[0][1]
-        for key in evals:
-            points = [(r["step"], r[key]) for r in rows if key in r]
-            ax.plot(*zip(*points), marker="o", label=key.removeprefix("eval/"))
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.8 * rows), squeeze=False)
+    from matplotlib.ticker import MaxNLocator
+
+    for ax, panel in zip(axes.flat, panels):
+        for series in panel.series:
+            few = len(series.steps) <= 20
+            ax.plot(series.steps, series.values, marker="o" if few else None, markersize=3, label=series.label)
+            if panel.ylim is not None and len(series.steps) <= 3:  # before/after: the numbers themselves
+                for step, value in zip(series.steps, series.values):
+                    ax.annotate(f"{value:.2f}", (step, value), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        if panel.ylim is not None:
+            ax.set_ylim(*panel.ylim)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(panel.title, fontsize=10)
         ax.set_xlabel("step")
-        ax.set_title("evaluation")
-        ax.legend(fontsize=7)
+        ax.set_ylabel(panel.ylabel)
         ax.grid(alpha=0.3)
+        if len(panel.series) > 1:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(report_title(identity))
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)

@@ -39,6 +39,7 @@ from train.packing import PackedCollator, PaddedCollator, best_fit_pack, pack_sa
 from train.report import read_metrics
 from train.resume_config import record_config
 from train.run_dir import check_inputs, evaluation_hint, hold_run_dir
+from train.summary import eval_before_after, run_identity
 from train.tokenizers import cache_root, load_tokenizer
 from train.tracking import rank_zero_print, report_to
 
@@ -201,8 +202,11 @@ def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks
                       compute_loss_func=weighted_loss)
     # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
     trainer.callback_handler.callbacks.insert(0, throughput)
+    from train.step_lines import use_step_lines
+
+    use_step_lines(trainer)  # formatted per-step lines on rank 0, not the Trainer's bar and dicts
     # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.
-    evaluation = build_eval_callback(cfg, built, tokenizer, world, log=trainer.log)
+    evaluation = build_eval_callback(cfg, built, tokenizer, world, log=trainer.log, exclude_time=throughput.exclude)
     if evaluation is not None:
         trainer.add_callback(evaluation)
 
@@ -239,14 +243,16 @@ def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks
         "packing": pack_info,
         "parameters": {"trainable": trainable, "total": total},
         "seconds": round(time.time() - started, 1),
-        "final": str(adapter_dir) if adapter_dir else None,
+        "final": adapter_dir.name if adapter_dir else None,  # paths in summary.json are relative to the run folder
         "dtype": str(dtype).removeprefix("torch."),
+        "run": run_identity(cfg),
+        "eval": eval_before_after(trainer.state.log_history),
     }
     if world.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         from train.report import write_report
 
-        write_report(out / "metrics.jsonl", out / "report.png")
+        write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
     distributed.barrier()
     return RunResult(output_dir=out, status=status, global_step=trainer.state.global_step, losses=losses,
                      adapter_dir=adapter_dir, summary=summary,

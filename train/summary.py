@@ -6,7 +6,7 @@ RUN_DIR/summary.json, and the per-step losses), so it is tested without training
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,75 @@ def data_line(data: dict[str, Any]) -> str:
     return line
 
 
+# how the summary names a benchmark's top-level metrics, in the order it prints them; others keep their key
+METRIC_NAMES = {"exact_match": "call exact match", "name_accuracy": "name accuracy", "valid_call_rate": "valid-call rate"}
+
+
+def run_identity(cfg: Any, recipe: str | None = None) -> dict[str, Any]:
+    """What the run is, for summary.json and the report's title: run name, model, chat format, recipe
+    (the ``recipe=`` choice, from Hydra when it composed this run; None when unknown)."""
+    if recipe is None:
+        try:
+            from hydra.core.hydra_config import HydraConfig
+
+            recipe = HydraConfig.get().runtime.choices.get("recipe") if HydraConfig.initialized() else None
+        except (ImportError, ValueError):
+            recipe = None
+    return {"name": str(cfg.run_name), "model": str(cfg.model.name), "chat_format": str(cfg.model.chat_format),
+            "recipe": recipe}
+
+
+def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per benchmark, its top-level metrics ``before`` training (the evaluation at step 0, when one ran:
+    the base model) and ``after`` (the last evaluation past step 0), each with its ``step``; from the
+    Trainer's log history (``eval/<bench>/<metric>`` entries). Sections (``by_kind``) are left out."""
+    logged: dict[str, dict[int, dict[str, Any]]] = {}
+    for entry in history:
+        step = entry.get("step")
+        for key, value in entry.items():
+            path = key.split("/")
+            if len(path) == 3 and path[0] == "eval" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                logged.setdefault(path[1], {}).setdefault(int(step or 0), {})[path[2]] = value
+    result: dict[str, dict[str, Any]] = {}
+    for bench, by_step in logged.items():
+        later = [step for step in by_step if step > 0]
+        result[bench] = {
+            "before": {"step": 0, **by_step[0]} if 0 in by_step else None,
+            "after": {"step": max(later), **by_step[max(later)]} if later else None,
+        }
+    return result
+
+
+def _rate(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1%}" if 0 <= value <= 1 else f"{value:.4g}"
+
+
+def eval_lines(evals: dict[str, dict[str, Any]]) -> list[str]:
+    """The summary's evaluation block: per benchmark, before -> after for each top-level rate."""
+    lines = []
+    for bench, points in evals.items():
+        before, after = points.get("before"), points.get("after")
+        shown = [point for point in (before, after) if point]
+        if not shown:
+            continue
+        total = shown[-1].get("total")
+        items = f" on {total:,} conversations" if total is not None else ""
+        if before and after:
+            head = f"{bench}{items}: before (step 0, the base model) -> after (step {after['step']:,})"
+        else:
+            head = f"{bench}{items} at step {shown[0]['step']:,}" + (" (the base model)" if before else "")
+        lines.append(f"  eval      {head}")
+        rates = [key for key in METRIC_NAMES if any(key in point for point in shown)]
+        rates += [key for key in shown[-1] if key not in METRIC_NAMES and isinstance(shown[-1][key], float)]
+        width = max((len(METRIC_NAMES.get(key, key)) for key in rates), default=0)
+        for key in rates:
+            values = " -> ".join(f"{_rate(point.get(key)):>6}" for point in shown)
+            lines.append(f"              {METRIC_NAMES.get(key, key):<{width}}  {values}")
+    return lines
+
+
 def format_summary(summary: dict[str, Any], losses: Sequence[float], output_dir: Path, total_seconds: float | None = None) -> str:
     """The lines printed after a run, from its summary dict (RUN_DIR/summary.json) and per-step losses."""
     status, steps = summary.get("status", "unknown"), summary.get("steps", 0)
@@ -74,14 +143,15 @@ def format_summary(summary: dict[str, Any], losses: Sequence[float], output_dir:
         lines.append(f"  rows      {packing['samples']:,} samples in {packing['rows']:,} rows; "
                      f"padding efficiency {packing['padding_efficiency']:.1%}")
     lines.append(f"  loss      {loss_line(losses)}")
+    lines += eval_lines(summary.get("eval") or {})
     params = summary.get("parameters") or {}
     if params.get("total"):
         lines.append(f"  params    {params['trainable']:,} of {params['total']:,} trainable "
                      f"({params['trainable'] / params['total']:.2%}), {summary.get('dtype', 'float32')}")
     # LoRA (some parameters frozen) saves an adapter; full fine-tuning saves the model
     saved = "adapter" if params.get("total") and params.get("trainable", 0) < params["total"] else "model"
-    if summary.get("final"):
-        lines.append(f"  {saved:<9} {Path(summary['final']).resolve()}")
+    if summary.get("final"):  # relative to the run folder (an absolute path in summaries written before)
+        lines.append(f"  {saved:<9} {(output_dir / summary['final']).resolve()}")
     elif status == "preempted":
         lines.append(f"  {saved:<9} none yet: rerun the same command to resume from the last checkpoint")
     else:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from train.config import REPO_ROOT, compose
-from train.summary import data_line, format_duration, format_summary, loss_line
+from train.summary import data_line, eval_before_after, format_duration, format_summary, loss_line
 
 SUMMARY = {
     "status": "completed", "steps": 12, "loss_first": 1.2027, "loss_last": 0.8123,
@@ -24,7 +24,7 @@ SUMMARY = {
              "trained_tokens": 62697, "masked_tokens": 81749, "reasons": {}},
     "packing": {"samples": 259, "rows": 144, "padding_efficiency": 0.9411},
     "parameters": {"trainable": 2442240, "total": 136957248},
-    "seconds": 301.4, "final": "/runs/demo/final", "dtype": "float32",
+    "seconds": 301.4, "final": "final", "dtype": "float32",
 }
 LOSSES = [1.2027, 1.1707, 1.1204, 1.0, 0.95, 0.9, 0.85, 0.8331, 0.8123]  # 9 steps: quarters of 2
 
@@ -41,6 +41,54 @@ def test_the_summary_says_what_was_trained_how_well_where_and_how_long():
         "  adapter   /runs/demo/final\n"
         "  files     /runs/demo: summary.json, metrics.jsonl, report.png"
     )
+
+
+HELDOUT = {"before": {"step": 0, "exact_match": 0.5, "name_accuracy": 0.5, "valid_call_rate": 0.14285714285714285,
+                      "correct": 6, "total": 12, "parse_errors": 0},
+           "after": {"step": 16, "exact_match": 0.75, "name_accuracy": 0.8333333333333334, "valid_call_rate": 0.8571428571428571,
+                     "correct": 9, "total": 12, "parse_errors": 1}}
+
+
+def test_the_summary_shows_the_demo_before_after_heldout_eval():
+    lines = format_summary({**SUMMARY, "eval": {"heldout": HELDOUT}}, LOSSES, Path("/runs/demo")).splitlines()
+    start = lines.index("  eval      heldout on 12 conversations: before (step 0, the base model) -> after (step 16)")
+    assert lines[start - 1].startswith("  loss      ")
+    assert lines[start + 1:start + 4] == [
+        "              call exact match   50.0% ->  75.0%",
+        "              name accuracy      50.0% ->  83.3%",
+        "              valid-call rate    14.3% ->  85.7%",
+    ]
+    assert lines[start + 4].startswith("  params    ")
+    # an eval only at the end, and a rate with nothing to count
+    only_after = {"heldout": {"before": None, "after": {**HELDOUT["after"], "valid_call_rate": None}}}
+    lines = format_summary({**SUMMARY, "eval": only_after}, LOSSES, Path("/runs/demo")).splitlines()
+    start = lines.index("  eval      heldout on 12 conversations at step 16")
+    assert lines[start + 1:start + 4] == [
+        "              call exact match   75.0%",
+        "              name accuracy      83.3%",
+        "              valid-call rate        -",
+    ]
+
+
+def test_before_and_after_come_from_the_step_0_and_the_last_evaluation():
+    history = [
+        {"eval/heldout/exact_match": 0.5, "eval/heldout/total": 12, "eval/heldout/by_kind/call/total": 7, "step": 0},
+        {"loss": 1.2, "step": 1},
+        {"eval/heldout/exact_match": 0.6, "eval/heldout/total": 12, "step": 8},
+        {"eval/heldout/exact_match": 0.75, "eval/heldout/total": 12, "step": 16},
+        {"train_loss": 1.0, "step": 16},
+    ]
+    assert eval_before_after(history) == {"heldout": {"before": {"step": 0, "exact_match": 0.5, "total": 12},
+                                                      "after": {"step": 16, "exact_match": 0.75, "total": 12}}}
+    assert eval_before_after(history[1:]) == {"heldout": {"before": None, "after": {"step": 16, "exact_match": 0.75,
+                                                                                     "total": 12}}}
+    assert eval_before_after([{"loss": 1.0, "step": 1}]) == {}
+
+
+def test_summary_paths_are_relative_to_the_run_folder_and_old_absolute_ones_still_print():
+    assert "  adapter   /elsewhere/run/final" in format_summary(SUMMARY, LOSSES, Path("/elsewhere/run"))
+    legacy = {**SUMMARY, "final": "/runs/demo/final"}  # summary.json written before paths were relative
+    assert "  adapter   /runs/demo/final" in format_summary(legacy, LOSSES, Path("/elsewhere/run"))
 
 
 def test_a_preempted_full_fine_tune_says_how_to_resume():
@@ -70,6 +118,9 @@ def test_the_demo_recipe_is_a_lora_fine_tune_of_smollm2_on_the_shipped_conversat
     cfg = compose(["recipe=demo"])
     assert (cfg.model.name, cfg.model.chat_format, cfg.peft.kind.value, cfg.distributed.strategy.value) == (
         "smollm2_135m", "chatml", "lora", "single")
+    # it ends with a before/after held-out eval: step 0 (the base model) and the last step, on all 12 held-out
+    assert (cfg.eval.at_start, cfg.eval.at_end, cfg.eval.every_steps) == (True, True, 0)
+    assert [(b.name, b.data, b.limit) for b in cfg.eval.benchmarks] == [("heldout", None, 12)]
     assert [(s.name, list(s.inputs)) for s in cfg.data.sources] == [("glaive", ["pkg://train/assets/demo/glaive_en_300.json"])]
     # the CPU budget: every optimizer step is global_batch_size rows of at most max_seq_len tokens
     assert cfg.train.max_steps * cfg.train.global_batch_size * cfg.data.max_seq_len <= 32 * 1024
@@ -106,7 +157,11 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
 
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["status"], summary["steps"], summary["dtype"]) == ("completed", 2, "float32")
-    assert summary["final"] == str(out / "final")
+    assert summary["final"] == "final"  # relative to the run folder
+    assert summary["run"] == {"name": "demo", "model": "smollm2_135m", "chat_format": "chatml", "recipe": "demo"}
+    assert [summary["eval"]["heldout"][when]["step"] for when in ("before", "after")] == [0, 2]
+    held_out = summary["eval"]["heldout"]["before"]["total"]
+    assert held_out == summary["eval"]["heldout"]["after"]["total"] > 0
     assert summary["parameters"]["total"] > 134_000_000 > 10 * summary["parameters"]["trainable"] > 0
     data = summary["data"]
     assert data["read"] == 300 and data["truncated"] > 0 and data["dropped_overlong"] == 0
@@ -126,4 +181,20 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
     printed = result.stdout[result.stdout.index("tooltrain: run completed after 2 steps"):]
     assert f"  adapter   {out / 'final'}" in printed
     assert "  loss      " in printed and "  rows      " in printed and "  tokens    " in printed
+    assert f"  eval      heldout on {held_out} conversations: before (step 0, the base model) -> after (step 2)" in printed
+    assert "step 1/2  loss " in result.stdout and "{'loss'" not in result.stdout
+    assert "FutureWarning" not in result.stderr and "[WARNING]" not in result.stdout
     shutil.rmtree(out / "final")  # 10 MB of adapter per run in the temp folder
+
+
+def test_tooltrain_demo_writes_into_its_own_folder_and_says_what_it_does(tmp_path, monkeypatch, capsys):
+    from train.cli import DEMO_HELP, main
+
+    assert "no training" in DEMO_HELP and "tooltrain train recipe=demo" in DEMO_HELP
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("demo finished: files in runs/data-demo")
+    written = {p.name for p in (tmp_path / "runs" / "data-demo").iterdir()}
+    assert {"glaive_sample.jsonl", "rendered.chatml.jsonl"} <= written
+    assert not (tmp_path / "runs" / "demo").exists()  # the training demo's run folder stays untouched

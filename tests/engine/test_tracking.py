@@ -74,3 +74,19 @@ def test_wandb_offline_writes_its_run_under_run_dir(engine, tmp_path):
     assert len(list(runs[0].glob("run-*.wandb"))) == 1
     assert b"train/loss" in next(runs[0].glob("run-*.wandb")).read_bytes()  # the losses went to wandb
     assert [row["step"] for row in metrics_rows(out) if "loss" in row] == [1, 2]
+
+
+def test_summary_json_paths_are_relative_to_the_run_folder(tensorboard_run):
+    summary = json.loads((tensorboard_run / "summary.json").read_text())
+    assert summary["final"] == "final" and (tensorboard_run / summary["final"] / "adapter_config.json").is_file()
+    assert summary["run"] == {"name": "tiny", "model": "tiny_llama", "chat_format": "chatml", "recipe": None}
+
+
+def test_the_report_of_a_run_holds_loss_lr_and_tokens_per_s(tensorboard_run):
+    from train.report import read_metrics, report_panels
+
+    panels = {panel.title: panel for panel in report_panels(read_metrics(tensorboard_run / "metrics.jsonl"))}
+    assert list(panels) == ["training loss", "learning rate", "real tokens/s (per device, padding excluded)"]
+    assert [(s.label, s.steps) for s in panels["training loss"].series] == [
+        ("loss (raw)", [1, 2]), ("loss (EMA, smoothing 0.8)", [1, 2])]
+    assert all(value > 0 for value in panels["real tokens/s (per device, padding excluded)"].series[0].values)

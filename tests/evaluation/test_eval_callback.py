@@ -29,9 +29,10 @@ OVERRIDES = [
 ]
 EVAL = ["eval=heldout", "eval.every_steps=2", "eval.benchmarks.0.limit=3", "eval.benchmarks.0.max_new_tokens=8"]
 HELDOUT_KEYS = {
-    "exact_match", "name_accuracy", "correct", "total", "parse_errors",
-    "by_kind/call/exact_match", "by_kind/call/name_accuracy", "by_kind/call/correct", "by_kind/call/total",
-    "by_kind/no_call/exact_match", "by_kind/no_call/name_accuracy", "by_kind/no_call/correct", "by_kind/no_call/total",
+    "exact_match", "name_accuracy", "valid_call_rate", "correct", "total", "parse_errors",
+    "by_kind/call/exact_match", "by_kind/call/name_accuracy", "by_kind/call/valid_call_rate", "by_kind/call/correct",
+    "by_kind/call/total", "by_kind/no_call/exact_match", "by_kind/no_call/name_accuracy", "by_kind/no_call/correct",
+    "by_kind/no_call/total",
 }
 
 
@@ -220,3 +221,82 @@ def test_ddp_on_two_ranks_shards_the_eval_rows_and_gathers_them(tmp_path):
     rows = [json.loads(line) for line in (out / "eval_predictions" / "heldout-step2.jsonl").open()]
     assert [row["id"] for row in rows] == ["glaive_sample-11", "glaive_sample-17", "glaive_sample-31"]
     assert all(row["generation"]["new_tokens"] <= 8 for row in rows)
+
+
+# ---- before/after: the step-0 evaluation ------------------------------------------------------------
+
+
+def base_model_evaluation(cfg, cache: Path) -> tuple[list[dict], dict]:
+    """What the base model (built as run() builds it, same seed, no adapter) writes for the run's eval items."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from train.dataset import build_dataset
+    from train.evaluation.callback import build_eval_callback
+    from train.model import build_model
+    from train.tokenizers import load_tokenizer
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TOOLTRAIN_CACHE", str(cache))
+            tokenizer = load_tokenizer(cfg.model.tokenizer)
+            data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
+            built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, cache / "datasets")
+            base = build_model(cfg.model, len(tokenizer), torch.float32, "sdpa", seed=cfg.seed)
+            callback = build_eval_callback(cfg, built, tokenizer, distributed.World(0, 0, 1, 1, 0), log=lambda _: None)
+            callback.predictions_dir = cache / "base_predictions"
+            metrics = callback.evaluate(base, 0, write=True)
+            rows = [json.loads(line) for line in (cache / "base_predictions" / "heldout-step0.jsonl").open()]
+    finally:
+        torch.set_num_threads(threads)
+    return rows, metrics
+
+
+def test_the_step_0_evaluation_of_a_lora_run_is_the_base_models(tmp_path):
+    """LoRA starts with lora_B = 0, so the model evaluated before the first step writes exactly what the base
+    model writes: the "before" of the demo's before/after comes from the run itself, at no extra model load."""
+    at_start = [*EVAL, "eval.every_steps=0", "eval.at_start=true", "eval.benchmarks.0.max_new_tokens=16"]
+    result = train_in_process(tmp_path / "run", tmp_path / "cache", "train.max_steps=2", *at_start)
+    assert result.status == "completed"
+    logged = eval_rows(tmp_path / "run")
+    assert sorted(logged) == [0, 2]  # before the first step, and at the end
+    before = result.summary["eval"]["heldout"]["before"]
+    assert before == {"step": 0, **{key.removeprefix("eval/heldout/"): value for key, value in logged[0].items()
+                                    if key.count("/") == 2}}
+
+    cfg = compose([*OVERRIDES, f"output_dir={tmp_path / 'run'}", "train.max_steps=2", *at_start])
+    base_rows, base_metrics = base_model_evaluation(cfg, tmp_path / "cache")
+    step0 = [json.loads(line) for line in (tmp_path / "run" / "eval_predictions" / "heldout-step0.jsonl").open()]
+    assert [row["generation"]["text"] for row in step0] == [row["generation"]["text"] for row in base_rows]
+    assert step0 == base_rows and logged[0] == base_metrics
+    assert any(row["generation"]["new_tokens"] > 1 for row in step0)  # a real comparison: text was generated
+
+
+def test_an_evaluations_time_is_kept_out_of_training_tokens_per_s(monkeypatch):
+    """The step-0 evaluation runs after the throughput clock starts (and the last one inside the last step):
+    step 1's tokens/s counted minutes of generation as training time."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from train import callbacks
+    from train.evaluation.callback import GenerationEval
+
+    # the clock at: training begins, the evaluation begins, it ends (60 s later), the first step is logged (10 s later)
+    ticks = iter([100.0, 100.0, 160.0, 170.0])
+    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: next(ticks))
+    meter = callbacks.TokenMeter()
+    throughput = callbacks.Throughput(meter, None, None, 1)
+    throughput.on_train_begin(None, None, None)
+    spent: list[float] = []
+    evaluation = GenerationEval({}, None, SimpleNamespace(pad_token_id=0), log=lambda _: None,
+                                world=distributed.World(0, 0, 1, 1, 0), synced_gpus=False,
+                                exclude_time=lambda seconds: (spent.append(seconds), throughput.exclude(seconds)))
+    evaluation.evaluate(torch.nn.Linear(2, 2), 0)
+    assert spent == [60.0]
+    meter.real, meter.slots = 1000, 1024
+    logs = {"loss": 1.0}
+    throughput.on_log(None, None, None, logs=logs)
+    assert logs["tokens_per_s_per_device"] == 100.0  # 1000 tokens in 10 s of training, not in 70 s

@@ -39,16 +39,17 @@ def test_heldout_scorer_table_and_issues(capsys):
     # is wrong; h4: names right, one argument wrong; h6: no prediction; h7: a parse error; h5 has no assistant turn.
     assert out == f"""\
 heldout: 6 items scored from {HELDOUT}/predictions.jsonl against {HELDOUT}/references.jsonl
-overall         value
-exact_match    0.3333
-name_accuracy  0.5000
-correct             2
-total               6
-parse_errors        1
+overall           value
+exact_match      0.3333
+name_accuracy    0.5000
+valid_call_rate  0.5000
+correct               2
+total                 6
+parse_errors          1
 
-by_kind  exact_match  name_accuracy  correct  total
-call          0.2500         0.5000        1      4
-no_call       0.5000         0.5000        1      2
+by_kind  exact_match  name_accuracy  valid_call_rate  correct  total
+call          0.2500         0.5000           0.5000        1      4
+no_call       0.5000         0.5000                -        1      2
 
 references without a prediction (scored wrong): 1
   {HELDOUT}/references.jsonl:6: id 'h6'
@@ -64,15 +65,47 @@ def test_heldout_per_item_verdicts():
 
     read = lambda path: [json.loads(line) for line in path.open(encoding="utf-8")]  # noqa: E731
     result = score_heldout(read(HELDOUT / "predictions.jsonl"), read(HELDOUT / "references.jsonl"))
-    verdicts = {item["id"]: (item["kind"], item["exact"], item["names"], item["error"]) for item in result["per_item"]}
+    verdicts = {item["id"]: (item["kind"], item["exact"], item["names"], item["valid_call"], item["error"])
+                for item in result["per_item"]}
     assert verdicts == {
-        "h1": ("call", True, True, None),
-        "h2": ("no_call", True, True, None),
-        "h3": ("no_call", False, False, None),
-        "h4": ("call", False, True, None),
-        "h6": ("call", False, False, "missing prediction"),
-        "h7": ("call", False, False, "parse: qwen2_5 tool call 0: missing </tool_call>"),
+        "h1": ("call", True, True, True, None),
+        "h2": ("no_call", True, True, None, None),
+        "h3": ("no_call", False, False, None, None),
+        "h4": ("call", False, True, True, None),  # wrong arguments, but calls a tool runtime would run
+        "h6": ("call", False, False, False, "missing prediction"),
+        "h7": ("call", False, False, False, "parse: qwen2_5 tool call 0: missing </tool_call>"),
     }
+
+
+def test_valid_call_rate_counts_calls_to_defined_tools_with_schema_valid_arguments():
+    from train.evaluation.heldout import invalid_call_reason, score_heldout
+
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    call = {"id": "c0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}
+    reference = {"tools": [tool], "messages": [{"role": "user", "content": "Weather?"},
+                                               {"role": "assistant", "tool_calls": [call]}], "meta": {}}
+    written = {
+        "right": [{"name": "get_weather", "arguments": {"city": "Oslo"}}],
+        "wrong_city": [{"name": "get_weather", "arguments": {"city": "Rome"}}],  # valid, not exact
+        "bad_type": [{"name": "get_weather", "arguments": {"city": 7}}],
+        "missing_arg": [{"name": "get_weather", "arguments": {}}],
+        "unknown_tool": [{"name": "get_forecast", "arguments": {"city": "Oslo"}}],
+        "no_call": [],
+    }
+    result = score_heldout([{"id": key, "content": None, "tool_calls": calls, "error": None} for key, calls in written.items()],
+                           [{"id": key, **reference} for key in written])
+    assert {item["id"]: item["valid_call"] for item in result["per_item"]} == {
+        "right": True, "wrong_city": True, "bad_type": False, "missing_arg": False, "unknown_tool": False, "no_call": False}
+    assert result["overall"]["valid_call_rate"] == 2 / 6 and result["by_kind"]["no_call"]["valid_call_rate"] is None
+    from train.evaluation.calls import Call
+
+    assert invalid_call_reason([Call("get_weather", {"city": 7})], [tool]) == (
+        "tool_calls[0].function.arguments.city: 7 is not of type 'string'")
+    assert invalid_call_reason([Call("get_forecast", {})], [tool]) == (
+        "tool_calls[0].function.name: 'get_forecast' is not a defined tool (defined: get_weather)")
+    assert invalid_call_reason([Call("anything", {})], []) is None  # no tools to check against
+    assert invalid_call_reason([], [tool]) == "no call written"
 
 
 # ---- tasks: prompts from references, generations into scorer rows ---------------------------------

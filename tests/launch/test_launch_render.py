@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from train.cli import main
+from train.config import REPO_ROOT as REPO
 from train.launch import LaunchError, check_world, job_overrides
 
 PY = sys.executable
@@ -63,8 +64,10 @@ def test_slurm_script_for_n_nodes(capsys, tmp_path, repo, nodes, global_batch):
     assert f"# {nodes} node(s) x 8 rank(s) = {nodes * 8} ranks." in out
     assert f"export TOOLTRAIN_DIR={repo} LOG_DIR={run}/logs NPROC_PER_NODE=8 PYTHON={PY}\n" in out
     assert f"exec bash {repo}/launch/slurm/train.sbatch {args}\n" in out
-    assert out.endswith(f"# submit: sbatch {run}/tiny.sbatch\n")
-    assert not run.exists()  # a dry run writes nothing
+    script = run / "tiny.sbatch"
+    assert out.endswith(f"# wrote {script} (--dry-run: not submitted); submit it with: sbatch {script}\n")
+    # the dry run writes the script it names (what it printed, before its summary lines), and nothing else
+    assert out.startswith(script.read_text()) and sorted(run.iterdir()) == [script]
 
 
 def test_slurm_settings_come_from_the_launcher_group(capsys, tmp_path):
@@ -112,7 +115,7 @@ def test_slurm_settings_come_from_the_launcher_group(capsys, tmp_path):
     assert body.startswith("module load cuda/12.4\nsource /opt/venv/bin/activate\nexport TOOLTRAIN_DIR=")
     # launcher settings shape the launch, not the run: they stay out of the training arguments
     assert "launcher." not in out.split("exec bash", 1)[1]
-    assert out.endswith(f"# submit: sbatch {tmp_path}/sft-a.sbatch\n")
+    assert out.endswith(f"submit it with: sbatch {tmp_path}/sft-a.sbatch\n")
 
 
 def test_cpu_partitions_request_no_gpus(capsys, tmp_path):
@@ -233,6 +236,29 @@ def test_deepspeed_command_across_nodes_uses_the_hostfile(capsys, tmp_path, repo
 def test_what_cannot_launch_is_refused_before_queueing(capsys, argv, message):
     code, out, err = launch(capsys, "tiny", "--dry-run", *argv)
     assert (code, out, err) == (2, "", message)
+
+
+def test_a_dry_run_that_cannot_write_the_script_says_so(capsys, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    code, out, err = launch(capsys, "tiny", "--dry-run", f"output_dir={blocker}/run")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1].startswith(f"# not written: {blocker}/run/tiny.sbatch: ")
+    assert out.splitlines()[-1].endswith("(--dry-run; nothing submitted)")
+
+
+def test_data_files_that_do_not_exist_are_warned_about(capsys, tmp_path):
+    present = tmp_path / "present.json"
+    present.write_text("[]")
+    code, out, err = launch(capsys, "tiny", "--dry-run", f"output_dir={tmp_path}/run",
+                            f"data.sources.0.inputs=[{present},{tmp_path}/missing.json,relative/missing.json]")
+    assert code == 0 and out.startswith("#!/usr/bin/env bash\n")
+    # relative paths are read where the ranks run: the repository, for launch/slurm/train.sbatch
+    tail = "the run would fail reading it"
+    assert err.splitlines() == [
+        f"warning: data.sources.0.inputs: {tmp_path}/missing.json does not exist ({tmp_path}/missing.json); {tail}",
+        f"warning: data.sources.0.inputs: relative/missing.json does not exist ({REPO}/relative/missing.json); {tail}",
+    ]
 
 
 def test_an_unknown_override_is_a_composition_error(capsys):

@@ -1,8 +1,9 @@
-"""``tooltrain demo``: the README's main job on data the package ships.
+"""``tooltrain demo``: a tour of the data verbs on a sample the package ships (seconds, no model, no training).
 
 It runs the data pipeline a user runs on their own corpus, verb by verb, on a 60-conversation glaive
-sample (English and Chinese): convert -> validate -> stats -> render (when the chat format is
-available). Each step prints exactly what the standalone verb prints.
+sample (English and Chinese): convert -> validate -> stats -> render. Each step prints exactly what the
+standalone verb prints. Its files go to their own folder (runs/data-demo/ by default), never into the
+training demo's run folder (``tooltrain train recipe=demo`` trains in runs/demo/).
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
+# Its own folder: the training demo's run folder is runs/demo/, which a rerun of `tooltrain train recipe=demo`
+# resumes from; nothing else may write there.
+DEFAULT_OUTPUT_DIR = Path("runs/data-demo")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output-dir", type=Path, default=Path("runs/demo"), help="where the demo writes its files")
+    parser.add_argument("-o", "--output-dir", type=Path, default=DEFAULT_OUTPUT_DIR,
+                        help=f"where the tour writes its files (default: {DEFAULT_OUTPUT_DIR})")
     parser.add_argument("--format", default="chatml", help="chat format to render with (default: chatml, the demo model's)")
 
 
@@ -25,14 +31,14 @@ def run(args: argparse.Namespace) -> int:
     from train.cli import main
 
     out: Path = args.output_dir
-    canonical = out / "data" / "glaive_sample.jsonl"
+    canonical = out / "glaive_sample.jsonl"
     steps = [
         ("convert the shipped glaive sample to canonical JSON Lines, rejecting tool-invalid records",
          ["data", "convert", "glaive", str(demo_sample()), "-o", str(canonical), "--validate"]),
         ("validate it against its tools", ["data", "validate", str(canonical)]),
         ("count what is in it", ["data", "stats", str(canonical)]),
         (f"render it to token ids and loss labels ({args.format})",
-         ["data", "render", str(canonical), "--format", args.format, "-o", str(out / "data" / f"rendered.{args.format}.jsonl"), "--show", "1"]),
+         ["data", "render", str(canonical), "--format", args.format, "-o", str(out / f"rendered.{args.format}.jsonl"), "--show", "1"]),
     ]
     for number, (what, argv) in enumerate(steps, start=1):
         print(f"\n[{number}/{len(steps)}] {what}\n$ tooltrain {' '.join(argv)}", flush=True)

@@ -5,8 +5,10 @@ slurm: renders a batch script (partition, account, time, memory, constraint, log
 ``launcher.*``; the body is launch/slurm/train.sbatch), writes it to OUTPUT_DIR/JOB.sbatch and
 submits it with sbatch. torchrun: runs launch/torchrun.sh for this node (``--node-rank`` across
 nodes). deepspeed: runs launch/deepspeed.sh (across nodes from the first host, with
-``launcher.hostfile``). ``--dry-run`` prints the script or the per-node commands and touches
-nothing. Exit codes: sbatch's or the launcher's, 2 for a configuration that cannot launch.
+``launcher.hostfile``). ``--dry-run`` prints the script or the per-node commands and starts nothing; for
+Slurm it still writes the batch script it names (and says so), so that ``sbatch PATH`` is the next step.
+Every launch warns about the recipe's data files that do not exist where the ranks will read them.
+Exit codes: sbatch's or the launcher's, 2 for a configuration that cannot launch.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from train.launch import LAUNCHERS, LaunchError, Plan, plan
+from train.launch import LAUNCHERS, LaunchError, Plan, input_paths, plan
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--node-rank", type=int, default=None, help="torchrun across nodes: start this node's part")
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the batch script or commands; write and start nothing"
+        "--dry-run",
+        action="store_true",
+        help="print the batch script or commands and start nothing (slurm: the script is written, not submitted)",
     )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for the run and launcher.* settings")
     return parser
@@ -67,7 +71,8 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join([*parts, *map(shlex.quote, args.overrides)])
 
 
-def make_plan(args: argparse.Namespace) -> Plan:
+def make_plan(args: argparse.Namespace) -> tuple[Plan, list[str]]:
+    """The launch plan and its warnings (data files the run would not find)."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -77,9 +82,38 @@ def make_plan(args: argparse.Namespace) -> Plan:
         cfg = compose(compose_overrides(args))
     except (HydraException, OmegaConfBaseException, ConfigError) as err:
         raise LaunchError(f"the configuration does not compose: {err}") from None
-    return plan(
+    launch_plan = plan(
         cfg, args.launcher, args.recipe, args.overrides, REPO_ROOT, sys.executable, Path.cwd(), command_line(args)
     )
+    return launch_plan, missing_inputs(cfg, launch_plan.job_cwd or Path.cwd())
+
+
+def missing_inputs(cfg, job_cwd: Path) -> list[str]:
+    """A warning per data file of the run that does not exist (relative paths are read from ``job_cwd``,
+    where the ranks run): on a cluster that costs a queue wait before the run fails."""
+    from train.dataset import resolve_input
+
+    warnings = []
+    for key, path in input_paths(cfg):
+        resolved = resolve_input(path)
+        resolved = resolved if resolved.is_absolute() else job_cwd / resolved
+        if not resolved.exists():
+            warnings.append(f"warning: {key}: {path} does not exist ({resolved}); the run would fail reading it")
+    return warnings
+
+
+def write_script(launch_plan: Plan) -> str:
+    """--dry-run, slurm: write the batch script where the plan names it; the line that says what happened."""
+    path = launch_plan.sbatch_path
+    assert launch_plan.sbatch is not None and path is not None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(launch_plan.sbatch, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as err:
+        return f"# not written: {path}: {err.strerror or err} (--dry-run; nothing submitted)\n"
+    return f"# wrote {path} (--dry-run: not submitted); submit it with: sbatch {shlex.quote(str(path))}\n"
 
 
 def submit(launch_plan: Plan) -> int:
@@ -124,11 +158,15 @@ def start(launch_plan: Plan, node_rank: int | None) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     try:
-        launch_plan = make_plan(args)
+        launch_plan, warnings = make_plan(args)
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for warning in warnings:
+        print(warning, file=sys.stderr)
     if args.dry_run:
         print(launch_plan.text, end="")
+        if launch_plan.launcher == "slurm":
+            print(write_script(launch_plan), end="")
         return 0
     return submit(launch_plan) if launch_plan.launcher == "slurm" else start(launch_plan, args.node_rank)

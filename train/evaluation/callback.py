@@ -1,6 +1,8 @@
 """Generation-based evaluation while training: one callback runs the ``eval`` config group's benchmarks.
 
-Every ``eval.every_steps`` optimizer steps, and after the last step when ``eval.at_end``, the model
+Before the first step when ``eval.at_start`` (step 0: the base model, exactly so under LoRA, whose
+``lora_B`` starts at zero), every ``eval.every_steps`` optimizer steps, and after the last step when
+``eval.at_end``, the model
 writes each benchmark's target turns, the benchmark's scorer scores them, and every number goes to
 the Trainer's ``log`` as ``eval/<bench>/<metric>`` (trackers, RUN_DIR/metrics.jsonl through the
 MetricsFile callback, the report's evaluation panel). What the model wrote goes to
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -101,16 +104,28 @@ class GenerationEval(TrainerCallback):
         at_end: bool = True,
         batch_size: int = 8,
         predictions_dir: Path | None = None,
+        at_start: bool = False,
+        announce: Callable[[str], None] | None = None,
+        exclude_time: Callable[[float], None] | None = None,
     ):
         self.benchmarks, self.fmt, self.tokenizer, self.log = benchmarks, fmt, tokenizer, log
         self.predictions_dir = predictions_dir
         self.world, self.synced_gpus = world, synced_gpus
         self.every_steps, self.at_end, self.batch_size = every_steps, at_end, batch_size
+        self.at_start = at_start
+        self.announce = announce  # says that an evaluation starts (generation takes a while on a CPU)
+        self.exclude_time = exclude_time  # told how long each evaluation took: training's tokens/s leaves it out
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     def due(self, step: int, max_steps: int) -> bool:
         periodic = self.every_steps > 0 and step % self.every_steps == 0
         return periodic or (self.at_end and step >= max_steps)
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        # Only a run that starts at step 0: a resumed run logged its step-0 evaluation before (metrics.jsonl
+        # keeps it, and so does the checkpoint's log history).
+        if self.at_start and model is not None and state.global_step == 0:
+            self.log(self.evaluate(model, 0, write=state.is_world_process_zero))
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         # Before the step's checkpoint is saved: a run resumed from it has already logged this step's eval.
@@ -124,8 +139,12 @@ class GenerationEval(TrainerCallback):
 
     def evaluate(self, model: Any, step: int = 0, write: bool = False) -> dict[str, float]:
         """Every benchmark's metrics as ``eval/<bench>/<metric>``; with ``write``, the predictions too."""
+        started = time.perf_counter()
         backend = HFBackend(model, self.pad_id, self.batch_size, synced_gpus=self.synced_gpus)
         logged: dict[str, float] = {}
+        if self.announce is not None:
+            what = ", ".join(f"{name} ({len(bench.items)} items)" for name, bench in self.benchmarks.items())
+            self.announce(f"eval step {step}: generating {what} ...")
         with preserved_rng(), inference_mode_of(model):
             for name, bench in self.benchmarks.items():
                 share = distributed.shard_evenly(bench.items, self.world.rank, self.world.world_size)
@@ -137,6 +156,8 @@ class GenerationEval(TrainerCallback):
                 if write and self.predictions_dir is not None:
                     path = self.predictions_dir / f"{name}-step{step}.jsonl"
                     self.write_predictions(path, prediction_records(outcome, gathered))
+        if self.exclude_time is not None:
+            self.exclude_time(time.perf_counter() - started)
         return logged
 
     @staticmethod
@@ -182,11 +203,14 @@ def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
 
 
 def build_eval_callback(
-    cfg: Any, built: Any, tokenizer: Any, world: distributed.World, log: Callable
+    cfg: Any, built: Any, tokenizer: Any, world: distributed.World, log: Callable,
+    exclude_time: Callable[[float], None] | None = None,
 ) -> GenerationEval | None:
-    """The callback for ``cfg.eval``, or None when it lists no benchmark or never runs."""
+    """The callback for ``cfg.eval``, or None when it lists no benchmark or never runs. ``exclude_time`` is told
+    how long each evaluation took (the throughput meter keeps it out of tokens/s)."""
     eval_cfg = cfg.eval
-    if not eval_cfg.benchmarks or (eval_cfg.every_steps <= 0 and not eval_cfg.at_end):
+    at_start = bool(eval_cfg.at_start)
+    if not eval_cfg.benchmarks or (eval_cfg.every_steps <= 0 and not eval_cfg.at_end and not at_start):
         return None
     strategy = cfg.distributed.strategy
     strategy = choice(strategy)
@@ -205,6 +229,9 @@ def build_eval_callback(
         at_end=bool(eval_cfg.at_end),
         batch_size=int(eval_cfg.batch_size),
         predictions_dir=Path(cfg.output_dir) / "eval_predictions",
+        at_start=at_start,
+        announce=(lambda line: print(line, flush=True)) if world.is_main else None,
+        exclude_time=exclude_time,
     )
 
 

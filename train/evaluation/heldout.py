@@ -9,8 +9,13 @@ tool (what a tool-use model is trained for), else the last assistant message.
   arguments) (``calls.same_calls``: key order ignored, ``1 == 1.0``, ``true != 1``). A gold turn
   without calls is matched by a prediction without calls, whatever its text.
 * **name_accuracy**: the multiset of called names equals the gold one (arguments ignored).
+* **valid_call_rate**: of the turns whose gold calls a tool, the share where the model wrote calls a tool
+  runtime would accept: the output parsed, it holds at least one call, and every call names a tool the
+  conversation defines with arguments valid against that tool's JSON Schema (``train.validate``'s
+  undefined-tool and arguments-schema checks). A reference that defines no tools has names and
+  arguments left unchecked. It says whether the model writes usable calls at all, right or wrong.
 
-Both are reported ``overall`` and ``by_kind``: ``call`` (the gold turn calls tools) and ``no_call``
+All are reported ``overall`` and ``by_kind``: ``call`` (the gold turn calls tools) and ``no_call``
 (it answers in text). A rate with nothing to count is ``null``.
 
 Rows
@@ -21,7 +26,8 @@ Rows
   ``tool_calls`` is not a list of calls is wrong on every metric, never a crash; ``parse_errors``
   counts the former.
 
-Per item: ``{"id", "kind", "exact", "names", "gold_names", "predicted_names", "error"}``.
+Per item: ``{"id", "kind", "exact", "names", "valid_call", "gold_names", "predicted_names", "error"}``;
+``valid_call`` is None for a ``no_call`` turn.
 """
 
 from __future__ import annotations
@@ -62,11 +68,33 @@ def gold_calls(reference: dict[str, Any]) -> list[Call]:
         raise BadReference(str(err)) from None
 
 
-def score_item(gold: list[Call], prediction: dict[str, Any] | None) -> dict[str, Any]:
+def invalid_call_reason(calls: list[Call], tools: Any) -> str | None:
+    """Why these calls would fail at the tool boundary (no call, an undefined tool, arguments outside the
+    tool's JSON Schema); None when every call is valid. ``tools``: the reference's tool definitions."""
+    if not calls:
+        return "no call written"
+    if not tools:
+        return None  # nothing to check names and arguments against
+    from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
+    from train.validate import check_arguments, check_undefined_tools
+
+    try:
+        defined = [Tool.from_dict(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    except SchemaError:
+        return None  # a reference problem, not the model's: left unchecked
+    written = [ToolCall(name=call.name, arguments=call.arguments) for call in calls]
+    conversation = Conversation(id="", tools=defined, messages=[Message(role="assistant", tool_calls=written)])
+    for _, where, reason in (*check_undefined_tools(conversation), *check_arguments(conversation)):
+        return f"{where.removeprefix('messages[0].')}: {reason}"
+    return None
+
+
+def score_item(gold: list[Call], prediction: dict[str, Any] | None, tools: Any = None) -> dict[str, Any]:
     item: dict[str, Any] = {
         "kind": "call" if gold else "no_call",
         "exact": False,
         "names": False,
+        "valid_call": False if gold else None,
         "gold_names": [call.name for call in gold],
         "predicted_names": None,
         "error": None,
@@ -85,21 +113,25 @@ def score_item(gold: list[Call], prediction: dict[str, Any] | None) -> dict[str,
     item["predicted_names"] = [call.name for call in predicted]
     item["names"] = same_names(predicted, gold)
     item["exact"] = item["names"] and same_calls(predicted, gold)
+    if gold:
+        item["valid_call"] = invalid_call_reason(predicted, tools) is None
     return item
 
 
 def _rates(items: list[dict[str, Any]]) -> dict[str, Any]:
     exact = sum(item["exact"] for item in items)
+    calling = [item for item in items if item["kind"] == "call"]
     return {
         "exact_match": ratio(exact, len(items)),
         "name_accuracy": ratio(sum(item["names"] for item in items), len(items)),
+        "valid_call_rate": ratio(sum(bool(item["valid_call"]) for item in calling), len(calling)),
         "correct": exact,
         "total": len(items),
     }
 
 
 def score_heldout(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
-    """Exact match and name accuracy of the predicted calls; a missing or failed prediction is wrong."""
+    """Exact match, name accuracy and valid-call rate of the predicted calls; a missing or failed prediction is wrong."""
     joined = join_by_id(predictions, references)
     per_item: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
@@ -109,7 +141,7 @@ def score_heldout(predictions: list[dict[str, Any]], references: list[dict[str, 
         except BadReference as err:
             invalid.append({"id": reference["id"], "reason": str(err)})
             continue
-        per_item.append({"id": reference["id"], **score_item(gold, prediction)})
+        per_item.append({"id": reference["id"], **score_item(gold, prediction, reference.get("tools"))})
     overall = _rates(per_item)
     overall["parse_errors"] = sum(1 for item in per_item if (item["error"] or "").startswith("parse"))
     by_kind = {kind: _rates([i for i in per_item if i["kind"] == kind]) for kind in ("call", "no_call")}
