@@ -80,7 +80,7 @@ def _main(cfg: DictConfig) -> None:
     world = World.from_env()
     try:
         result = run(cfg)
-    except (StrategyError, RunSetupError, SourceError) as err:  # a message, not a traceback
+    except (ConfigError, StrategyError, RunSetupError, SourceError) as err:  # a message, not a traceback
         _fail(err)
         return
     except Exception as err:

@@ -20,8 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from train import distributed
 from train.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
 from train.checkpoints import completed_run, incomplete_checkpoints, latest_complete_checkpoint
-from train.config import choice
-from train.dataset import BuiltDataset, build_dataset
+from train.config import ConfigError, choice
+from train.dataset import BuildReport, BuiltDataset, build_dataset
 from train.evaluation.callback import build_eval_callback
 from train.flops import flops_counter, sample_lengths
 from train.loss import WeightedLoss
@@ -38,7 +38,7 @@ from train.model import (
 from train.packing import PackedCollator, PaddedCollator, best_fit_pack, pack_samples, packing_stats
 from train.report import read_metrics
 from train.resume_config import record_config
-from train.run_dir import check_inputs, evaluation_hint, hold_run_dir
+from train.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
 from train.summary import eval_before_after, run_identity
 from train.tokenizers import cache_root, load_tokenizer
 from train.tracking import rank_zero_print, report_to
@@ -82,6 +82,14 @@ def make_rows(built: BuiltDataset, data_cfg: Any) -> tuple[list[dict], dict[str,
     return rows, {"samples": stats.samples, "rows": stats.rows, "padding_efficiency": round(stats.efficiency, 4)}
 
 
+def no_training_rows_message(report: BuildReport) -> str:
+    """Why a build gave nothing to train on: the counts, then the commonest reasons (an input error, not a crash)."""
+    reasons = sorted(report.reasons.items(), key=lambda item: -item[1])[:3]
+    why = "; ".join(f"{count} x {reason}" for reason, count in reasons) or "no conversation was read"
+    return (f"no training rows: {report.read} conversations read, {report.accepted} accepted, "
+            f"{report.eval_rows} held out for eval ({why})")
+
+
 def data_builder(cfg: DictConfig) -> tuple[Any, dict[str, Any] | None]:
     """The recipe's data builder (``data.builder``) bound to ``data.builder_args`` and the run's seed,
     with what the dataset cache key must add for it (the seed, the builder's version); (None, None) without one."""
@@ -93,7 +101,7 @@ def data_builder(cfg: DictConfig) -> tuple[Any, dict[str, Any] | None]:
     try:
         transform = builders.bind(cfg.data.builder, int(cfg.seed), args)
     except ValueError as err:  # before any data is read: a bad builder config costs nothing
-        raise SystemExit(f"tooltrain: data.builder={cfg.data.builder}: {err}") from None
+        raise ConfigError(f"data.builder={cfg.data.builder}: {err}") from None
     return transform, {"builder_seed": int(cfg.seed), "builder_version": builders.version(cfg.data.builder)}
 
 
@@ -138,7 +146,7 @@ def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks
     built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, Path(cfg.data.cache_dir or cache_root() / "datasets"),
                           transform=transform, key_extra=key_extra, may_build=world.is_local_main)
     if not built.train:
-        raise SystemExit(f"no training rows: {json.dumps(built.report.to_dict())}")
+        raise RunSetupError(no_training_rows_message(built.report))
     rows, pack_info = make_rows(built, cfg.data)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     meter = TokenMeter()

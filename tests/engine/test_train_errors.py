@@ -93,6 +93,26 @@ def test_an_output_dir_that_is_a_file_is_one_error_line_and_the_file_is_kept(eng
     assert a_file.read_text() == "mine"
 
 
+def test_data_that_leaves_nothing_to_train_on_is_one_error_line_with_the_reasons(engine, tmp_path):
+    # every conversation is longer than 8 tokens and overlong ones are dropped, not cut
+    result = train(engine, tmp_path / "run", "data.max_seq_len=8", "data.overlong=drop")
+    error = the_error(result, 2)
+    assert error.startswith("error: no training rows: 16 conversations read, 0 accepted, 0 held out for eval (")
+    assert "x dropped_overlong: N > N tokens" in error
+
+
+def test_an_unknown_builder_argument_is_one_error_line(engine, tmp_path):
+    result = train(engine, tmp_path / "run", "data.builder=metatool", "+data.builder_args.bogus=1")
+    assert the_error(result, 2).startswith("error: data.builder=metatool: ")
+
+
+def test_an_eval_benchmark_without_conversations_is_one_error_line(engine, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = train(engine, tmp_path / "run", "eval=heldout", f"eval.benchmarks.0.data={empty}")
+    assert the_error(result, 2).startswith(f"error: eval: {empty}: not canonical conversations")
+
+
 # ---------------------------------------------------------------- item 5: a full disk, Ctrl-C
 
 

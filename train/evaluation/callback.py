@@ -36,7 +36,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from train import distributed
-from train.config import choice
+from train.config import ConfigError, choice
 from train.evaluation.generate import HFBackend, generate
 from train.evaluation.tasks import (
     EvalItem,
@@ -217,7 +217,7 @@ def build_eval_callback(
     try:
         benchmarks = load_benchmarks(eval_cfg, built.eval_conversations)
     except TaskError as err:  # before any training: a bad eval config costs nothing
-        raise SystemExit(f"tooltrain: {err}") from None
+        raise ConfigError(f"eval: {err}") from None
     return GenerationEval(
         benchmarks,
         get_format(cfg.model.chat_format, cfg.data.get("format_options")),  # prompts as the rows were rendered
