@@ -257,3 +257,41 @@ def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
     problems = compose_error(["data.builder=my_builders:SPEC", "+data.builder_args.nope=1"])
     expected = "data.builder=my_builders:SPEC: my_builders:SPEC builder: unknown argument(s) ['nope']; valid: keep, tag"
     assert expected in problems
+
+
+# ---------------------------------------------------------------- one canonical reader
+
+
+def test_the_three_canonical_readers_are_one(tmp_path, plugin):
+    """Training data, ``data build`` inputs and eval references read a canonical file alike: the same
+    conversations, and every other line a counted reject (a tool query was silently skipped by the dataset)."""
+    from train.dataset import BuildReport, read_conversations
+    from train.evaluation.tasks import get_task, read_references
+
+    path = tmp_path / "mixed.jsonl"
+    lines = [json.dumps(CONVERSATIONS[0]), '{"id": "q1", "query": "weather?", "gold_tools": ["get_weather"]}',
+             '{"id": "n", "x": NaN}', '{"id": "d", "id": "e"}', json.dumps(CONVERSATIONS[1]),
+             '{"id": "robot", "messages": [{"role": "robot", "content": "beep"}]}']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = BuildReport()
+    trained = [c.id for c in read_conversations([{"name": "canonical", "inputs": [str(path)]}], report)]
+    assert trained == ["c0", "c1"] and (report.read, report.rejected_by_reader) == (6, 4)
+    references, rejected = read_references([path], None, get_task("heldout"))
+    assert [c.id for c in references] == trained and len(rejected) == 4
+    assert rejected[0] == {"location": f"{path}:2", "reason": "a tool_query, not a conversation"}
+    plugin("keep_all", """
+        from dataclasses import dataclass
+        from train.builders import BuilderSpec
+
+        @dataclass
+        class NoArgs:
+            pass
+
+        def build(conversations, *, seed, on_drop=None):
+            yield from conversations
+
+        SPEC = BuilderSpec(build=build, args=NoArgs)
+    """)
+    assert main(["data", "build", "keep_all:SPEC", str(path), "-o", str(tmp_path / "out")]) == 0
+    built = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert (built["read"], sum(built["rejected"].values()), built["train"]["rows"]) == (6, 4, 2)
