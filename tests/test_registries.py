@@ -22,6 +22,7 @@ from train.schema import Conversation
 from train.sources import SOURCES
 
 REPO = Path(__file__).resolve().parents[1]
+BUILD_OUT = "-o"  # data build's output folder option (one place to change if its spelling changes)
 CONVERSATIONS = [
     {"id": f"c{i}", "messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
     for i in range(3)
@@ -113,11 +114,11 @@ def test_unknown_names_list_the_valid_ones(tmp_path, conversations, capsys):
     code = main(["eval", "score", "nope", "--predictions", str(conversations), "--references", str(conversations)])
     assert code == 2
     assert capsys.readouterr().err.startswith(f"error: unknown scorer 'nope'; valid scorers: {', '.join(SCORERS)}")
-    assert main(["data", "build", "nope", str(conversations), "-o", str(tmp_path / "out")]) == 2
+    assert main(["data", "build", "nope", str(conversations), BUILD_OUT, str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith("error: unknown data builder 'nope'; valid builders: metatool")
-    assert main(["data", "build", "metatool", str(conversations), "teachr=x", "-o", str(tmp_path / "out")]) == 2
+    assert main(["data", "build", "metatool", str(conversations), "teachr=x", BUILD_OUT, str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith("error: metatool builder: unknown argument 'teachr'; valid: alpha, ")
-    assert main(["data", "build", "metatool", str(conversations), "pool_size=many", "-o", str(tmp_path / "out")]) == 2
+    assert main(["data", "build", "metatool", str(conversations), "pool_size=many", BUILD_OUT, str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == "error: metatool builder: pool_size must be int, got 'many'\n"
     assert not (tmp_path / "out").exists()
 
@@ -240,14 +241,14 @@ def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
     """)
     out = tmp_path / "out"
     assert main(["data", "build", "my_builders:SPEC", str(conversations), "keep=2", "tag=mine", "--seed", "3",
-                 "-o", str(out)]) == 0
+                 BUILD_OUT, str(out)]) == 0
     rows = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
     assert [(r["id"], r["meta"]) for r in rows] == [("c0", {"tag": "mine", "seed": 3}),
                                                     ("c1", {"tag": "mine", "seed": 3})]
     report = json.loads((out / "report.json").read_text())
     assert (report["read"], report["dropped"], report["train"]) == (3, {"past keep": 1}, {"rows": 2})
     assert capsys.readouterr().out.startswith("read 3: training rows 2, dropped 1, rejected 0\n")
-    assert main(["data", "build", "my_builders:SPEC", str(conversations), "nope=1", "-o", str(out)]) == 2
+    assert main(["data", "build", "my_builders:SPEC", str(conversations), "nope=1", BUILD_OUT, str(out)]) == 2
     assert capsys.readouterr().err == "error: my_builders:SPEC builder: unknown argument 'nope'; valid: keep, tag\n"
     cfg = compose(["recipe=tiny", "data.builder=my_builders:SPEC", "+data.builder_args.keep=2"])
     from train.builders import bind
@@ -292,6 +293,6 @@ def test_the_three_canonical_readers_are_one(tmp_path, plugin):
 
         SPEC = BuilderSpec(build=build, args=NoArgs)
     """)
-    assert main(["data", "build", "keep_all:SPEC", str(path), "-o", str(tmp_path / "out")]) == 0
+    assert main(["data", "build", "keep_all:SPEC", str(path), BUILD_OUT, str(tmp_path / "out")]) == 0
     built = json.loads((tmp_path / "out" / "report.json").read_text())
     assert (built["read"], sum(built["rejected"].values()), built["train"]["rows"]) == (6, 4, 2)
