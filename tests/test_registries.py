@@ -180,6 +180,8 @@ def test_a_source_reader_from_outside(plugin, tmp_path, capsys):
     read = [c.id for c in read_conversations([{"name": s.name, "inputs": list(s.inputs)} for s in cfg.data.sources],
                                              report)]
     assert read == ["line1", "line3"] and (report.read, report.rejected_by_reader) == (3, 1)
+    assert "data.sources.0.name: source 'my_readers:reed': my_readers has no reed" in compose_error(
+        ["data.sources.0.name=my_readers:reed"])
 
 
 def test_a_scorer_and_its_task_from_outside(plugin, tmp_path, conversations, capsys):

@@ -330,13 +330,19 @@ def _data_problems(cfg: DictConfig) -> list[str]:
 def _registry_problems(cfg: DictConfig) -> list[str]:
     """Source and builder names (registered, or module:attr) and the builder's arguments (its dataclass)."""
     from train.builders import make_args
-    from train.sources import SOURCES
+    from train.sources import SOURCES, SourceError
 
-    problems = [
-        f"data.sources.{index}.name={spec.name} is not a source; valid: {', '.join(SOURCES)} "
-        "(or module:attr naming your own reader)"
-        for index, spec in enumerate(cfg.data.sources) if not SOURCES.known(spec.name)
-    ]
+    problems = []
+    for index, spec in enumerate(cfg.data.sources):
+        name = None if OmegaConf.is_missing(spec, "name") else spec.name
+        if not SOURCES.known(name):
+            problems.append(f"data.sources.{index}.name={name} is not a source; valid: {', '.join(SOURCES)} "
+                            "(or module:attr naming your own reader)")
+        elif name not in SOURCES:  # a module:attr of the user's: imported now, so a typo fails at compose time
+            try:
+                SOURCES.get(name)
+            except SourceError as err:
+                problems.append(f"data.sources.{index}.name: {err}")
     if cfg.data.builder:
         try:  # imports the builder (a module:attr too): a bad name or argument fails at compose time
             make_args(cfg.data.builder, OmegaConf.to_container(cfg.data.builder_args, resolve=True))
