@@ -257,6 +257,8 @@ def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
 
     assert [c.id for c in bind(cfg.data.builder, 0, dict(cfg.data.builder_args))(
         [Conversation.from_dict(c) for c in CONVERSATIONS])] == ["c0", "c1"]
+    assert "my_builders:SPEC builder: keep must be int, got 'two'" in compose_error(
+        ["data.builder=my_builders:SPEC", "+data.builder_args.keep=two"])
     problems = compose_error(["data.builder=my_builders:SPEC", "+data.builder_args.nope=1"])
     expected = "data.builder=my_builders:SPEC: my_builders:SPEC builder: unknown argument(s) ['nope']; valid: keep, tag"
     assert expected in problems

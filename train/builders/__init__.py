@@ -63,8 +63,19 @@ def make_args(name: str, args: dict[str, Any] | None = None) -> Any:
     unknown = sorted(set(args or {}) - set(known))
     if unknown:
         raise ValueError(f"{name} builder: unknown argument(s) {unknown}; valid: {', '.join(sorted(known))}")
+    hints = typing.get_type_hints(cls)
+    for key, value in (args or {}).items():  # scalar fields are typed: a recipe's YAML is checked as the CLI is
+        kind = hints[key]
+        if kind in (bool, int, float, str) and not _fits(value, kind):
+            raise ValueError(f"{name} builder: {key} must be {kind.__name__}, got {value!r}")
     from_args = getattr(cls, "from_args", None)
     return from_args(dict(args or {})) if from_args is not None else cls(**dict(args or {}))
+
+
+def _fits(value: Any, kind: type) -> bool:
+    if isinstance(value, bool) or kind is bool:  # a bool is an int in Python: keep them apart
+        return isinstance(value, bool) and kind is bool
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
 
 
 def parse_args(name: str, specs: list[str]) -> dict[str, Any]:
