@@ -82,7 +82,7 @@ class ModelConfig:
 
 @dataclass
 class SourceSpec:
-    name: str = MISSING  # a reader in train.sources.SOURCES, or "canonical" for JSON Lines already converted
+    name: str = MISSING  # a reader in train.sources.SOURCES ("canonical": JSON Lines already converted), or module:attr
     inputs: list[str] = MISSING  # paths; "pkg://train/..." for files the package ships
     limit: Optional[int] = None
 
@@ -159,7 +159,7 @@ class TrackingConfig:
 
 @dataclass
 class BenchmarkSpec:
-    name: str = MISSING  # a task in train.evaluation.tasks.TASKS (its scorer has the same name)
+    name: str = MISSING  # a benchmark with a task in train.evaluation.SCORERS, or module:attr naming a ScorerSpec
     # a file or a list of files; None: the run's own held-out split (data.eval_fraction), for heldout
     data: Any = None
     source: Optional[str] = None  # reader for data that is not canonical JSON Lines (bfcl, toolselect)
@@ -304,11 +304,16 @@ def _data_problems(cfg: DictConfig) -> list[str]:
 
     problems = []
     chat_format = cfg.model.chat_format
-    if chat_format not in FORMATS:
-        problems.append(f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)}")
+    if not FORMATS.known(chat_format):
+        problems.append(f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)} "
+                        "(or module:attr naming your own ChatFormat)")
     else:
         options = OmegaConf.to_container(cfg.data.format_options, resolve=True)
-        problems += [f"data.format_options: {problem}" for problem in check_format_options(chat_format, options)]
+        try:  # a module:attr format is imported here: a bad one fails at compose time
+            problems += [f"data.format_options: {problem}" for problem in check_format_options(chat_format, options)]
+        except ValueError as err:
+            problems.append(f"model.chat_format={chat_format}: {err}")
+    problems += _registry_problems(cfg)
     valid = ", ".join(sorted(WEIGHT_PARTS))
     unknown_parts = set(cfg.data.part_weights) - WEIGHT_PARTS
     if unknown_parts:
@@ -322,8 +327,32 @@ def _data_problems(cfg: DictConfig) -> list[str]:
     return problems
 
 
+def _registry_problems(cfg: DictConfig) -> list[str]:
+    """Source and builder names (registered, or module:attr) and the builder's arguments (its dataclass)."""
+    from train.builders import make_args
+    from train.sources import SOURCES, SourceError
+
+    problems = []
+    for index, spec in enumerate(cfg.data.sources):
+        name = None if OmegaConf.is_missing(spec, "name") else spec.name
+        if not SOURCES.known(name):
+            problems.append(f"data.sources.{index}.name={name} is not a source; valid: {', '.join(SOURCES)} "
+                            "(or module:attr naming your own reader)")
+        elif name not in SOURCES:  # a module:attr of the user's: imported now, so a typo fails at compose time
+            try:
+                SOURCES.get(name)
+            except SourceError as err:
+                problems.append(f"data.sources.{index}.name: {err}")
+    if cfg.data.builder:
+        try:  # imports the builder (a module:attr too): a bad name or argument fails at compose time
+            make_args(cfg.data.builder, OmegaConf.to_container(cfg.data.builder_args, resolve=True))
+        except ValueError as err:
+            problems.append(f"data.builder={cfg.data.builder}: {err}")
+    return problems
+
+
 def _eval_problems(cfg: DictConfig) -> list[str]:
-    from train.evaluation.tasks import TASKS
+    from train.evaluation.tasks import TaskError, task_class, task_names
 
     problems = []
     if cfg.eval.every_steps < 0 or cfg.eval.batch_size < 1:
@@ -331,15 +360,20 @@ def _eval_problems(cfg: DictConfig) -> list[str]:
                         f"got {cfg.eval.every_steps} and {cfg.eval.batch_size}")
     for index, bench in enumerate(cfg.eval.benchmarks):
         where = f"eval.benchmarks.{index} ({bench.name})"
-        if bench.name not in TASKS:
-            problems.append(f"{where}: unknown benchmark; valid: {', '.join(TASKS)}")
-        elif bench.data is None and bench.name != "heldout":
+        try:  # a registered benchmark with a task (train.evaluation.SCORERS), or module:attr naming one
+            task = task_class(bench.name)
+        except TaskError as err:
+            unknown = str(err).startswith("unknown benchmark")
+            problems.append(f"{where}: unknown benchmark; valid: {', '.join(task_names())}" if unknown
+                            else f"{where}: {err}")
+            task = None
+        if task is not None and bench.data is None and bench.name != "heldout":
             problems.append(f"{where}: needs data (only heldout defaults to the run's eval split)")
-        elif bench.data is None and cfg.data.eval_fraction <= 0:
+        elif task is not None and bench.data is None and cfg.data.eval_fraction <= 0:
             problems.append(f"{where}: evaluates the run's eval split, but data.eval_fraction is 0; "
                             "set data.eval_fraction > 0")
-        if bench.name in TASKS:
-            problems += [f"{where}: {problem}" for problem in TASKS[bench.name].option_problems(dict(bench.options))]
+        if task is not None:
+            problems += [f"{where}: {problem}" for problem in task.option_problems(dict(bench.options))]
         if bench.max_new_tokens < 1 or (bench.limit is not None and bench.limit < 1):
             problems.append(f"{where}: max_new_tokens and limit must be >= 1")
     return problems

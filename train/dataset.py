@@ -27,7 +27,7 @@ from train.builders.metatool import with_retrieved_tools
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat
 from train.progress import progress
-from train.schema import Conversation, dumps, record_from_dict
+from train.schema import Conversation, dumps
 from train.sources import Rejected, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
 from train.validate import check_conversation
@@ -88,10 +88,7 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
     first_source: dict[str, int] = {}  # id -> index in data.sources of the source that read it first
     for index, spec in enumerate(sources):
         inputs = [resolve_input(p) for p in spec["inputs"]]
-        if spec["name"] == "canonical":
-            records: Iterator[Any] = _read_canonical(inputs)
-        else:
-            records = get_reader(spec["name"])(inputs)
+        records = get_reader(spec["name"])(inputs)  # "canonical": train.sources.canonical
         taken = 0
         for item in records:
             if spec.get("limit") is not None and taken >= spec["limit"]:
@@ -108,24 +105,6 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
                     continue
                 first_source[item.id] = index
                 yield item
-
-
-def _read_canonical(paths: list[Path]) -> Iterator[Conversation | Rejected]:
-    from train.sources._common import iter_json_records
-
-    for path in paths:
-        for item in iter_json_records(path):
-            if isinstance(item, Rejected):
-                yield item
-                continue
-            location, obj = item
-            try:
-                record = record_from_dict(obj)
-            except ValueError as err:
-                yield Rejected(location, str(err))
-                continue
-            if isinstance(record, Conversation):
-                yield record
 
 
 def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: int, overlong: str, report: BuildReport,

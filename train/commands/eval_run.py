@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from train.commands.outputs import check_outputs, output_file, write_results
-from train.evaluation.tasks import TASKS
+from train.evaluation.tasks import task_names
 
 
 class ModelError(ValueError):
@@ -48,7 +48,8 @@ class LoadedModel:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg = parser.add_argument
     arg("model", metavar="MODEL", help="a run directory, a HF model directory, or a conf/model name (tiny, smollm2)")
-    arg("bench", choices=list(TASKS), help="benchmark: its task builds the prompts, its scorer scores")
+    arg("bench", metavar="BENCH", help="benchmark: its task builds the prompts, its scorer scores "
+        f"({', '.join(task_names())}; or module:attr naming a ScorerSpec with a task)")
     arg("--data", type=Path, nargs="+", metavar="FILE",
         help="reference conversations (canonical JSON Lines) or the bench's own files")
     arg("--source", metavar="READER", help="read --data with this reader (default: canonical, else the bench's own)")
@@ -229,7 +230,14 @@ def generation_summary(generations: list[Any]) -> dict[str, int]:
 def run(args: argparse.Namespace) -> int:
     from train.commands.eval_score import metric_tables
     from train.evaluation.generate import GenerationError, generate
-    from train.evaluation.tasks import TaskError, evaluate_generations, get_task, prediction_records, read_references
+    from train.evaluation.tasks import (
+        TaskError,
+        evaluate_generations,
+        get_task,
+        prediction_records,
+        read_references,
+        task_class,
+    )
     from train.export import ExportError
     from train.formats import get_format, parse_format_option
 
@@ -237,8 +245,13 @@ def run(args: argparse.Namespace) -> int:
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2
     check_outputs([args.predictions, args.output], args.data or [])  # before the model is loaded
+    try:  # an unknown benchmark lists the valid ones
+        options_types = task_class(args.bench).OPTIONS
+    except TaskError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     try:
-        task = get_task(args.bench, parse_options(args.option, TASKS[args.bench].OPTIONS))
+        task = get_task(args.bench, parse_options(args.option, options_types))
     except (TaskError, ValueError) as err:
         print(f"error: --option: {err}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """``tooltrain eval score BENCH --predictions P.jsonl --references R.jsonl [--per-item OUT.jsonl] [-o METRICS.json]``.
 
 Reads prediction and reference rows (JSON Lines, or a JSON array), hands them to the bench's scorer
-from ``train.evaluation.SCORERS`` (joined by ``id`` inside the scorer), prints the metrics as plain
+registered in ``train.evaluation.SCORERS`` (joined by ``id`` inside the scorer; BENCH may also be
+``module:attr`` naming a ``ScorerSpec`` of your own), prints the metrics as plain
 tables, and lists everything not scored: unreadable lines (``file:line: reason``), references
 without a prediction (scored wrong), predictions without a reference, repeated ids, references the
 scorer cannot use. ``--per-item`` writes one JSON line per scored item, ``-o`` the metrics JSON.
@@ -21,7 +22,6 @@ from typing import Any
 from train.commands.outputs import check_outputs, output_file, write_results
 from train.sources._common import Rejected, SourceError, iter_json_records
 
-BENCHES = ("bfcl", "metabench", "itc", "toolbench", "nexus", "tracc", "toolselect", "heldout")
 ISSUE_KEYS = (
     "missing_prediction_ids",
     "unknown_prediction_ids",
@@ -33,51 +33,35 @@ ISSUE_KEYS = (
 )
 MAX_LISTED = 10
 
-EPILOG = """\
+EPILOG_HEAD = """\
 Row layouts (one JSON object per line; every row has an "id"; predictions and references are joined by id):
 
-  metabench   references: one row per turn: a canonical conversation (gold turn = messages[meta.turn], else the
-              last assistant message) or {"id", "tool_calls": [{"name", "arguments"}], "meta"}; meta.category is
-              chat|function_missing|function_existing|single_call|multi_call, plus meta.difficulty, meta.world and,
-              for meta_tool turns, meta.gold_tools (else read from the meta_tool results after the turn).
-              predictions: {"id", "content", "tool_calls": [{"name", "arguments"}], "retrieved": [names]}.
-              metrics: T-Acc, P-Acc, IRR, FMD, HR@1/3/5 overall, by category and by difficulty/world/category.
-  itc         references: canonical conversations from `tooltrain data convert itc` (gold = messages[meta.turn],
-              else the last {Thought, Action} answer).
-              predictions: {"id", "content": "<raw answer: {\\"Thought\\", \\"Action\\": \\"[api(p='v')]\\"}>"}
-              or {"id", "content": thought, "tool_calls": [...]}. metrics: LM, FM, tool P/R/F1, invocation
-              P/R/F1 on (tool, key, value) triples, Table 4 error shares. --languages restricts langid.
-  tracc       references: {"id", "tools": [gold names]} or ToolQuery rows ({"id", "query", "gold_tools"}).
-              predictions: {"id", "tools": [names, best first]}. metrics: TRACC, Recall@K, NDCG@K (K = |gold|).
-  toolselect  references: {"id", "gold_tool"}, meta.gold_tool, one gold_tools name, or a conversation whose last
-              assistant turn calls the tool. predictions: {"id", "content": "...Act: CALLTOOL[\\"Name\\"]"} or
-              {"id", "tool_calls": [{"name"}]}. metric: accuracy.
-  bfcl        --references QUESTIONS.json [--references POSSIBLE_ANSWER.json] --category NAME (default: read from
-              the questions file name). predictions: {"id", "result": [{"func_name": {"arg": value}}]}.
-              Every category and the leaderboard summaries: --predictions RESULT_DIR --references BFCL_DATA_DIR
-              (files [BFCL_vN_]CATEGORY[_result].json[l]; possible_answer/ inside the data folder)
-              [--category NAME ...] [--summary v4|v2]: accuracy per category, weighted/unweighted summaries.
-  toolbench   references: canonical conversations from `tooltrain data convert toolbench` (meta.task, meta.completion).
-              predictions: {"id", "program": "<program or curl line>", "tool": "<selected tool>"}.
-              metrics: success rate and tool-selection accuracy per task and pooled.
-  nexus       references: canonical conversations from `tooltrain data convert nexus` (meta.dataset = task, gold =
-              the last assistant turn's tool_calls). predictions: {"id", "call": "<python call string>"} or
-              {"id", "tool_calls": [...]}. metrics: accuracy per task, weighted and unweighted averages.
-  heldout     references: any canonical conversations (gold = messages[meta.turn], else the last assistant turn
-              with tool calls, else the last assistant turn).
-              predictions: {"id", "content", "tool_calls": [{"name", "arguments"}], "error"}; a set "error" is wrong.
-              metrics: exact match of the calls (names + normalised arguments) and name accuracy, by call/no-call turn.
-
+"""
+EPILOG_TAIL = """
 A reference without a prediction is scored wrong; a prediction without a reference, a repeated id, an
 unreadable line (file:line) and a reference the scorer cannot use are counted and listed, never dropped.
 See docs/evaluation.md for the exact metric definitions.
 """
 
 
+def epilog() -> str:
+    """The row layouts of every registered scorer (``ScorerSpec.layout``), one block per benchmark."""
+    from train.evaluation import SCORERS
+
+    blocks = []
+    for name in SCORERS.names():
+        first, *rest = SCORERS.get(name).layout.splitlines()
+        blocks.append("\n".join([f"  {name:<11} {first}", *(f"{'':14}{line}" for line in rest)]))
+    return EPILOG_HEAD + "\n".join(blocks) + "\n" + EPILOG_TAIL
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
-    parser.add_argument("bench", choices=BENCHES, help="benchmark whose scorer to run")
+    from train.evaluation import SCORERS
+
+    parser.epilog = epilog()
+    parser.add_argument("bench", metavar="BENCH",
+                        help=f"benchmark whose scorer to run: {', '.join(SCORERS)}; or module:attr (a ScorerSpec)")
     parser.add_argument("--predictions", type=Path, required=True, metavar="P.jsonl",
                         help="model predictions; bfcl: or a folder of per-category prediction files")
     parser.add_argument(
@@ -125,11 +109,12 @@ def read_rows(path: Path, role: str) -> tuple[list[dict[str, Any]], dict[Any, st
 
 
 def run_scorer(args: argparse.Namespace, predictions: list[dict], references: list[list[dict]]) -> dict[str, Any]:
-    from train.evaluation import SCORERS, get_scorer
+    from train.evaluation import get_scorer
 
-    if args.bench not in SCORERS:
-        raise SourceError(f"no scorer is registered for {args.bench!r} yet (registered: {', '.join(SCORERS)})")
-    scorer = get_scorer(args.bench)
+    try:
+        scorer = get_scorer(args.bench)
+    except ValueError as err:  # an unknown name lists the registered ones
+        raise SourceError(str(err)) from None
     if args.bench == "bfcl":
         return _score_bfcl(scorer, args, predictions, references)
     if len(references) != 1:
@@ -261,6 +246,13 @@ def counts(result: dict[str, Any], issues: dict[str, Any], unreadable: list[dict
 def run(args: argparse.Namespace) -> int:
     # before any scoring: --per-item onto the predictions would destroy them
     check_outputs([args.per_item, args.output], [args.predictions, *args.references])
+    from train.evaluation import get_scorer
+
+    try:  # before any reading: an unknown name lists the registered ones
+        get_scorer(args.bench)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.bench == "bfcl" and args.predictions.is_dir():
         from train.commands import eval_score_bfcl
 

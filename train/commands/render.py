@@ -55,7 +55,8 @@ def part_weight(spec: str) -> tuple[str, float]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE.jsonl", help="canonical conversations (JSON Lines)")
     parser.add_argument(
-        "--format", required=True, choices=list(FORMATS), metavar="FORMAT", help=f"one of: {', '.join(FORMATS)}"
+        "--format", required=True, metavar="FORMAT",
+        help=f"one of: {', '.join(FORMATS)}; or module:attr (your own ChatFormat)",
     )
     parser.add_argument(
         "--tokenizer", help="a tooltrain tokenizer name or a local tokenizer folder (default: the format's)"

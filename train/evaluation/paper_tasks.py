@@ -1,4 +1,4 @@
-"""ITC, ToolBench and Nexus as generation tasks (``train.evaluation.tasks`` lists them in ``TASKS``).
+"""ITC, ToolBench and Nexus as generation tasks (registered with their scorers in ``train.evaluation.SCORERS``).
 
 =========== ============================================ ==================================================
 task        turn written                                 prediction row (the scorer's layout)

@@ -29,7 +29,8 @@ samples (+ API) files, NexusRaven query files, the SambaNova ToolBench folder).
 ``prepare`` is also told which files the references came from (``sources``): a task may need a file
 beside them (Meta-Bench's tool library). A task takes options (``eval.benchmarks.N.options``,
 ``tooltrain eval run --option``); ``OPTIONS`` lists each task's names and types.
-This module imports nothing heavy: ``train.config`` reads ``TASKS`` when it checks a config.
+Each task is registered with its scorer and row layouts in ``train.evaluation.SCORERS`` (``task_class``).
+This module imports nothing heavy: ``train.config`` reads the tasks when it checks a config.
 """
 
 from __future__ import annotations
@@ -38,9 +39,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from train.evaluation.paper_tasks import ItcTask, NexusTask, ToolBenchTask
 from train.evaluation.task_base import EvalItem, Outcome, Prepared, Task, TaskError, failed_calls, last_assistant
-from train.schema import Conversation, record_from_dict
+from train.schema import Conversation
 
 
 class HeldOutTask(Task):
@@ -186,36 +186,45 @@ class BfclTask(Task):
         return {"overall": overall, "by_category": sections, "per_item": per_item}
 
 
-TASKS: dict[str, type[Task]] = {
-    task.name: task
-    for task in (HeldOutTask, MetaBenchTask, ToolSelectTask, BfclTask, ItcTask, ToolBenchTask, NexusTask)
-}
+def task_names() -> list[str]:
+    """The benchmarks ``eval run`` and the eval callback can generate for (registered with a task)."""
+    from train.evaluation import SCORERS
+
+    return [name for name in SCORERS.names() if SCORERS.get(name).task is not None]
+
+
+def task_class(name: str) -> type[Task]:
+    """The task of benchmark ``name`` (registered, or ``module:attr`` naming a ScorerSpec); TaskError when
+    there is none, listing the benchmarks that have one."""
+    from train.evaluation import SCORERS
+    from train.registry import load
+
+    if not SCORERS.known(name):
+        raise TaskError(f"unknown benchmark {name!r}; valid: {', '.join(task_names())} (or module:attr for your own)")
+    try:
+        task = SCORERS.get(name).task
+        cls = load(task, "task", TaskError) if isinstance(task, str) else task
+    except ValueError as err:
+        raise TaskError(str(err)) from None
+    if task is None:
+        raise TaskError(f"{name} is scored from rows only (tooltrain eval score {name}); "
+                        f"benchmarks with a generation task: {', '.join(task_names())}")
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise TaskError(f"{name}: its task {cls!r} is not a train.evaluation.task_base.Task subclass")
+    return cls
 
 
 def get_task(name: str, options: dict[str, Any] | None = None) -> Task:
-    if name not in TASKS:
-        raise TaskError(f"unknown benchmark {name!r}; valid: {', '.join(TASKS)}")
-    problems = TASKS[name].option_problems(dict(options or {}))
+    cls = task_class(name)
+    problems = cls.option_problems(dict(options or {}))
     if problems:
         raise TaskError(f"{name}: {'; '.join(problems)}")
-    return TASKS[name](**dict(options or {}))
+    task = cls(**dict(options or {}))
+    task.name = name  # the name it was asked by (a module:attr too): Task.score finds its scorer by it
+    return task
 
 
 # ---------------------------------------------------------------- references
-
-
-def looks_canonical(path: Path) -> bool:
-    """Whether the file's first record is a canonical conversation (JSON Lines or a JSON array)."""
-    from train.sources._common import Rejected, SourceError, iter_json_records
-
-    if not path.is_file():  # a benchmark folder (ToolBench's) is for its reader
-        return False
-    try:
-        for item in iter_json_records(path):
-            return not isinstance(item, Rejected) and isinstance(item[1], dict) and "messages" in item[1]
-    except SourceError:
-        return False
-    return False
 
 
 def read_references(
@@ -227,7 +236,7 @@ def read_references(
     and anything else through the task's native reader.
     """
     from train.sources import Rejected, SourceError, get_reader
-    from train.sources._common import iter_json_records
+    from train.sources.canonical import looks_canonical
 
     paths = [Path(p) for p in paths]
     for path in paths:
@@ -241,34 +250,17 @@ def read_references(
                 f"{', '.join(map(str, paths))}: not canonical conversations, and {task.name} has no reader of its own; "
                 "convert with `tooltrain data convert` or pass --source"
             )
-    conversations: list[Conversation] = []
-    rejected: list[dict[str, str]] = []
     folders = [path for path in paths if not path.is_file()]
     if source == "canonical" and folders:
         raise TaskError(f"{folders[0]}: not a file (canonical references are JSON Lines files)")
+    conversations: list[Conversation] = []
+    rejected: list[dict[str, str]] = []
     try:
-        if source == "canonical":
-            items: Any = ((path, item) for path in paths for item in iter_json_records(path))
-            for path, item in items:
-                if isinstance(item, Rejected):
-                    rejected.append({"location": item.location, "reason": item.reason})
-                    continue
-                location, obj = item
-                try:
-                    record = record_from_dict(obj)
-                except ValueError as err:
-                    rejected.append({"location": location, "reason": str(err)})
-                    continue
-                if isinstance(record, Conversation):
-                    conversations.append(record)
-                else:
-                    rejected.append({"location": location, "reason": f"a {record.kind}, not a conversation"})
-        else:
-            for item in get_reader(source)(paths):
-                if isinstance(item, Rejected):
-                    rejected.append({"location": item.location, "reason": item.reason})
-                elif isinstance(item, Conversation):
-                    conversations.append(item)
+        for item in get_reader(source)(paths):
+            if isinstance(item, Rejected):
+                rejected.append({"location": item.location, "reason": item.reason})
+            elif isinstance(item, Conversation):
+                conversations.append(item)
     except SourceError as err:
         raise TaskError(str(err)) from None
     return conversations, rejected
@@ -306,17 +298,18 @@ def flat_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
 
 
 __all__ = [
-    "TASKS",
     "EvalItem",
-    "failed_calls",
     "Outcome",
     "Prepared",
     "Task",
     "TaskError",
     "evaluate_generations",
+    "failed_calls",
     "flat_metrics",
     "get_task",
     "metrics_of",
     "prediction_records",
     "read_references",
+    "task_class",
+    "task_names",
 ]

@@ -1,5 +1,8 @@
 """Chat formats, one module per model family. ``get_format(name, options)`` returns a ready instance.
 
+``FORMATS`` is the one list of them (``train.registry``): a name, or ``module:attr`` naming a ``ChatFormat``
+subclass of your own (``model.chat_format=mypkg.formats:MyFormat``, ``docs/extending.md``).
+
 A format's options are the keyword arguments of its constructor (``Llama31Format(tools_in_user_message=False,
 date_string=...)``); ``format_options(name)`` lists them with their defaults, and ``check_format_options``
 says what is wrong with a set of them (unknown names, with the valid ones listed; values of the wrong type)
@@ -8,28 +11,27 @@ without building anything, so configs can be checked at compose time.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 from train.formats.base import ChatFormat, MaskPolicy, Segment, Tokenized, mask_segments
+from train.registry import Registry
 
-# name -> "module:Class", imported lazily.
-FORMATS: dict[str, str] = {
-    "llama3_1": "train.formats.llama3:Llama31Format",
-    "llama3_1_metatool": "train.formats.llama3:Llama31MetaToolFormat",
-    "qwen2_5": "train.formats.qwen2_5:Qwen25Format",
-    "mistral_v3": "train.formats.mistral:MistralV3Format",
-    "mistral_nemo": "train.formats.mistral:MistralNemoFormat",
-    "chatml": "train.formats.chatml:ChatMLFormat",
-}
+FORMATS: Registry[type[ChatFormat]] = Registry(
+    "chat format", "formats", lambda obj: isinstance(obj, type) and issubclass(obj, ChatFormat)
+)
+# imported on first use
+FORMATS.register("llama3_1", "train.formats.llama3:Llama31Format")
+FORMATS.register("llama3_1_metatool", "train.formats.llama3:Llama31MetaToolFormat")
+FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
+FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
+FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
+FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 
 
 def format_class(name: str) -> type[ChatFormat]:
-    if name not in FORMATS:
-        raise ValueError(f"unknown chat format {name!r}; valid formats: {', '.join(FORMATS)}")
-    module_name, class_name = FORMATS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    """The format class ``name`` (registered, or ``module:attr``) names; ValueError listing the valid names."""
+    return FORMATS.get(name)
 
 
 def format_options(name: str) -> dict[str, Any]:
@@ -100,6 +102,7 @@ __all__ = [
     "Segment",
     "Tokenized",
     "check_format_options",
+    "format_class",
     "format_options",
     "get_format",
     "mask_segments",

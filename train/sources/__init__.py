@@ -1,46 +1,57 @@
 """Readers: one module per source layout, each turning source files into canonical records.
 
-Every reader module exposes ``read(inputs: list[pathlib.Path]) -> Iterator[Record | Rejected]``.
+A reader is ``read(inputs: list[pathlib.Path]) -> Iterator[Record | Rejected]``.
 It yields one item per source record (a canonical record, or a ``Rejected`` naming where and
 why), so ``read = accepted + rejected`` always holds for the caller. It raises ``SourceError``
 only when the inputs cannot be read at all (missing file, wrong number of inputs).
 A reader may also yield one ``ToolLibrary`` (the tools a query dataset ranks); it is not a source
 record and is written beside the output rather than counted.
+
+``SOURCES`` is the one list of readers (``train.registry``); wherever a source is named
+(``data.sources.N.name``, ``data convert SOURCE``, ``data build SOURCE:PATH``, ``eval run --source``),
+``module:attr`` naming a reader function of your own works too (``docs/extending.md``). A reader's
+module docstring says what it reads (its ``INPUTS:`` paragraph is ``data convert``'s help).
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from train.registry import Registry
 from train.schema import Record
 from train.sources._common import Rejected, SourceError
 
-# name -> module. Imported lazily so one source's optional dependency never slows the others.
-SOURCES: dict[str, str] = {
-    "glaive": "train.sources.glaive",
-    "sharegpt": "train.sources.sharegpt",
-    "openai": "train.sources.openai",
-    "toolace": "train.sources.toolace",
-    "xlam": "train.sources.xlam",
-    "bfcl": "train.sources.bfcl",
-    "toolbench": "train.sources.toolbench",
-    "toolselect": "train.sources.toolselect",
-    "nexus": "train.sources.nexus",
-    "itc": "train.sources.itc",
-    "metatool": "train.sources.metatool",
-    "toollens": "train.sources.toollens",
-    "rectools": "train.sources.rectools",
-}
-
 Reader = Callable[[list[Path]], Iterator["Record | Rejected"]]
+
+# Imported on first use, so one source's optional dependency never slows the others.
+SOURCES: Registry[Reader] = Registry("source", "sources", callable, SourceError)
+SOURCES.register("canonical", "train.sources.canonical:read")  # already converted: checked and read as is
+SOURCES.register("glaive", "train.sources.glaive:read")
+SOURCES.register("sharegpt", "train.sources.sharegpt:read")
+SOURCES.register("openai", "train.sources.openai:read")
+SOURCES.register("toolace", "train.sources.toolace:read")
+SOURCES.register("xlam", "train.sources.xlam:read")
+SOURCES.register("bfcl", "train.sources.bfcl:read")
+SOURCES.register("toolbench", "train.sources.toolbench:read")
+SOURCES.register("toolselect", "train.sources.toolselect:read")
+SOURCES.register("nexus", "train.sources.nexus:read")
+SOURCES.register("itc", "train.sources.itc:read")
+SOURCES.register("metatool", "train.sources.metatool:read")
+SOURCES.register("toollens", "train.sources.toollens:read")
+SOURCES.register("rectools", "train.sources.rectools:read")
 
 
 def get_reader(name: str) -> Reader:
-    if name not in SOURCES:
-        raise SourceError(f"unknown source {name!r}; valid sources: {', '.join(SOURCES)}")
-    return importlib.import_module(SOURCES[name]).read
+    """The reader ``name`` (registered, or ``module:attr``); SourceError listing the valid names."""
+    return SOURCES.get(name)
 
 
-__all__ = ["SOURCES", "Reader", "Rejected", "SourceError", "get_reader"]
+def reader_doc(name: str) -> str:
+    """The docstring of the module that defines reader ``name``."""
+    module = sys.modules.get(getattr(get_reader(name), "__module__", ""), None)
+    return (module.__doc__ if module is not None else None) or ""
+
+
+__all__ = ["SOURCES", "Reader", "Rejected", "SourceError", "get_reader", "reader_doc"]
