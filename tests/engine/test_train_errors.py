@@ -103,7 +103,8 @@ def test_data_that_leaves_nothing_to_train_on_is_one_error_line_with_the_reasons
 
 def test_an_unknown_builder_argument_is_one_error_line(engine, tmp_path):
     result = train(engine, tmp_path / "run", "data.builder=metatool", "+data.builder_args.bogus=1")
-    assert the_error(result, 2).startswith("error: data.builder=metatool: ")
+    assert the_error(result, 2) == "error: invalid configuration:"  # at compose time, before any data is read
+    assert "  - data.builder=metatool: metatool builder: unknown argument(s) ['bogus']" in result.stderr
 
 
 def test_an_eval_benchmark_without_conversations_is_one_error_line(engine, tmp_path):
