@@ -26,7 +26,7 @@ EPILOG = """\
 meta_tool hypotheses (--method metatool):
   teacher  the --teacher answers the request text with a meta_tool call (offline, the default: a rule-based
            reading, description + prepositional objects as parameters; http/hf: an LLM asked with
-           train/builders/teacher.py's HYPOTHESIS_PROMPT); an answer that is no valid meta_tool call is a miss
+           train/retrieval/teacher.py's HYPOTHESIS_PROMPT); an answer that is no valid meta_tool call is a miss
   gold     the gold tool's own description and required parameters: an upper bound
   rewrite  the gold hypothesis paraphrased by the --teacher (the data builder's Figure 7 rewrite)
 keyword retrieval uses the rule-based keywords of the request; history retrieval the request text itself.
@@ -39,7 +39,7 @@ sweeps them, one job (and one metrics.json) per value, a sweep table at the end:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from train.builders.teacher import add_teacher_arguments
+    from train.retrieval.teacher import add_teacher_arguments
     from train.retrieval.embed import DEFAULT_EMBEDDER
     from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
 
@@ -107,7 +107,7 @@ def parse_numbers(text: str, kind: type, name: str) -> list:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    from train.builders.teacher import teacher_config
+    from train.retrieval.teacher import teacher_config
 
     if args.method is None or args.queries is None:
         raise UsageError("--method and --queries are required (or give Hydra overrides: retrieval.queries=...)")
@@ -164,7 +164,7 @@ class Evaluated:
 def evaluate_settings(s: Settings, names: dict[str, str]) -> Evaluated:
     """Read the queries and the library, index it, ask the teacher, rank: the plain core of both entry points.
     UsageError (or ValueError, OSError) when an input is unusable."""
-    from train.builders.teacher import make_teacher
+    from train.retrieval.teacher import make_teacher
     from train.retrieval.embed import load_embedder
     from train.retrieval.evaluate import evaluate, sample_queries
     from train.retrieval.index import ToolIndex, read_library

@@ -30,7 +30,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from train.builders.teacher import TEACHER_SETTINGS, select_teacher_settings
+from train.retrieval.teacher import TEACHER_SETTINGS, select_teacher_settings
 from train.commands.eval_retrieval import Settings, UsageError, evaluate_settings, report, write_outputs
 from train.config import CONF_DIR
 from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
@@ -52,7 +52,7 @@ TeacherKind = _choices("TeacherKind", TEACHER_SETTINGS)
 
 @dataclass
 class TeacherConfig:
-    """The ``--teacher*`` options as config keys (``train.builders.teacher.teacher_config``)."""
+    """The ``--teacher*`` options as config keys (``train.retrieval.teacher.teacher_config``)."""
 
     kind: TeacherKind = TeacherKind.offline
     base_url: Optional[str] = None  # http: the OpenAI-compatible base URL (…/v1)
