@@ -32,8 +32,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from train.retrieval.teacher import add_teacher_arguments, teacher_config
 from train.commands.outputs import OutputFile, Outputs, make_folder, output_path
+from train.retrieval.teacher import add_teacher_arguments, teacher_config
 from train.schema import Conversation, SchemaError, dumps, record_from_dict
 from train.sources import SOURCES, Rejected, SourceError, get_reader
 

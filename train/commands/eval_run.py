@@ -227,7 +227,7 @@ def generation_summary(generations: list[Any]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.commands.eval_score import metric_tables
+    from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import TaskError, evaluate_generations, get_task, prediction_records, read_references
     from train.export import ExportError
