@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
         parser = argparse.ArgumentParser(prog="tooltrain demo", description=DEMO_HELP)
         demo.add_arguments(parser)
-        return demo.run(parser.parse_args(argv[1:]))
+        return demo.run(parser.parse_args(argv[1:]), main)
     parser = _build_parser(argv)
     args = parser.parse_args(argv)
     if args.group is None:

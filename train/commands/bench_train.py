@@ -169,7 +169,7 @@ def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Mea
 
     from train import distributed
     from train.callbacks import Throughput, TokenMeter
-    from train.commands.bench_render import reference_for
+    from train.commands.chat_setup import reference_for
     from train.config import compose
     from train.model import apply_lora, build_model, resolve_attn_implementation, resolve_dtype
     from train.run import MeteredCollator

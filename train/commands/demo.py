@@ -9,6 +9,7 @@ training demo's run folder (``tooltrain train recipe=demo`` trains in runs/demo/
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -27,9 +28,8 @@ def demo_sample() -> Path:
     return Path(str(resources.files("train") / "assets" / "demo" / "glaive_sample.json"))
 
 
-def run(args: argparse.Namespace) -> int:
-    from train.cli import main
-
+def run(args: argparse.Namespace, run_verb: Callable[[list[str]], int]) -> int:
+    """Each step through ``run_verb`` (the CLI's ``main``, handed in by ``train.cli``: a command never imports the CLI)."""
     out: Path = args.output_dir
     canonical = out / "glaive_sample.jsonl"
     steps = [
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     for number, (what, argv) in enumerate(steps, start=1):
         print(f"\n[{number}/{len(steps)}] {what}\n$ tooltrain {' '.join(argv)}", flush=True)
-        code = main(argv)
+        code = run_verb(argv)
         if code != 0:
             print(f"demo step {number} failed with exit code {code}")
             return code
