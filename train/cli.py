@@ -47,7 +47,7 @@ def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
     groups = parser.add_subparsers(dest="group", metavar="{demo,train,launch," + ",".join([*TOP_VERBS, *VERBS]) + "}")
     groups.add_parser("demo", help=DEMO_HELP)
     groups.add_parser("train", help="train a recipe: tooltrain train recipe=NAME [key=value ...]")
-    groups.add_parser("launch", help="launch a recipe on N nodes: Slurm batch script, torchrun or deepspeed "
+    groups.add_parser("launch", help="launch a recipe on N nodes: tooltrain launch recipe=NAME [--nodes N ...]; Slurm batch script, torchrun or deepspeed "
                       "(--dry-run prints it and writes the sbatch file; starts nothing)")
     for verb, (module_name, help_text) in TOP_VERBS.items():
         verb_parser = groups.add_parser(verb, help=help_text, description=help_text)
