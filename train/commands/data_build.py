@@ -1,4 +1,4 @@
-"""``tooltrain data build metatool INPUT... -o OUTDIR``: a recipe's training set and benchmark.
+"""``tooltrain data build metatool INPUT... --out-dir DIR``: a recipe's training set and benchmark.
 
 INPUT is canonical JSON Lines (``tooltrain data convert`` output), or ``SOURCE:PATH[,PATH...]`` to
 read source files with that reader first (``glaive:train/assets/demo/glaive_sample.json``);
@@ -32,7 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from train.commands.outputs import OutputFile, Outputs, make_folder, output_path
+from train.commands.outputs import OutputFile, Outputs, add_out_dir, make_folder
 from train.retrieval.teacher import add_teacher_arguments, teacher_config
 from train.schema import Conversation, SchemaError, dumps, record_from_dict
 from train.sources import SOURCES, Rejected, SourceError, get_reader
@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("builder", choices=BUILDS, help="the recipe data builder")
     add("inputs", nargs="+", metavar="INPUT", help="canonical JSON Lines, or SOURCE:PATH[,PATH...]")
-    add("-o", "--output", type=output_path, required=True, help="output folder")
+    add_out_dir(parser, "-o", "--output", required=True, help="the folder train.jsonl, bench.jsonl, library.jsonl "
+                "and report.json are written to")
     add("--seed", type=int, default=42, help="hold-out, open/closed mix, difficulty, pools, offline teacher (42)")
     add("--bench-fraction", type=float, default=0.1, help="share of dialogues held out for Meta-Bench (0.1)")
     add("--open-fraction", type=float, default=0.5, help="share of training dialogues made open-world (0.5)")
@@ -164,14 +165,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.bench_fraction < 1.0:
         print(f"error: --bench-fraction must be in [0, 1), got {args.bench_fraction}", file=sys.stderr)
         return 2
-    make_folder(args.output)  # before the build: a bad -o costs nothing
+    make_folder(args.out_dir)  # before the build: a bad --out-dir costs nothing
     rejected: Counter = Counter()
     per_input: list[dict[str, Any]] = []
     try:
         input_paths = [path for spec in args.inputs for path in parse_input(spec)[1]]
-        with Outputs([args.output / name for name in OUTPUTS], inputs=input_paths) as outputs:
+        with Outputs([args.out_dir / name for name in OUTPUTS], inputs=input_paths) as outputs:
             # opened (as temporary files) before the build: an unwritable folder costs nothing
-            files = {name: outputs.open(args.output / name) for name in OUTPUTS}
+            files = {name: outputs.open(args.out_dir / name) for name in OUTPUTS}
             conversations = read_inputs(args.inputs, rejected, per_input)
             train, bench, library, built = build_metatool(conversations, args)
             write_jsonl(files["train.jsonl"], train)
@@ -196,5 +197,5 @@ def run(args: argparse.Namespace) -> int:
           f"bench rows {bench_report['rows']} from {bench_report['dialogues']} dialogues")
     for group, count in built["bench"]["by_group"].items():
         print(f"  bench {group}: {count}")
-    print(f"wrote {args.output}/train.jsonl, bench.jsonl, library.jsonl, report.json")
+    print(f"wrote {args.out_dir}/train.jsonl, bench.jsonl, library.jsonl, report.json")
     return 0

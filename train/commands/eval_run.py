@@ -1,4 +1,4 @@
-"""``tooltrain eval run MODEL BENCH --data FILE... [-o METRICS.json] [--predictions OUT.jsonl]``: generate, then score.
+"""``tooltrain eval run BENCH MODEL --data FILE... [-o METRICS.json] [--predictions OUT.jsonl]``: generate, then score.
 
 MODEL is one of
   * a run directory (``tooltrain train`` output): its ``final/`` adapter (or newest complete
@@ -14,7 +14,8 @@ bench's scorer scores the prediction rows. ``--option KEY=VALUE`` sets a task op
 retriever that executes the model's meta_tool calls for HR@k: ``embedder``, ``alpha``, ``k``).
 ``--predictions`` writes those rows (re-scorable with ``tooltrain eval score``) with each generation
 beside them. ``heldout`` on a run directory without
-``--data`` evaluates the run's own eval split. Exit 0 when scoring ran, 2 when an input is unusable.
+``--data`` evaluates the run's own eval split. BENCH comes first, as in ``tooltrain eval score BENCH``; the old
+order (MODEL BENCH) is an error that names the new one. Exit 0 when scoring ran, 2 when an input is unusable.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ class LoadedModel:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg = parser.add_argument
+    # BENCH is checked in run() (bench_problem), not by choices=: the old order MODEL BENCH gets its own message
+    arg("bench", metavar="BENCH", help=f"benchmark: its task builds the prompts, its scorer scores ({', '.join(TASKS)})")
     arg("model", metavar="MODEL", help="a run directory, a HF model directory, or a conf/model name (tiny, smollm2)")
-    arg("bench", choices=list(TASKS), help="benchmark: its task builds the prompts, its scorer scores")
     arg("--data", type=Path, nargs="+", metavar="FILE",
         help="reference conversations (canonical JSON Lines) or the bench's own files")
     arg("--source", metavar="READER", help="read --data with this reader (default: canonical, else the bench's own)")
@@ -226,6 +228,15 @@ def generation_summary(generations: list[Any]) -> dict[str, int]:
     }
 
 
+def bench_problem(bench: str, model: str) -> str | None:
+    """Why BENCH is not a bench, or None; the old order (MODEL BENCH) is named as such."""
+    if bench in TASKS:
+        return None
+    if model in TASKS:
+        return f"BENCH comes first, as in tooltrain eval score BENCH: tooltrain eval run {model} {bench} ..."
+    return f"argument BENCH: invalid choice: {bench!r} (choose from {', '.join(TASKS)})"
+
+
 def run(args: argparse.Namespace) -> int:
     from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
@@ -233,6 +244,10 @@ def run(args: argparse.Namespace) -> int:
     from train.export import ExportError
     from train.formats import get_format, parse_format_option
 
+    problem = bench_problem(args.bench, args.model)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2
