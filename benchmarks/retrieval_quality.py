@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from train.builders.teacher import OfflineTeacher  # noqa: E402
 from train.retrieval.embed import DEFAULT_EMBEDDER, load_embedder  # noqa: E402
 from train.retrieval.evaluate import evaluate, sample_queries  # noqa: E402
 from train.retrieval.index import ToolIndex  # noqa: E402
+from train.retrieval.teacher import OfflineTeacher  # noqa: E402
 from train.schema import ToolLibrary, ToolQuery  # noqa: E402
 
 DATA = Path(os.environ.get("TOOLTRAIN_SHARED_DATA", REPO.parent / "shared" / "data"))

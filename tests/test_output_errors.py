@@ -52,7 +52,7 @@ def test_data_build_checks_its_output_folder_before_building(tmp_path, capsys):
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
     inputs = str(Path(__file__).resolve().parents[1] / "train" / "assets" / "metatool_tiny" / "toolace_tiny.json")
-    assert main(["data", "build", "metatool", f"toolace:{inputs}", "-o", str(blocker)]) == 2
+    assert main(["data", "build", "metatool", f"toolace:{inputs}", "--out-dir", str(blocker)]) == 2
     captured = capsys.readouterr()
     assert captured.err == f"error: cannot create the folder {blocker}: File exists\n"
     assert captured.out == ""

@@ -161,7 +161,7 @@ def test_data_build_refuses_to_overwrite_its_input(tmp_path, capsys):
     out.mkdir()
     train = out / "train.jsonl"
     train.write_bytes(CORPUS.read_bytes())
-    assert main(["data", "build", "metatool", str(train), "-o", str(out)]) == 2
+    assert main(["data", "build", "metatool", str(train), "--out-dir", str(out)]) == 2
     captured = capsys.readouterr()
     assert captured.err == f"error: refusing to write {train}: it is the input {train} (the same file)\n"
     assert captured.out == ""

@@ -22,7 +22,7 @@ from train.schema import Conversation
 from train.sources import SOURCES
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD_OUT = "-o"  # data build's output folder option (one place to change if its spelling changes)
+BUILD_OUT = "--out-dir"  # data build's output folder option (one place to change if its spelling changes)
 CONVERSATIONS = [
     {"id": f"c{i}", "messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
     for i in range(3)

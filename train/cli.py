@@ -47,8 +47,8 @@ def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
     groups = parser.add_subparsers(dest="group", metavar="{demo,train,launch," + ",".join([*TOP_VERBS, *VERBS]) + "}")
     groups.add_parser("demo", help=DEMO_HELP)
     groups.add_parser("train", help="train a recipe: tooltrain train recipe=NAME [key=value ...]")
-    groups.add_parser("launch", help="launch a recipe on N nodes: Slurm batch script, torchrun or deepspeed "
-                      "(--dry-run prints it and writes the sbatch file; starts nothing)")
+    groups.add_parser("launch", help="launch a recipe on N nodes: tooltrain launch recipe=NAME [--nodes N ...]; Slurm batch "
+                      "script, torchrun or deepspeed (--dry-run prints it and writes the sbatch file; starts nothing)")
     for verb, (module_name, help_text) in TOP_VERBS.items():
         verb_parser = groups.add_parser(verb, help=help_text, description=help_text)
         if argv[:1] == [verb]:
@@ -68,6 +68,14 @@ def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def demo_parser() -> argparse.ArgumentParser:
+    from train.commands import demo
+
+    parser = argparse.ArgumentParser(prog="tooltrain demo", description=DEMO_HELP)
+    demo.add_arguments(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     from train.console import quiet_libraries, take_verbose_flag
 
@@ -84,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["demo"]:
         from train.commands import demo
 
-        parser = argparse.ArgumentParser(prog="tooltrain demo", description=DEMO_HELP)
-        demo.add_arguments(parser)
-        return demo.run(parser.parse_args(argv[1:]))
+        return demo.run(demo_parser().parse_args(argv[1:]), main)
     parser = _build_parser(argv)
     args = parser.parse_args(argv)
     if args.group is None:

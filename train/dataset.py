@@ -23,10 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from train.builders.metatool import with_retrieved_tools
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat
 from train.progress import progress
+from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
 from train.sources import Rejected, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit

@@ -90,7 +90,7 @@ def job_overrides(recipe: str, overrides: list[str], output_dir: Path) -> list[s
     for override in overrides:
         key = _override_key(override)
         if key == "recipe":
-            raise LaunchError(f"give the recipe as the first argument, not as {override!r}")
+            raise LaunchError(f"give the recipe once, as recipe=NAME, not again as {override!r}")
         if key == "launcher" or key.startswith("launcher.") or key == "output_dir":
             continue
         kept.append(override)
@@ -353,7 +353,7 @@ def plan(
     output_dir = absolute(str(cfg.output_dir), cwd)
     args = job_overrides(recipe, overrides, output_dir)
     head = (
-        f"# tooltrain launch {recipe}: {launcher}, {nodes} node(s) x {per_node} rank(s) = {world} ranks, {strategy}; "
+        f"# tooltrain launch recipe={recipe}: {launcher}, {nodes} node(s) x {per_node} rank(s) = {world} ranks, {strategy}; "
         f"run in {output_dir}"
     )
 

@@ -300,7 +300,7 @@ def evaluation_hint(out: Path, cfg: Any) -> str:
         return ""
     commands = []
     for bench in cfg.eval.benchmarks:
-        command = ["tooltrain", "eval", "run", str(out), str(bench.name)]
+        command = ["tooltrain", "eval", "run", str(bench.name), str(out)]
         note = ""
         if bench.data is not None:
             command += ["--data", *([bench.data] if isinstance(bench.data, str) else list(bench.data))]

@@ -31,7 +31,7 @@ TINY_BUILD = [
 
 
 def build(out: Path, *args: str) -> int:
-    return main(["data", "build", "metatool", *args, "-o", str(out)])
+    return main(["data", "build", "metatool", *args, "--out-dir", str(out)])
 
 
 def small_inputs(fixtures: Path) -> list[str]:

@@ -18,16 +18,14 @@ from train.builders.metatool import (
     held_out,
     meta_call_arguments,
     open_world,
-    parse_rewrite,
     rewrite_meta_calls,
     split_tools,
     unbuildable,
-    verify_meta_call,
     with_get_user_input,
     with_instruction,
-    with_retrieved_tools,
 )
-from train.builders.teacher import TeacherError
+from train.retrieval.special import parse_rewrite, verify_meta_call, with_retrieved_tools
+from train.retrieval.teacher import TeacherError
 from train.schema import Conversation, Tool
 from train.validate import check_conversation
 

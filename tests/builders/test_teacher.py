@@ -11,7 +11,7 @@ from typing import ClassVar
 import pytest
 
 from train.builders.metatool import MetaToolBuilder, MetaToolOptions
-from train.builders.teacher import (
+from train.retrieval.teacher import (
     REASONING_PROMPT,
     REWRITE_PROMPT,
     CallTurn,
@@ -239,7 +239,7 @@ def test_hf_teacher_generates_through_the_chat_format():
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from train.builders.teacher import HFTeacher
+    from train.retrieval.teacher import HFTeacher
     from train.tokenizers.tiny import build_tiny_chatml
 
     tokenizer = build_tiny_chatml()

@@ -34,7 +34,7 @@ def test_table_and_ratios_from_measurements():
 
 @pytest.mark.slow
 def test_bench_train_runs_the_three_paths_on_the_tiny_recipe(engine, tmp_path):
-    command = [sys.executable, "-m", "train", "bench", "train", *SMALL, "--steps", "2", "--warmup", "1", "-o", str(tmp_path)]
+    command = [sys.executable, "-m", "train", "bench", "train", *SMALL, "--steps", "2", "--warmup", "1", "--out-dir", str(tmp_path)]
     result = subprocess.run(command, cwd=REPO_ROOT, env=engine.env, capture_output=True, text=True, check=False, timeout=900)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     lines = result.stdout.splitlines()

@@ -61,7 +61,7 @@ def test_export_reproduces_the_adapter_model_logits(engine, zero3_run, tmp_path,
     run_dir, _ = zero3_run
     out = tmp_path / "merged"
     with engine.in_process():
-        assert main(["export", str(run_dir), "-o", str(out)]) == 0
+        assert main(["export", str(run_dir), "--out-dir", str(out)]) == 0
     # (DeepSpeed, imported on the way, may print a warning first)
     assert capsys.readouterr().out.splitlines()[-2] == (
         f"exported {run_dir / 'final'} (adapter merged into its base model, 205,120 parameters, float32) -> {out}"
@@ -93,8 +93,8 @@ def test_export_of_an_unfinished_run_takes_its_newest_complete_checkpoint(engine
     shutil.rmtree(run_dir / "final")
     (run_dir / "summary.json").unlink()
     with engine.in_process():
-        assert main(["export", str(run_dir), "-o", str(tmp_path / "from_checkpoint")]) == 0
-        assert main(["export", str(single_run), "-o", str(tmp_path / "from_final")]) == 0
+        assert main(["export", str(run_dir), "--out-dir", str(tmp_path / "from_checkpoint")]) == 0
+        assert main(["export", str(single_run), "--out-dir", str(tmp_path / "from_final")]) == 0
     assert json.loads((tmp_path / "from_checkpoint" / "tooltrain_export.json").read_text())["weights"] == "checkpoint-6"
     # checkpoint-6 holds the final step's adapter: the same merged weights
     from_checkpoint = AutoModelForCausalLM.from_pretrained(str(tmp_path / "from_checkpoint")).state_dict()
@@ -126,7 +126,7 @@ def test_export_ships_the_chat_template_the_run_trained_with(engine, single_run,
     (run_dir / "final" / "chat_template.jinja").write_text(TOOLLESS_CHATML, encoding="utf-8")
     out = tmp_path / "served"
     with engine.in_process():
-        assert main(["export", str(run_dir), "-o", str(out)]) == 0
+        assert main(["export", str(run_dir), "--out-dir", str(out)]) == 0
 
     tokenizer = AutoTokenizer.from_pretrained(str(out))  # what vLLM and SGLang load
     fmt = get_format("chatml")
@@ -178,7 +178,7 @@ def test_export_pins_the_format_options_the_run_trained_with(engine, single_run,
     OmegaConf.save(cfg, run_dir / "config.yaml")
     out = tmp_path / "served"
     with engine.in_process():
-        assert main(["export", str(run_dir), "-o", str(out)]) == 0
+        assert main(["export", str(run_dir), "--out-dir", str(out)]) == 0
     metadata = json.loads((out / "tooltrain_export.json").read_text())
     assert metadata["format_options"] == {"tools_in_user_message": False, "date_string": "01 Jan 2025"}
     assert (metadata["tool_call_parser"]["vllm"], metadata["tool_call_parser"]["exact"]) == ("llama3_json", False)

@@ -214,6 +214,6 @@ def test_export_without_the_run_config_is_a_clear_error(tmp_path, capsys):
 
     (tmp_path / "checkpoint-2").mkdir()
     (tmp_path / "checkpoint-2" / COMPLETE_MARKER).write_text("{}")
-    assert main(["export", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    assert main(["export", str(tmp_path), "--out-dir", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path} has no config.yaml: is it a tooltrain run directory?\n"
     assert not Path(tmp_path / "out").exists()

@@ -193,9 +193,9 @@ def test_a_finished_run_rerun_with_eval_says_how_to_evaluate_it(tmp_path):
     cfg = compose(["recipe=tiny", "eval=heldout", "data.eval_fraction=0.2"])
     assert evaluation_hint(tmp_path, cfg) == (
         f"\ntooltrain: the evaluation (heldout) did not run; to evaluate the final model:"
-        f"\n  tooltrain eval run {tmp_path} heldout --limit 32")
+        f"\n  tooltrain eval run heldout {tmp_path} --limit 32")
     (tmp_path / "config.yaml").write_text("data:\n  eval_fraction: 0.0\n")  # it held nothing out
     assert evaluation_hint(tmp_path, cfg).endswith(
-        f"\n  tooltrain eval run {tmp_path} heldout --data FILE --limit 32  (the run held out no conversations: "
+        f"\n  tooltrain eval run heldout {tmp_path} --data FILE --limit 32  (the run held out no conversations: "
         "its data.eval_fraction was 0)")
     assert evaluation_hint(tmp_path, compose(["recipe=tiny"])) == ""

@@ -273,5 +273,5 @@ def test_rerunning_a_finished_run_with_eval_says_how_to_evaluate_it(engine, sing
     assert result.status == "completed"
     assert capsys.readouterr().out.splitlines()[1:] == [
         "tooltrain: the evaluation (heldout) did not run; to evaluate the final model:",
-        f"  tooltrain eval run {run_dir} heldout --limit 32",
+        f"  tooltrain eval run heldout {run_dir} --limit 32",
     ]

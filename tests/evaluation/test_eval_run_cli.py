@@ -217,7 +217,7 @@ def test_run_directory_on_its_own_eval_split_then_rescored_by_eval_score(capsys,
     split = [json.loads(line)["id"] for line in eval_file.open(encoding="utf-8")]
     assert split == ["glaive_sample-11", "glaive_sample-17", "glaive_sample-31", "glaive_sample-33", "glaive_sample-37",
                      "glaive_sample-41", "glaive_sample-48", "glaive_sample-56"]
-    code, out, _ = cli(capsys, "eval", "run", str(run_dir), "heldout", "--limit", "3", "--max-new-tokens", "6",
+    code, out, _ = cli(capsys, "eval", "run", "heldout", str(run_dir), "--limit", "3", "--max-new-tokens", "6",
                        "-o", str(tmp_path / "m.json"), "--predictions", str(tmp_path / "p.jsonl"))
     assert code == 0
     assert out.splitlines()[0] == f"heldout: 3 items, {run_dir} (final), chatml, hf, greedy, max 6 new tokens"
@@ -242,14 +242,14 @@ def test_the_same_data_through_eval_run_with_data_gives_the_same_predictions(cap
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(cache))
     (eval_file,) = cache.glob("datasets/tiny-*/eval_conversations.jsonl")
     for name, extra in (("split", []), ("data", ["--data", str(eval_file)])):
-        assert cli(capsys, "eval", "run", str(run_dir), "heldout", "--limit", "2", "--max-new-tokens", "4",
+        assert cli(capsys, "eval", "run", "heldout", str(run_dir), "--limit", "2", "--max-new-tokens", "4",
                    "--predictions", str(tmp_path / f"{name}.jsonl"), *extra)[0] == 0
     assert (tmp_path / "split.jsonl").read_text() == (tmp_path / "data.jsonl").read_text()
 
 
 def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tmp_path / "cache"))
-    code, out, _ = cli(capsys, "eval", "run", "tiny", "bfcl", "--data", *map(str, BFCL_FILES), "--max-new-tokens", "4",
+    code, out, _ = cli(capsys, "eval", "run", "bfcl", "tiny", "--data", *map(str, BFCL_FILES), "--max-new-tokens", "4",
                        "-o", str(tmp_path / "m.json"))
     assert code == 0
     assert out.splitlines()[0] == "bfcl: 2 items, tiny_llama, chatml, hf, greedy, max 4 new tokens"
@@ -262,21 +262,24 @@ def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["nonexistent_model", "heldout", "--data", str(HELDOUT / "references.jsonl")],
+        (["heldout", "nonexistent_model", "--data", str(HELDOUT / "references.jsonl")],
          "error: 'nonexistent_model' is not a directory, nor a model config ("),
-        (["tiny", "heldout"], "error: give --data (only heldout on a run directory defaults to the run's eval split)\n"),
-        (["tiny", "heldout", "--data", str(HELDOUT / "missing.jsonl")], f"error: {HELDOUT}/missing.jsonl: no such file\n"),
-        (["tiny", "metabench", "--data", str(BFCL_FILES[0])],
+        (["heldout", "tiny"], "error: give --data (only heldout on a run directory defaults to the run's eval split)\n"),
+        (["heldout", "tiny", "--data", str(HELDOUT / "missing.jsonl")], f"error: {HELDOUT}/missing.jsonl: no such file\n"),
+        (["metabench", "tiny", "--data", str(BFCL_FILES[0])],
          f"error: {BFCL_FILES[0]}: not canonical conversations, and metabench has no reader of its own; "
          "convert with `tooltrain data convert` or pass --source\n"),
-        (["tiny", "heldout", "--data", str(HELDOUT / "references.jsonl"), "--max-new-tokens", "0"],
+        (["heldout", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--max-new-tokens", "0"],
          "error: --max-new-tokens, --batch-size and --limit must be >= 1\n"),
-        (["tiny", "metabench", "--data", str(HELDOUT / "references.jsonl"), "--option", "beta=1"],
+        (["metabench", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--option", "beta=1"],
          "error: --option: metabench: unknown option 'beta' (valid: embedder, alpha, k)\n"),
-        (["tiny", "metabench", "--data", str(HELDOUT / "references.jsonl"), "--option", "k=five"],
+        (["metabench", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--option", "k=five"],
          "error: --option: k: expected int, got 'five'\n"),
-        (["tiny", "heldout", "--data", str(HELDOUT / "references.jsonl"), "--format-option", "date_string=1 Jan 2025"],
+        (["heldout", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--format-option", "date_string=1 Jan 2025"],
          "error: chat format 'chatml' has no option 'date_string'; it takes no options\n"),
+        (["tiny", "heldout", "--data", str(HELDOUT / "references.jsonl")],
+         "error: BENCH comes first, as in tooltrain eval score BENCH: tooltrain eval run heldout tiny ...\n"),
+        (["nobench", "tiny"], "error: unknown benchmark 'nobench'; valid: heldout, "),
     ],
 )
 def test_unusable_inputs_exit_2_with_the_reason(capsys, tmp_path, monkeypatch, argv, message):

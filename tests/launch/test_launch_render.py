@@ -28,7 +28,7 @@ def test_slurm_script_for_n_nodes(capsys, tmp_path, repo, nodes, global_batch):
     run = tmp_path / "run"
     code, out, err = launch(
         capsys,
-        "tiny",
+        "recipe=tiny",
         "--nodes",
         str(nodes),
         "--gpus-per-node",
@@ -73,7 +73,7 @@ def test_slurm_script_for_n_nodes(capsys, tmp_path, repo, nodes, global_batch):
 def test_slurm_settings_come_from_the_launcher_group(capsys, tmp_path):
     code, out, err = launch(
         capsys,
-        "tiny",
+        "recipe=tiny",
         "--nodes",
         "1",
         "--gpus-per-node",
@@ -121,7 +121,7 @@ def test_slurm_settings_come_from_the_launcher_group(capsys, tmp_path):
 def test_cpu_partitions_request_no_gpus(capsys, tmp_path):
     code, out, _ = launch(
         capsys,
-        "tiny",
+        "recipe=tiny",
         "--gpus-per-node",
         "2",
         "--dry-run",
@@ -139,7 +139,7 @@ def test_torchrun_commands_for_n_nodes(capsys, tmp_path, repo, nodes, global_bat
     run = tmp_path / "run"
     code, out, err = launch(
         capsys,
-        "tiny",
+        "recipe=tiny",
         "--launcher",
         "torchrun",
         "--nodes",
@@ -157,7 +157,7 @@ def test_torchrun_commands_for_n_nodes(capsys, tmp_path, repo, nodes, global_bat
     args = f"recipe=tiny distributed=zero3 train.global_batch_size={global_batch} output_dir={run}"
     lines = out.splitlines()
     assert lines[0] == (
-        f"# tooltrain launch tiny: torchrun, {nodes} node(s) x 2 rank(s) = {2 * nodes} ranks, zero3; run in {run}"
+        f"# tooltrain launch recipe=tiny: torchrun, {nodes} node(s) x 2 rank(s) = {2 * nodes} ranks, zero3; run in {run}"
     )
     commands = [line for line in lines if not line.startswith("#")]
     assert commands == [
@@ -177,7 +177,7 @@ def test_torchrun_commands_for_n_nodes(capsys, tmp_path, repo, nodes, global_bat
 def test_deepspeed_command_across_nodes_uses_the_hostfile(capsys, tmp_path, repo):
     code, out, err = launch(
         capsys,
-        "tiny",
+        "recipe=tiny",
         "--launcher",
         "deepspeed",
         "--nodes",
@@ -230,18 +230,32 @@ def test_deepspeed_command_across_nodes_uses_the_hostfile(capsys, tmp_path, repo
             ["--launcher", "deepspeed", "--nodes", "2", "distributed=zero3"],
             "error: deepspeed across nodes needs a hostfile (launch/hostfile.example): launcher.hostfile=PATH\n",
         ),
-        (["recipe=demo"], "error: give the recipe as the first argument, not as 'recipe=demo'\n"),
+        (["recipe=demo"], ("error: name the recipe once, as recipe=NAME (tooltrain launch recipe=NAME ...); "
+                           "got recipe=tiny, recipe=demo\n")),
     ],
 )
 def test_what_cannot_launch_is_refused_before_queueing(capsys, argv, message):
-    code, out, err = launch(capsys, "tiny", "--dry-run", *argv)
+    code, out, err = launch(capsys, "recipe=tiny", "--dry-run", *argv)
     assert (code, out, err) == (2, "", message)
+
+
+def test_the_recipe_is_named_as_tooltrain_train_names_it(capsys):
+    """recipe=NAME, as `tooltrain train`; the positional recipe of old is refused with the new spelling."""
+    code, out, err = launch(capsys, "tiny", "--dry-run")
+    assert (code, out) == (2, "")
+    assert err == ("error: 'tiny' is not a key=value override; name the recipe as in tooltrain train: "
+                   "tooltrain launch recipe=tiny ...\n")
+    code, out, err = launch(capsys, "--dry-run", "distributed=ddp")
+    assert (code, out) == (2, "")
+    assert err == "error: name the recipe once, as recipe=NAME (tooltrain launch recipe=NAME ...); got none\n"
+    code, out, err = launch(capsys, "--dry-run", "--launcher", "torchrun", "distributed=ddp", "recipe=tiny")
+    assert (code, err) == (0, "") and "recipe=tiny" in out
 
 
 def test_a_dry_run_that_cannot_write_the_script_says_so(capsys, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    code, out, err = launch(capsys, "tiny", "--dry-run", f"output_dir={blocker}/run")
+    code, out, err = launch(capsys, "recipe=tiny", "--dry-run", f"output_dir={blocker}/run")
     assert (code, err) == (0, "")
     assert out.splitlines()[-1].startswith(f"# not written: {blocker}/run/tiny.sbatch: ")
     assert out.splitlines()[-1].endswith("(--dry-run; nothing submitted)")
@@ -250,7 +264,7 @@ def test_a_dry_run_that_cannot_write_the_script_says_so(capsys, tmp_path):
 def test_data_files_that_do_not_exist_are_warned_about(capsys, tmp_path):
     present = tmp_path / "present.json"
     present.write_text("[]")
-    code, out, err = launch(capsys, "tiny", "--dry-run", f"output_dir={tmp_path}/run",
+    code, out, err = launch(capsys, "recipe=tiny", "--dry-run", f"output_dir={tmp_path}/run",
                             f"data.sources.0.inputs=[{present},{tmp_path}/missing.json,relative/missing.json]")
     assert code == 0 and out.startswith("#!/usr/bin/env bash\n")
     # relative paths are read where the ranks run: the repository, for launch/slurm/train.sbatch
@@ -262,7 +276,7 @@ def test_data_files_that_do_not_exist_are_warned_about(capsys, tmp_path):
 
 
 def test_an_unknown_override_is_a_composition_error(capsys):
-    code, out, err = launch(capsys, "tiny", "--dry-run", "launcher.partitions=gpu")
+    code, out, err = launch(capsys, "recipe=tiny", "--dry-run", "launcher.partitions=gpu")
     assert (code, out) == (2, "")
     assert err.startswith("error: the configuration does not compose: ") and "partitions" in err
 
@@ -291,7 +305,7 @@ def test_submit_writes_the_script_and_calls_sbatch(capsys, tmp_path, monkeypatch
     sbatch.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
     run = tmp_path / "run"
-    code, out, err = launch(capsys, "tiny", "--gpus-per-node", "2", "distributed=ddp", f"output_dir={run}")
+    code, out, err = launch(capsys, "recipe=tiny", "--gpus-per-node", "2", "distributed=ddp", f"output_dir={run}")
     assert (code, err) == (0, "")
     assert out == f"submitted job 4242: {run}/tiny.sbatch; logs in {run}/logs\n"
     assert calls.read_text() == f"--parsable {run}/tiny.sbatch\n"

@@ -91,7 +91,7 @@ def completed_job(repo, run_env, small, tmp_path_factory):
             "-m",
             "train",
             "launch",
-            "tiny",
+            "recipe=tiny",
             "--gpus-per-node",
             "2",
             "distributed=ddp",

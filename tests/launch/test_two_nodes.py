@@ -23,7 +23,7 @@ def test_two_torchrun_agents_match_one_node_with_two_ranks(repo, run_env, free_p
             "-m",
             "train",
             "launch",
-            "tiny",
+            "recipe=tiny",
             "--launcher",
             "torchrun",
             "--nodes",

@@ -11,10 +11,10 @@ from typing import ClassVar
 
 import pytest
 
-from train.builders.teacher import HYPOTHESIS_PROMPT, OfflineTeacher, hypothesis_prompt, make_teacher
 from train.cli import main
 from train.retrieval.hypothesis import RuleTeacher, teacher_hypothesis
 from train.retrieval.metatool import ToolHypothesis
+from train.retrieval.teacher import HYPOTHESIS_PROMPT, OfflineTeacher, hypothesis_prompt, make_teacher
 
 
 @pytest.fixture(autouse=True)

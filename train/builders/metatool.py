@@ -43,14 +43,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from train.builders.teacher import CallTurn, OfflineTeacher, TeacherError, make_teacher
 from train.retrieval.index import description_text, required_param_texts, tool_json
 from train.retrieval.metatool import ToolHypothesis
 from train.retrieval.special import GET_USER_INPUT as GET_USER_INPUT_TOOL
 from train.retrieval.special import META_TOOL as META_TOOL_DEFINITION
 from train.retrieval.special import META_TOOL_NAME as META_TOOL
 from train.retrieval.special import NON_FUNCTION_NAME as GET_USER_INPUT
-from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
+from train.retrieval.special import parse_rewrite, verify_meta_call
+from train.retrieval.teacher import CallTurn, OfflineTeacher, TeacherError, make_teacher
+from train.schema import Conversation, Message, Tool, ToolCall
 from train.validate import check_conversation
 
 # Seed paper, Figure 10, verbatim; the {TOOLS} line is where the paper lists the tool JSONs.
@@ -192,76 +193,6 @@ def result_content(tool: Tool) -> str:
     itself, so the message carries only what goes under ``results`` (Figure 12).
     """
     return json.dumps(tool_json(tool), ensure_ascii=False)
-
-
-def with_retrieved_tools(conv: Conversation) -> Conversation:
-    """The conversation with every tool a meta_tool result returned added to its tools (for validation).
-
-    In an open-world dialogue the invoked tools are not listed: they are *defined by retrieval*, by
-    the meta_tool result that returns their JSON. Tool-aware validation needs them to check the
-    calls that follow (the name exists, the arguments fit the schema). Results are read in the
-    layouts that occur: a tool JSON, a list of them, or the executor's ``{"results": ...}`` entries.
-    """
-    meta_ids = {c.id for m in conv.messages for c in m.tool_calls if c.name == META_TOOL and c.id}
-    if not meta_ids:
-        return conv
-    known = {t.name for t in conv.tools}
-    found: list[Tool] = []
-    for message in conv.messages:
-        if message.role != "tool" or message.tool_call_id not in meta_ids:
-            continue
-        try:
-            value = json.loads(message.content or "")
-        except (ValueError, RecursionError):
-            continue
-        for tool in _tool_jsons(value):
-            if tool.name not in known:
-                known.add(tool.name)
-                found.append(tool)
-    if not found:
-        return conv
-    return Conversation(id=conv.id, messages=conv.messages, tools=[*conv.tools, *found], meta=conv.meta)
-
-
-def _tool_jsons(value: Any) -> Iterator[Tool]:
-    for item in value if isinstance(value, list) else [value]:
-        if isinstance(item, dict) and "results" in item:
-            yield from _tool_jsons(item["results"])
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            function = {k: item[k] for k in ("name", "description", "parameters") if k in item}
-            try:
-                yield Tool.from_dict({"type": "function", "function": function})
-            except SchemaError:
-                continue
-
-
-def verify_meta_call(call: Any) -> str | None:
-    """A.3's JSON-structure check of one meta_tool invocation: the reason it fails, or None.
-
-    It must be a JSON object ``{"name": "meta_tool", "parameters": {...}}`` whose parameters are
-    exactly ``tool_description`` (non-empty text) and ``param_description`` (a list of texts); the
-    parameter rules are the retriever's (``ToolHypothesis.from_arguments``).
-    """
-    if not isinstance(call, dict):
-        return f"not a JSON object but {type(call).__name__}"
-    if set(call) != {"name", "parameters"}:
-        return f"keys must be exactly name and parameters, got {sorted(call)}"
-    if call["name"] != META_TOOL:
-        return f"name is {call['name']!r}, not {META_TOOL!r}"
-    try:
-        ToolHypothesis.from_arguments(call["parameters"])
-    except ValueError as err:
-        return str(err)
-    return None
-
-
-def parse_rewrite(text: str) -> Any:
-    """A teacher's answer -> JSON value; one surrounding Markdown code fence is tolerated. ValueError when not JSON."""
-    body = text.strip()
-    fenced = re.fullmatch(r"```[A-Za-z]*\s*\n?(.*?)\n?```", body, flags=re.DOTALL)
-    if fenced:
-        body = fenced.group(1).strip()
-    return json.loads(body)
 
 
 # ---------------------------------------------------------------- stage 2: worlds
@@ -576,5 +507,5 @@ def build(conversations: Iterable[Conversation], *, seed: int, on_drop: OnDrop |
 
 __all__ = ["BUILDER_VERSION", "INSTRUCTION", "SYSTEM_INSTRUCTION", "BuildReport", "MetaToolBuilder", "MetaToolOptions",
            "assign_worlds", "build", "chat_turns", "closed_world", "held_out", "invoked_names", "meta_call_arguments",
-           "open_world", "rewrite_meta_calls", "split_tools", "verify_meta_call", "with_get_user_input",
-           "with_instruction", "with_reasoning", "with_retrieved_tools"]
+           "open_world", "rewrite_meta_calls", "split_tools", "with_get_user_input",
+           "with_instruction", "with_reasoning"]

@@ -21,32 +21,16 @@ pass over the data is an untimed warm-up; the rate is the best of R timed passes
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from train.commands.chat_setup import Reference, load_format_and_tokenizer, reference_for
 from train.formats import FORMATS, ChatFormat
 from train.schema import Conversation, SchemaError
-
-# format -> trl template file (trl/chat_templates/)
-TRL_TEMPLATES = {
-    "llama3_1": "llama3_1.jinja",
-    "qwen2_5": "qwen2_5_training.jinja",
-    "chatml": "qwen2_5_training.jinja",
-}
-GENERATION_MARKER = re.compile(r"{%-?\s*generation\s*-?%}")
-
-
-@dataclass
-class Reference:
-    label: str  # what the table calls it
-    template: str
-    masks: bool  # the template marks assistant output
 
 
 @dataclass
@@ -73,18 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, metavar="R", help="timed passes; the best one counts (default 3)"
     )
-
-
-def reference_for(format_name: str, tokenizer: Any) -> Reference | None:
-    if format_name in TRL_TEMPLATES:
-        name = TRL_TEMPLATES[format_name]
-        template = (resources.files("trl") / "chat_templates" / name).read_text(encoding="utf-8")
-        label = f"trl {name}"
-    elif getattr(tokenizer, "chat_template", None):
-        template, label = tokenizer.chat_template, "tokenizer's chat template"
-    else:
-        return None
-    return Reference(label, template, bool(GENERATION_MARKER.search(template)))
 
 
 def read_conversations(path: Path, limit: int | None) -> tuple[list[Conversation], int]:
@@ -185,7 +157,6 @@ def table(rates: list[Rate]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.commands.render import load_format_and_tokenizer
     from train.formats.hf import to_hf_messages
 
     if not args.file.is_file():

@@ -36,6 +36,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from train.commands.outputs import add_out_dir
+
 PATHS = ("tooltrain packed", "tooltrain padded", "trl packed")
 NEVER = 10**9  # save_steps: no checkpoints inside a benchmark
 
@@ -70,8 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="training config overrides, e.g. recipe=demo")
     parser.add_argument("--steps", type=int, default=8, metavar="N", help="timed optimizer steps per path (default 8)")
     parser.add_argument("--warmup", type=int, default=2, metavar="W", help="untimed steps before them (default 2)")
-    parser.add_argument("-o", "--output-dir", type=Path, default=Path("runs/bench_train"),
-                        help="where each path's run directory and log go (default runs/bench_train)")
+    add_out_dir(parser, "-o", "--output-dir", default=Path("runs/bench_train"),
+                help="the folder each path's run directory and log go to (default runs/bench_train)")
 
 
 class StepClock:
@@ -169,7 +171,7 @@ def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Mea
 
     from train import distributed
     from train.callbacks import Throughput, TokenMeter
-    from train.commands.bench_render import reference_for
+    from train.commands.chat_setup import reference_for
     from train.config import compose
     from train.model import apply_lora, build_model, resolve_attn_implementation, resolve_dtype
     from train.run import MeteredCollator
@@ -281,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --steps must be >= 1 and --warmup >= 0", file=sys.stderr)
         return 2
     try:
-        cfg = compose(step_overrides(args.overrides, args.warmup, args.steps, args.output_dir / "check"))
+        cfg = compose(step_overrides(args.overrides, args.warmup, args.steps, args.out_dir / "check"))
     except Exception as err:  # noqa: BLE001 - a bad override: Hydra's message lists the valid choices
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -294,9 +296,9 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for path in PATHS:
         started = time.perf_counter()
-        result = run_isolated(path, list(args.overrides), args.warmup, args.steps, args.output_dir / path.replace(" ", "_"))
+        result = run_isolated(path, list(args.overrides), args.warmup, args.steps, args.out_dir / path.replace(" ", "_"))
         results.append(result)
-        status = f"failed: {result.error} (log: {args.output_dir / path.replace(' ', '_')}.log)" if result.error else "done"
+        status = f"failed: {result.error} (log: {args.out_dir / path.replace(' ', '_')}.log)" if result.error else "done"
         print(f"  {path}: {status} in {time.perf_counter() - started:.0f} s", flush=True)
     print(table(results))
     by_path = {r.path: r for r in results}

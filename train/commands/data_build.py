@@ -1,4 +1,4 @@
-"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] -o OUTDIR [--seed N]``: a recipe's data, built by its builder.
+"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] --out-dir DIR [--seed N]``: a recipe's data, built by its builder.
 
 NAME is a data builder (``train.builders.BUILDERS``, or ``module:attr`` naming a ``BuilderSpec`` of your own).
 INPUT is canonical JSON Lines (``tooltrain data convert`` output), or ``SOURCE:PATH[,PATH...]`` to read source
@@ -6,10 +6,10 @@ files with that reader first (``glaive:train/assets/demo/glaive_sample.json``; S
 reader too); ``pkg://train/...`` names a file the package ships. Inputs are read in the order given (the order a
 recipe's data config lists its sources). ``KEY=VALUE`` sets one of the builder's arguments: the fields of its one
 arguments dataclass, which a recipe writes as ``data.builder_args`` (``teacher.kind=http`` sets a key of a
-mapping); they go with the inputs, before ``-o``/``--seed``. With the same seed and arguments the training rows
+mapping); they go with the inputs, before ``--out-dir``/``--seed``. With the same seed and arguments the training rows
 equal what ``data.builder: NAME`` gives the recipe.
 
-``data build metatool`` writes, in OUTDIR (``train.builders.metatool_spec``):
+``data build metatool`` writes, in DIR (``train.builders.metatool_spec``):
 
 * ``train.jsonl``: the MT-LLaMA training conversations (``train.builders.metatool``);
 * ``bench.jsonl``: Meta-Bench rows from the held-out dialogues (``train.builders.metabench``);
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from train import builders
-from train.commands.outputs import OutputFile, Outputs, make_folder, output_path
+from train.commands.outputs import OutputFile, Outputs, add_out_dir, make_folder
 from train.registry import TARGET
 from train.schema import Conversation, dumps
 from train.sources import SOURCES, Rejected, SourceError, get_reader
@@ -52,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("inputs", nargs="+", metavar="INPUT | KEY=VALUE",
         help="canonical JSON Lines, or SOURCE:PATH[,PATH...]; KEY=VALUE sets a builder argument (what a recipe "
              "writes in data.builder_args), e.g. metatool: holdout_fraction=0.15 embedder=hash-bow pool_size=30 "
-             "teacher.kind=http teacher.base_url=URL teacher.model=NAME; before -o and --seed")
-    add("-o", "--output", type=output_path, required=True, help="output folder")
+             "teacher.kind=http teacher.base_url=URL teacher.model=NAME; before --out-dir and --seed")
+    add_out_dir(parser, "-o", "--output", required=True, help="the folder the builder's files and report.json go to")
     add("--seed", type=int, default=42, help="the run's seed: every seeded choice the builder makes (42)")
 
 
@@ -127,15 +127,15 @@ def run(args: argparse.Namespace) -> int:
     if not inputs:
         print("error: no INPUT given (canonical JSON Lines, or SOURCE:PATH[,PATH...])", file=sys.stderr)
         return 2
-    make_folder(args.output)  # before the build: a bad -o costs nothing
+    make_folder(args.out_dir)  # before the build: a bad --out-dir costs nothing
     names = [*spec.outputs, "report.json"]
     rejected: Counter = Counter()
     per_input: list[dict[str, Any]] = []
     try:
         input_paths = [path for item in inputs for path in parse_input(item)[1]]
-        with Outputs([args.output / name for name in names], inputs=input_paths) as outputs:
+        with Outputs([args.out_dir / name for name in names], inputs=input_paths) as outputs:
             # opened (as temporary files) before the build: an unwritable folder costs nothing
-            files = {name: outputs.open(args.output / name) for name in names}
+            files = {name: outputs.open(args.out_dir / name) for name in names}
             conversations = read_inputs(inputs, rejected, per_input)
             records, built, lines = build_files(args.builder, conversations, arguments, args.seed)
             for name in spec.outputs:
@@ -150,5 +150,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"read {report['read']}: {lines[0]}, rejected {sum(rejected.values())}")
     for line in lines[1:]:
         print(line)
-    print(f"wrote {args.output}/{', '.join(names)}")
+    print(f"wrote {args.out_dir}/{', '.join(names)}")
     return 0

@@ -9,8 +9,11 @@ training demo's run folder (``tooltrain train recipe=demo`` trains in runs/demo/
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+
+from train.commands.outputs import add_out_dir
 
 # Its own folder: the training demo's run folder is runs/demo/, which a rerun of `tooltrain train recipe=demo`
 # resumes from; nothing else may write there.
@@ -18,8 +21,8 @@ DEFAULT_OUTPUT_DIR = Path("runs/data-demo")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output-dir", type=Path, default=DEFAULT_OUTPUT_DIR,
-                        help=f"where the tour writes its files (default: {DEFAULT_OUTPUT_DIR})")
+    add_out_dir(parser, "-o", "--output-dir", default=DEFAULT_OUTPUT_DIR,
+                help=f"the folder the tour writes its files to (default: {DEFAULT_OUTPUT_DIR})")
     parser.add_argument("--format", default="chatml", help="chat format to render with (default: chatml, the demo model's)")
 
 
@@ -27,10 +30,9 @@ def demo_sample() -> Path:
     return Path(str(resources.files("train") / "assets" / "demo" / "glaive_sample.json"))
 
 
-def run(args: argparse.Namespace) -> int:
-    from train.cli import main
-
-    out: Path = args.output_dir
+def run(args: argparse.Namespace, run_verb: Callable[[list[str]], int]) -> int:
+    """Each step through ``run_verb`` (the CLI's ``main``, handed in by ``train.cli``: a command never imports the CLI)."""
+    out: Path = args.out_dir
     canonical = out / "glaive_sample.jsonl"
     steps = [
         ("convert the shipped glaive sample to canonical JSON Lines, rejecting tool-invalid records",
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     for number, (what, argv) in enumerate(steps, start=1):
         print(f"\n[{number}/{len(steps)}] {what}\n$ tooltrain {' '.join(argv)}", flush=True)
-        code = main(argv)
+        code = run_verb(argv)
         if code != 0:
             print(f"demo step {number} failed with exit code {code}")
             return code

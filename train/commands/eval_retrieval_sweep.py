@@ -30,10 +30,10 @@ from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from train.builders.teacher import TEACHER_SETTINGS, select_teacher_settings
-from train.commands.eval_retrieval import Settings, UsageError, evaluate_settings, report, write_outputs
+from train.commands.eval_retrieval_core import Settings, UsageError, evaluate_settings, report, write_outputs
 from train.config import CONF_DIR
 from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
+from train.retrieval.teacher import TEACHER_SETTINGS, select_teacher_settings
 
 HYDRA_NAMES = {key: f"retrieval.{key}" for key in ("queries", "library", "alpha", "k", "sample")}
 
@@ -52,7 +52,7 @@ TeacherKind = _choices("TeacherKind", TEACHER_SETTINGS)
 
 @dataclass
 class TeacherConfig:
-    """The ``--teacher*`` options as config keys (``train.builders.teacher.teacher_config``)."""
+    """The ``--teacher*`` options as config keys (``train.retrieval.teacher.teacher_config``)."""
 
     kind: TeacherKind = TeacherKind.offline
     base_url: Optional[str] = None  # http: the OpenAI-compatible base URL (…/v1)
@@ -126,20 +126,13 @@ def _job(cfg: DictConfig) -> None:
     print(f"metrics: {out / 'metrics.json'}", flush=True)
 
 
-def option_defaults() -> dict[str, Any]:
-    from train.commands.eval_retrieval import add_arguments
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return vars(parser.parse_args([]))
-
-
-def main(args: argparse.Namespace) -> int:
-    """Run the overrides as a Hydra app (``-m``: a sweep); options cannot be mixed in."""
+def main(args: argparse.Namespace, option_defaults: dict[str, Any]) -> int:
+    """Run the overrides as a Hydra app (``-m``: a sweep); options (``option_defaults``: their defaults) cannot be
+    mixed in."""
     global _exit_code
     from hydra.core.global_hydra import GlobalHydra
 
-    mixed = [name for name, default in option_defaults().items()
+    mixed = [name for name, default in option_defaults.items()
              if name not in ("overrides", "multirun") and getattr(args, name) != default]
     if mixed:
         options = ", ".join("--" + name.replace("_", "-") for name in mixed)

@@ -1,4 +1,4 @@
-"""``tooltrain eval run MODEL BENCH --data FILE... [-o METRICS.json] [--predictions OUT.jsonl]``: generate, then score.
+"""``tooltrain eval run BENCH MODEL --data FILE... [-o METRICS.json] [--predictions OUT.jsonl]``: generate, then score.
 
 MODEL is one of
   * a run directory (``tooltrain train`` output): its ``final/`` adapter (or newest complete
@@ -14,7 +14,8 @@ bench's scorer scores the prediction rows. ``--option KEY=VALUE`` sets a task op
 retriever that executes the model's meta_tool calls for HR@k: ``embedder``, ``alpha``, ``k``).
 ``--predictions`` writes those rows (re-scorable with ``tooltrain eval score``) with each generation
 beside them. ``heldout`` on a run directory without
-``--data`` evaluates the run's own eval split. Exit 0 when scoring ran, 2 when an input is unusable.
+``--data`` evaluates the run's own eval split. BENCH comes first, as in ``tooltrain eval score BENCH``; the old
+order (MODEL BENCH) is an error that names the new one. Exit 0 when scoring ran, 2 when an input is unusable.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ class LoadedModel:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg = parser.add_argument
-    arg("model", metavar="MODEL", help="a run directory, a HF model directory, or a conf/model name (tiny, smollm2)")
+    # BENCH is checked in run() (bench_problem), not by choices=: the old order MODEL BENCH gets its own message
     arg("bench", metavar="BENCH", help="benchmark: its task builds the prompts, its scorer scores "
         f"({', '.join(task_names())}; or module:attr naming a ScorerSpec with a task)")
+    arg("model", metavar="MODEL", help="a run directory, a HF model directory, or a conf/model name (tiny, smollm2)")
     arg("--data", type=Path, nargs="+", metavar="FILE",
         help="reference conversations (canonical JSON Lines) or the bench's own files")
     arg("--source", metavar="READER", help="read --data with this reader (default: canonical, else the bench's own)")
@@ -227,8 +229,20 @@ def generation_summary(generations: list[Any]) -> dict[str, int]:
     }
 
 
+def bench_problem(bench: str, model: str) -> str | None:
+    """Why BENCH cannot be a bench, or None (a registered one or a ``module:attr``; ``task_class`` checks it has a
+    task); the old order (MODEL BENCH) is named as such."""
+    from train.evaluation import SCORERS
+
+    if SCORERS.known(bench):
+        return None
+    if model in task_names():
+        return f"BENCH comes first, as in tooltrain eval score BENCH: tooltrain eval run {model} {bench} ..."
+    return f"unknown benchmark {bench!r}; valid: {', '.join(task_names())} (or module:attr for your own)"
+
+
 def run(args: argparse.Namespace) -> int:
-    from train.commands.eval_score import metric_tables
+    from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import (
         TaskError,
@@ -241,6 +255,10 @@ def run(args: argparse.Namespace) -> int:
     from train.export import ExportError
     from train.formats import get_format, parse_format_option
 
+    problem = bench_problem(args.bench, args.model)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2

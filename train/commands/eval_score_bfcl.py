@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from train.commands.outputs import write_results
+from train.commands.score_report import issue_lines, metric_tables, read_rows, split_result
 from train.sources._common import SourceError
 
 SUFFIXES = (".json", ".jsonl")
@@ -75,7 +76,6 @@ def summary_version(files: list[Path], requested: str | None) -> str:
 
 def score_folders(args: argparse.Namespace) -> dict[str, Any]:
     """Every category's result, the summary, and the files not scored; SourceError when an input is unusable."""
-    from train.commands.eval_score import read_rows, split_result
     from train.evaluation.bfcl import canonical_category, score_bfcl
     from train.evaluation.bfcl_summary import summarize_bfcl
 
@@ -123,8 +123,6 @@ def score_folders(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.commands.eval_score import issue_lines, metric_tables
-
     try:
         scored = score_folders(args)
     except SourceError as err:

@@ -1,4 +1,4 @@
-"""``tooltrain export RUN_DIR [-o OUT] [--dtype auto|float32|bfloat16|float16]``.
+"""``tooltrain export RUN_DIR [--out-dir DIR] [--dtype auto|float32|bfloat16|float16]``.
 
 Merges the LoRA adapter a training run saved (RUN_DIR/final, or its newest complete checkpoint
 when the run did not finish) into the base model and writes safetensors weights, the model config
@@ -14,12 +14,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from train.commands.outputs import add_out_dir
 from train.export import EXPORT_DTYPES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a training run's output_dir")
-    parser.add_argument("-o", "--output", type=Path, default=None, help="where to write the model (default: RUN_DIR/merged)")
+    add_out_dir(parser, "-o", "--output", default=None, help="the folder the model is written to (default: RUN_DIR/merged)")
     parser.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto", help="weights dtype (default: the dtype the run trained in)")
 
 
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from train.export import ExportError, export_run
 
     try:
-        result = export_run(args.run_dir, args.output, args.dtype)
+        result = export_run(args.run_dir, args.out_dir, args.dtype)
     except ExportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

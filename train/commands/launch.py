@@ -1,4 +1,4 @@
-"""``tooltrain launch RECIPE --nodes N --gpus-per-node G [--launcher slurm|torchrun|deepspeed] [--dry-run] [overrides]``
+"""``tooltrain launch recipe=NAME --nodes N --gpus-per-node G [--launcher slurm|torchrun|deepspeed] [--dry-run] [overrides]``
 
 Composes the recipe's config with the overrides (``launcher.*`` settings included), then:
 slurm: renders a batch script (partition, account, time, memory, constraint, log paths from
@@ -8,7 +8,9 @@ nodes). deepspeed: runs launch/deepspeed.sh (across nodes from the first host, w
 ``launcher.hostfile``). ``--dry-run`` prints the script or the per-node commands and starts nothing; for
 Slurm it still writes the batch script it names (and says so), so that ``sbatch PATH`` is the next step.
 Every launch warns about the recipe's data files that do not exist where the ranks will read them.
-Exit codes: sbatch's or the launcher's, 2 for a configuration that cannot launch.
+The recipe is named as ``tooltrain train`` names it, ``recipe=NAME`` among the overrides; the old positional
+``tooltrain launch NAME`` is an error that says so. Exit codes: sbatch's or the launcher's, 2 for a configuration
+that cannot launch.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Launch a recipe on N nodes: render a Slurm batch "
         "script from the config and submit it, or start torchrun or deepspeed here.",
     )
-    parser.add_argument("recipe", help="a recipe name (recipes/NAME.yaml)")
     parser.add_argument("--nodes", type=int, default=None, help="nodes (default: launcher.nodes, 1)")
     parser.add_argument(
         "--gpus-per-node",
@@ -46,8 +47,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the batch script or commands and start nothing (slurm: the script is written, not submitted)",
     )
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides for the run and launcher.* settings")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="recipe=NAME (recipes/NAME.yaml, required), then Hydra overrides for the run and launcher.*")
     return parser
+
+
+def take_recipe(args: argparse.Namespace) -> None:
+    """``recipe=NAME`` out of the overrides into ``args.recipe``; LaunchError for a missing, repeated or old-style one."""
+    for item in args.overrides:
+        if "=" not in item and not item.startswith("~"):  # `tooltrain launch tiny`: the positional spelling
+            raise LaunchError(f"{item!r} is not a key=value override; name the recipe as in tooltrain train: "
+                              f"tooltrain launch recipe={item} ...")
+    recipes = [item for item in args.overrides if item.split("=", 1)[0].lstrip("+") == "recipe"]
+    if len(recipes) != 1:
+        found = "none" if not recipes else ", ".join(recipes)
+        raise LaunchError(f"name the recipe once, as recipe=NAME (tooltrain launch recipe=NAME ...); got {found}")
+    args.recipe = recipes[0].split("=", 1)[1]
+    args.overrides = [item for item in args.overrides if item not in recipes]
 
 
 def compose_overrides(args: argparse.Namespace) -> list[str]:
@@ -63,7 +79,7 @@ def compose_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    parts = ["tooltrain launch", args.recipe, "--launcher", args.launcher]
+    parts = ["tooltrain launch", f"recipe={args.recipe}", "--launcher", args.launcher]
     if args.nodes is not None:
         parts += ["--nodes", str(args.nodes)]
     if args.gpus_per_node is not None:
@@ -158,6 +174,7 @@ def start(launch_plan: Plan, node_rank: int | None) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     try:
+        take_recipe(args)
         launch_plan, warnings = make_plan(args)
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -332,3 +332,24 @@ def write_results(
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+class RenamedOption(argparse.Action):
+    """An old spelling of an option, kept only to name the new one: ``-o`` always names a file and ``--out-dir``
+    a folder, in every verb. Using it is an argparse error (one ``error:`` line, exit 2)."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="?", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is now {self.new} (-o always names a file, --out-dir a folder)")
+
+
+def add_out_dir(parser: argparse.ArgumentParser, *old: str, **kwargs: Any) -> None:
+    """``--out-dir`` (a folder), and the ``old`` spellings a user may still type, each refused with the new one."""
+    parser.add_argument("--out-dir", type=output_path, metavar="DIR", **kwargs)
+    if old:
+        parser.add_argument(*old, action=RenamedOption, new="--out-dir")

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from train.commands.chat_setup import load_format_and_tokenizer
 from train.commands.outputs import Outputs, is_stdout, output_path, side_file
 from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
 from train.formats import FORMATS, MaskPolicy, Tokenized
@@ -81,31 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format-option", action="append", default=[], metavar="KEY=VALUE", dest="format_options",
         help="a chat format option, repeatable; llama3_1: tools_in_user_message=false, date_string='01 Jan 2025'",
     )
-
-
-def load_format_and_tokenizer(
-    format_name: str, tokenizer_name: str | None, option_specs: Iterable[str] = ()
-) -> tuple[ChatFormat, Any]:
-    """Both, or a ValueError whose message is the whole explanation. ``option_specs``: KEY=VALUE strings."""
-    from train.formats import get_format, parse_format_option
-    from train.models import ModelFetchError
-    from train.tokenizers import BUILDERS, load_tokenizer
-
-    try:
-        fmt = get_format(format_name, dict(parse_format_option(format_name, spec) for spec in option_specs))
-    except ImportError as err:
-        raise ValueError(f"chat format {format_name!r} is not available: {err}") from None
-    name = tokenizer_name or fmt.default_tokenizer
-    choices = f"a tooltrain tokenizer ({', '.join(BUILDERS)}) or a tokenizer folder"
-    if name not in BUILDERS and name.startswith(("/", ".", "~")) and not Path(name).expanduser().is_dir():
-        raise ValueError(f"tokenizer {name!r} is not a folder; expected {choices}")
-    target = str(Path(name).expanduser()) if name.startswith("~") else name
-    try:
-        return fmt, load_tokenizer(target)
-    except ModelFetchError as err:
-        raise ValueError(str(err)) from None
-    except (OSError, ValueError, ImportError) as err:
-        raise ValueError(f"cannot load tokenizer {name!r} (expected {choices}): {err}") from None
 
 
 def rendered_record(

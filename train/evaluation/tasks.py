@@ -81,7 +81,7 @@ class MetaBenchTask(Task):
         prepared = super().prepare(conversations, limit, sources)
         pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
         if pooled and self.retriever is None:
-            from train.builders.metabench import PoolRetriever
+            from train.retrieval.pool import PoolRetriever
 
             library = bench_library(pooled, sources)
             try:

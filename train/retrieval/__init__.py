@@ -7,7 +7,10 @@
   embedded once per embedder and library hash; ``top_k`` with deterministic ties.
 * ``metatool`` — Algorithm 1 (seed 000, §3.1, A.6) over the whole library in matrix form.
 * ``baselines`` — dialogue-history retrieval and keyword (ToolSearcher) retrieval, BM25 or dense.
-* ``special`` — ``meta_tool``, ``ToolSearcher``, ``get_user_input`` (A.4) and their executor.
+* ``special`` — ``meta_tool``, ``ToolSearcher``, ``get_user_input`` (A.4), their executor and the meta_tool call
+  contract (``parse_rewrite``, ``verify_meta_call``, ``meta_tool_call``, ``with_retrieved_tools``).
+* ``teacher`` — the teacher the data builder and retrieval evaluation ask (offline, http, hf).
+* ``pool`` — Algorithm 1 over a Meta-Bench row's tool pool (``PoolRetriever``).
 * ``hypothesis`` / ``evaluate`` — meta_tool queries for tool-query datasets and HR@k
   (``tooltrain eval retrieval``).
 

@@ -52,7 +52,7 @@ class Pairs:
 
     def add(self, key: str, make) -> int:
         """Append ``make()`` as a request and return its index; -1 (and the reason) when the teacher fails."""
-        from train.builders.teacher import TeacherError
+        from train.retrieval.teacher import TeacherError
 
         try:
             self.requests.append(make())
@@ -78,7 +78,7 @@ def build_pairs(queries: Sequence[ToolQuery], index: ToolIndex, method: str, hyp
     if hypothesis not in HYPOTHESES:
         raise ValueError(f"hypothesis must be one of {', '.join(HYPOTHESES)}, got {hypothesis!r}")
     if teacher is None:
-        from train.builders.teacher import OfflineTeacher
+        from train.retrieval.teacher import OfflineTeacher
 
         teacher = OfflineTeacher(seed=0)
     by_name = {t.name: t for t in index.tools}

@@ -8,9 +8,9 @@ its gold tools but no meta_tool call. Three sources of the call's arguments:
   tool perfectly. An upper bound; one hypothesis per gold tool, as a model calls meta_tool once per
   tool it misses (the paper's Figure 17).
 * ``rewrite`` — the gold hypothesis rewritten by the data builder's teacher
-  (``train.builders.teacher``; offline: its seeded rule-based paraphrase, the paper's Figure 7
+  (``train.retrieval.teacher``; offline: its seeded rule-based paraphrase, the paper's Figure 7
   "noise"): what MT-LLaMA is trained to write.
-* ``teacher`` — the configured teacher (``train.builders.teacher``: offline, http, hf) answers the
+* ``teacher`` — the configured teacher (``train.retrieval.teacher``: offline, http, hf) answers the
   *request text* with a meta_tool call (``teacher.hypothesis``; LLM teachers get
   ``HYPOTHESIS_PROMPT``). Its answer passes A.3's JSON-structure check (``verify_meta_call``; one
   Markdown fence tolerated) or the request retrieves nothing and the failure is counted. One
@@ -34,6 +34,7 @@ import re
 from train.retrieval.baselines import bm25_tokens
 from train.retrieval.index import description_text, required_param_texts
 from train.retrieval.metatool import ToolHypothesis
+from train.retrieval.special import meta_tool_call, parse_rewrite, verify_meta_call
 from train.schema import Tool
 
 MAX_PARAMS = 3
@@ -64,12 +65,6 @@ def gold_hypothesis(tool: Tool) -> ToolHypothesis:
     return ToolHypothesis(description_text(tool), tuple(required_param_texts(tool)))
 
 
-def meta_tool_call(hypothesis: ToolHypothesis) -> dict:
-    """The hypothesis as the paper writes a meta_tool call: ``{"name", "parameters": {...}}``."""
-    arguments = {"tool_description": hypothesis.tool_description, "param_description": list(hypothesis.param_description)}
-    return {"name": "meta_tool", "parameters": arguments}
-
-
 def rewritten_hypothesis(tool: Tool, teacher, key: str) -> ToolHypothesis:
     """The builder's teacher rewrites the gold meta_tool call; ValueError when its answer is not a valid call."""
     return _checked_call(teacher.rewrite(meta_tool_call(gold_hypothesis(tool)), key=key, attempt=0), "rewrite")
@@ -81,8 +76,6 @@ def teacher_hypothesis(request: str, teacher, key: str) -> ToolHypothesis:
 
 
 def _checked_call(text: str, what: str) -> ToolHypothesis:
-    from train.builders.metatool import parse_rewrite, verify_meta_call
-
     try:
         call = parse_rewrite(text)
     except ValueError as err:  # json.JSONDecodeError

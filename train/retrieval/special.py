@@ -24,17 +24,24 @@ after its declared output parameter (a dict for k = 1, a list otherwise: its ``U
 ``get_user_input`` returns ``None``: no tool message follows it (in Figure 19 the turn simply ends).
 A call whose arguments break the definition gets ``{"name", "function_id", "error": reason}``.
 A tool message carries one entry in a list, ``[{...}]``, as the figures print the tool turn.
+
+The meta_tool call contract, shared by the data builder, retrieval evaluation and the dataset's
+validation: ``meta_tool_call`` writes a hypothesis as the paper's call JSON, ``parse_rewrite`` reads
+a teacher's answer, ``verify_meta_call`` is A.3's structure check, and ``with_retrieved_tools`` adds
+the tools a meta_tool result returned to a conversation (they are defined by retrieval).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from train.retrieval.baselines import KeywordIndex
 from train.retrieval.index import ToolIndex, tool_json
 from train.retrieval.metatool import DEFAULT_ALPHA, DEFAULT_K, ToolHypothesis, search
-from train.schema import Message, Tool, ToolCall
+from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 
 META_TOOL_NAME = "meta_tool"
 TOOL_SEARCHER_NAME = "ToolSearcher"
@@ -137,3 +144,82 @@ class SpecialExecutor:
 
 def result_message(call: ToolCall, entry: dict[str, Any]) -> Message:
     return Message(role="tool", content=json.dumps([entry], ensure_ascii=False), tool_call_id=call.id, name=call.name)
+
+
+# ---------------------------------------------------------------- the meta_tool call contract
+
+
+def meta_tool_call(hypothesis: ToolHypothesis) -> dict:
+    """The hypothesis as the paper writes a meta_tool call: ``{"name", "parameters": {...}}``."""
+    arguments = {"tool_description": hypothesis.tool_description, "param_description": list(hypothesis.param_description)}
+    return {"name": META_TOOL_NAME, "parameters": arguments}
+
+
+def with_retrieved_tools(conv: Conversation) -> Conversation:
+    """The conversation with every tool a meta_tool result returned added to its tools (for validation).
+
+    In an open-world dialogue the invoked tools are not listed: they are *defined by retrieval*, by
+    the meta_tool result that returns their JSON. Tool-aware validation needs them to check the
+    calls that follow (the name exists, the arguments fit the schema). Results are read in the
+    layouts that occur: a tool JSON, a list of them, or the executor's ``{"results": ...}`` entries.
+    """
+    meta_ids = {c.id for m in conv.messages for c in m.tool_calls if c.name == META_TOOL_NAME and c.id}
+    if not meta_ids:
+        return conv
+    known = {t.name for t in conv.tools}
+    found: list[Tool] = []
+    for message in conv.messages:
+        if message.role != "tool" or message.tool_call_id not in meta_ids:
+            continue
+        try:
+            value = json.loads(message.content or "")
+        except (ValueError, RecursionError):
+            continue
+        for tool in _tool_jsons(value):
+            if tool.name not in known:
+                known.add(tool.name)
+                found.append(tool)
+    if not found:
+        return conv
+    return Conversation(id=conv.id, messages=conv.messages, tools=[*conv.tools, *found], meta=conv.meta)
+
+
+def _tool_jsons(value: Any) -> Iterator[Tool]:
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict) and "results" in item:
+            yield from _tool_jsons(item["results"])
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            function = {k: item[k] for k in ("name", "description", "parameters") if k in item}
+            try:
+                yield Tool.from_dict({"type": "function", "function": function})
+            except SchemaError:
+                continue
+
+
+def verify_meta_call(call: Any) -> str | None:
+    """A.3's JSON-structure check of one meta_tool invocation: the reason it fails, or None.
+
+    It must be a JSON object ``{"name": "meta_tool", "parameters": {...}}`` whose parameters are
+    exactly ``tool_description`` (non-empty text) and ``param_description`` (a list of texts); the
+    parameter rules are the retriever's (``ToolHypothesis.from_arguments``).
+    """
+    if not isinstance(call, dict):
+        return f"not a JSON object but {type(call).__name__}"
+    if set(call) != {"name", "parameters"}:
+        return f"keys must be exactly name and parameters, got {sorted(call)}"
+    if call["name"] != META_TOOL_NAME:
+        return f"name is {call['name']!r}, not {META_TOOL_NAME!r}"
+    try:
+        ToolHypothesis.from_arguments(call["parameters"])
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def parse_rewrite(text: str) -> Any:
+    """A teacher's answer -> JSON value; one surrounding Markdown code fence is tolerated. ValueError when not JSON."""
+    body = text.strip()
+    fenced = re.fullmatch(r"```[A-Za-z]*\s*\n?(.*?)\n?```", body, flags=re.DOTALL)
+    if fenced:
+        body = fenced.group(1).strip()
+    return json.loads(body)

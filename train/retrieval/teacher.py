@@ -247,7 +247,8 @@ class OfflineTeacher:
 
     def hypothesis(self, request: str, *, key: str) -> str:
         """The meta_tool call JSON the rule-based reading of ``request`` gives (``RuleTeacher``)."""
-        from train.retrieval.hypothesis import RuleTeacher, meta_tool_call
+        from train.retrieval.hypothesis import RuleTeacher
+        from train.retrieval.special import meta_tool_call
 
         return json.dumps(meta_tool_call(RuleTeacher().hypothesis(request)), ensure_ascii=False)
 
