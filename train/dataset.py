@@ -26,6 +26,7 @@ from typing import Any
 from train.builders.metatool import with_retrieved_tools
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat
+from train.formats.tokenize import tokenize_many
 from train.progress import progress
 from train.schema import Conversation, dumps, record_from_dict
 from train.sources import Rejected, get_reader
@@ -163,7 +164,7 @@ def tokenize_conversations(
                 report.reject("invalid", str(errors[0]))
             else:
                 valid.append(conv)
-        for conv, tokens in zip(valid, fmt.tokenize_many(valid, tokenizer, policy)):
+        for conv, tokens in zip(valid, tokenize_many(fmt, valid, tokenizer, policy)):
             if isinstance(tokens, ValueError):
                 report.reject("unrenderable", str(tokens))
                 continue

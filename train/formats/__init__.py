@@ -12,7 +12,8 @@ import importlib
 import inspect
 from typing import Any
 
-from train.formats.base import ChatFormat, MaskPolicy, Segment, Tokenized, mask_segments
+from train.formats.base import ChatFormat, MaskPolicy, Segment, mask_segments
+from train.formats.tokenize import Tokenized
 
 # name -> "module:Class", imported lazily.
 FORMATS: dict[str, str] = {

@@ -12,7 +12,7 @@
 * Tool results are ``\\n<tool_response>\\n{content}\\n</tool_response>`` blocks; a run of
   consecutive results is one ``user`` turn.
 
-Text is encoded with *no* added token matched (``ChatFormat.encode_texts``): in Qwen2.5
+Text is encoded with *no* added token matched (``train.formats.tokenize.encode_texts``): in Qwen2.5
 ``<tool_call>`` and ``</tool_call>`` are added tokens but not special ones, so
 ``split_special_tokens`` alone would still turn a user's literal ``<tool_call>`` into the control id.
 
