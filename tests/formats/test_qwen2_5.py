@@ -280,12 +280,12 @@ def test_parse_is_tolerant_of_whitespace():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>', "qwen2_5 tool call 0: malformed JSON"),
-        ('<tool_call>\n{"name": "f"}\n</tool_call>', 'qwen2_5 tool call 0: expected an object with exactly "name" and "arguments"'),
-        ('<tool_call>\n{"name": "f", "arguments": "{}"}\n</tool_call>', 'qwen2_5 tool call 0: "name" must be a non-empty string and "arguments" an object'),
-        ('<tool_call>\n{"name": "f", "arguments": {}}\n', "qwen2_5 tool call 0: missing </tool_call>"),
-        ('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call> done', "qwen2_5: text after tool call 0: 'done'"),
-        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>[1]</tool_call>', "qwen2_5 tool call 1: expected an object"),
+        ('<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>', "tool call 1: invalid JSON"),
+        ('<tool_call>\n{"name": "f"}\n</tool_call>', "tool call 1: expected a JSON object with keys 'name' and 'arguments'"),
+        ('<tool_call>\n{"name": "f", "arguments": "{}"}\n</tool_call>', "tool call 1: 'arguments' must be a JSON object"),
+        ('<tool_call>\n{"name": "f", "arguments": {}}\n', "tool call 1: missing </tool_call>"),
+        ('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call> done', "text after tool call 1: 'done'"),
+        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>[1]</tool_call>', "tool call 2: expected a JSON object"),
     ],
 )
 def test_parse_reports_broken_calls(text, message):

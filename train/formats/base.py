@@ -50,6 +50,19 @@ class Segment:
         return self.part in ASSISTANT_PARTS
 
 
+def message_groups(messages: Sequence[tuple[int, Message]]) -> list[list[tuple[int, Message]]]:
+    """``(index, message)`` pairs in turns: each run of consecutive tool messages is one group (the
+    families write a run of results as one turn, or at least side by side), every other message a
+    group of its own."""
+    groups: list[list[tuple[int, Message]]] = []
+    for item in messages:
+        if item[1].role == "tool" and groups and groups[-1][0][1].role == "tool":
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
 @dataclass(frozen=True)
 class MaskPolicy:
     """Which assistant turns train, and how much each part of them weighs in the loss.

@@ -47,7 +47,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment
+from train.formats.base import ChatFormat, Segment, message_groups
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -124,23 +124,16 @@ class _Llama31Family(ChatFormat):
         if conv.tools and self.tools_in_user_message:
             segments += self._first_user_with_tools(conv, messages)
             messages = messages[1:]
-        position = 0
-        while position < len(messages):
-            index, message = messages[position]
+        for group in message_groups(messages):
+            index, message = group[0]
             if message.role == "tool":
-                run_end = position
-                while run_end < len(messages) and messages[run_end][1].role == "tool":
-                    run_end += 1
-                segments += self._tool_results(conv, messages[position:run_end])
-                position = run_end
-                continue
-            if message.role == "assistant" and message.tool_calls:
+                segments += self._tool_results(conv, group)
+            elif message.role == "assistant" and message.tool_calls:
                 segments += self._call_turn(index, message)
             else:
                 part = {"assistant": "text", "user": "user", "system": "system"}[message.role]
                 end = Segment(EOT, "end" if message.role == "assistant" else "header", index, special=True)
                 segments += [*header(message.role), Segment(_text(message), part, index), end]
-            position += 1
         return segments
 
     def _system_block(self, conv: Conversation, system: tuple[int, Message] | None) -> list[Segment]:

@@ -195,7 +195,8 @@ def _assemble(plan, segments, trained, weights, encoded, tokenizer) -> Tokenized
         token_trained.extend(flags)
         token_weights.extend(token_w)
     labels = [tok if t and w > 0 else IGNORE_INDEX for tok, t, w in zip(ids, token_trained, token_weights)]
-    return Tokenized(input_ids=ids, labels=labels, weights=[w if t else 0.0 for t, w in zip(token_trained, token_weights)])
+    weights = [w if t else 0.0 for t, w in zip(token_trained, token_weights)]
+    return Tokenized(input_ids=ids, labels=labels, weights=weights)
 
 
 def _token_flags(
