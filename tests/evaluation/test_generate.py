@@ -232,8 +232,8 @@ def test_outputs_are_cut_at_the_stop_token_and_parsed_or_recorded_as_parse_error
     assert first.prompt_tokens == len(prompt) and first.text.endswith("</tool_call>")
     assert (second.content, second.tool_calls, second.error, second.stopped) == ("It is sunny.", [], None, True)
     assert (cut.content, cut.tool_calls, cut.stopped) == (None, [], False)
-    assert cut.error == "parse: qwen2_5 tool call 0: malformed JSON (Unterminated string starting at at character 58)"
-    assert broken.error == "parse: qwen2_5 tool call 0: expected an object with exactly \"name\" and \"arguments\", got [1, 2]"
+    assert cut.error == "parse: tool call 1: invalid JSON: Unterminated string starting at at char 58"
+    assert broken.error == "parse: tool call 1: expected a JSON object with keys 'name' and 'arguments'"
 
 
 def test_a_prompt_the_format_cannot_render_is_an_error_row_and_the_backend_still_sees_a_stand_in():
