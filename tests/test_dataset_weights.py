@@ -25,8 +25,7 @@ def tiny():
 
 def rows(tokenizer, **data) -> list[dict]:
     cfg = {"max_seq_len": 4096, "overlong": "truncate", "eval_fraction": 0.0, **data}
-    train, _ = build_rows(CONVS, get_format("chatml"), tokenizer, cfg, BuildReport())
-    return train
+    return build_rows(CONVS, get_format("chatml"), tokenizer, cfg, BuildReport()).train
 
 
 def test_weights_of_zero_and_one_leave_the_rows_as_they_were(tiny):
