@@ -46,7 +46,7 @@ from train.sources._dialogue import (
     expect_str,
     extra_fields,
     normalize_schema_types,
-    parse_json_text,
+    parse_json_string,
     read_records,
     record_id,
     require,
@@ -128,7 +128,7 @@ def add_turn(dialogue: Dialogue, turn: dict, path: str) -> None:
 
 def tool_results(value: str, path: str) -> list[tuple[str, str]]:
     """``[{"name", "results"}, ...]`` -> ``[(name, content)]``; results become JSON text."""
-    items = expect_list(parse_json_text(value, path), path)
+    items = expect_list(parse_json_string(value, path), path)
     if not items:
         raise SchemaError(path, "empty list of tool results")
     out = []
