@@ -12,7 +12,7 @@ from train.cli import main as cli_main
 from train.schema import Conversation, SchemaError
 from train.sources import itc
 from train.sources._common import SourceError
-from train.sources._pysyntax import PyCall, PySyntaxError, parse_call, parse_call_list
+from train.sources.pysyntax import PyCall, PySyntaxError, parse_call, parse_call_list
 
 
 @pytest.fixture

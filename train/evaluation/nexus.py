@@ -21,7 +21,7 @@ NexusRaven's evaluation runs the reference and the model's call against stub fun
 ``args_dict = locals()`` then ``if value: return_dict[key] = value``). Nothing is run here; both sides
 become the same record by reading them:
 
-1. The call text is parsed with ``ast`` (``train.sources._pysyntax``; the lenient repairs of that module
+1. The call text is parsed with ``ast`` (``train.sources.pysyntax``; the lenient repairs of that module
    apply to both sides, so ``convertCurrency(from="EUR")`` — a toolalpaca gold — can be matched). The text
    may hold several calls: one per statement (``f(a=1)\\ng(b=2)`` or ``f(a=1); g(b=2)``), or one list
    ``[f(a=1), g(b=2)]``; near-Python that needs the repairs is read as a whole, else one call per line.
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
-from train.sources._pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
+from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
 
 
 class CallError(ValueError):
@@ -125,7 +125,7 @@ def parse_call_text(text: Any) -> list[RawCall]:
 
 
 def _near_python_calls(source: str) -> list[RawCall]:
-    """Text Python rejects (``from="EUR"``, ``true``): _pysyntax's lenient repair, as a whole, else line by line."""
+    """Text Python rejects (``from="EUR"``, ``true``): pysyntax's lenient repair, as a whole, else line by line."""
     try:
         return _calls_from(source)
     except CallError:

@@ -53,7 +53,7 @@ from typing import Any
 
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 from train.sources._common import CallIds, Rejected, SourceError, check_arity, iter_json_records, read_text
-from train.sources._pysyntax import PySyntaxError, parse_call
+from train.sources.pysyntax import PySyntaxError, parse_call
 
 # BFCL type name -> JSON Schema type (None: no constraint). Python names, then Java, then JavaScript.
 BFCL_TYPES: dict[str, str | None] = {

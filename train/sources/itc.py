@@ -41,7 +41,7 @@ from typing import Any
 
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 from train.sources._common import CallIds, Rejected, SourceError, check_arity, iter_json_records, strict_loads
-from train.sources._pysyntax import PySyntaxError, parse_call_list
+from train.sources.pysyntax import PySyntaxError, parse_call_list
 
 # first word of a RapidAPI-style type, lower-cased -> JSON Schema type (unknown: no constraint)
 PARAMETER_TYPES = {
