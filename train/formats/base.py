@@ -12,9 +12,10 @@ Turning segments into token ids and labels is the next stage, ``train.formats.to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from train.schema import Conversation, Message, Tool, ToolCall
 
@@ -48,6 +49,12 @@ class Segment:
     @property
     def assistant(self) -> bool:
         return self.part in ASSISTANT_PARTS
+
+
+def to_json(value: Any) -> str:
+    """JSON as HF chat templates' ``tojson`` writes it: non-ASCII kept, ``", "`` and ``": "`` separators,
+    keys in their given order. Every family writes tool definitions, calls and results this way."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def message_groups(messages: Sequence[tuple[int, Message]]) -> list[list[tuple[int, Message]]]:

@@ -28,10 +28,9 @@ make the tags control tokens (Qwen2.5) can.
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups
+from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
 from train.schema import Conversation, Message, ToolCall
 
@@ -47,10 +46,6 @@ TOOLS_INSTRUCTION = (
     "inside <tool_call></tool_call> XML tags:\n"
     '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
 )
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 class ChatMLFormat(ChatFormat):

@@ -47,7 +47,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups
+from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -72,11 +72,6 @@ TOOLS_IN_USER = (
 _CALL_START = re.compile(r'\{\s*"name"')
 
 
-def dumps(value: Any) -> str:
-    """JSON as the template's ``tojson`` writes it: non-ASCII kept, ``", "`` and ``": "`` separators."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def header(role: str) -> list[Segment]:
     return [
         Segment(START_HEADER, "header", special=True),
@@ -96,7 +91,7 @@ def call_object(call: ToolCall, message: int) -> list[Segment]:
         Segment('{"name": "', "call_syntax", message),
         Segment(call.name, "call_name", message),
         Segment('", "parameters": ', "call_syntax", message),
-        Segment(dumps(call.arguments), "call_args", message),
+        Segment(to_json(call.arguments), "call_args", message),
         Segment("}", "call_syntax", message),
     ]
 
@@ -219,7 +214,7 @@ class Llama31Format(_Llama31Family):
         segments: list[Segment] = []
         for index, message in run:
             # The template JSON-encodes string results (``tojson`` on an iterable), quotes included.
-            result = Segment(dumps(message.content or ""), "tool_result", index)
+            result = Segment(to_json(message.content or ""), "tool_result", index)
             segments += [*header("ipython"), result, Segment(EOT, "header", index, special=True)]
         return segments
 
@@ -259,7 +254,7 @@ class Llama31MetaToolFormat(_Llama31Family):
             name = message.name if message.name is not None else call_name
             results.append({"name": name, "function_id": function_id, "results": _result_value(message.content)})
         first, last = run[0][0], run[-1][0]
-        result_list = Segment(dumps(results), "tool_result", first)
+        result_list = Segment(to_json(results), "tool_result", first)
         return [*header("ipython"), result_list, Segment(EOT, "header", last, special=True)]
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:

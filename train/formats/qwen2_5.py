@@ -22,10 +22,9 @@ raises ``ToolCallParseError`` (a ``ValueError``) naming the problem, never passe
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups
+from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
 from train.formats.hermes import CALL_OPEN as TOOL_CALL
 from train.formats.hermes import parse_hermes
@@ -40,11 +39,6 @@ TOOLS_INTRO = (
 )
 TOOLS_OUTRO = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
 CALL_EXAMPLE = '\n{"name": <function-name>, "arguments": <args-json-object>}\n'
-
-
-def dumps(value: Any) -> str:
-    """JSON as the template's ``tojson`` writes it: non-ASCII kept, ``", "`` and ``": "`` separators."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def control(token: str, part: str = "header", message: int = -1) -> Segment:
@@ -90,7 +84,7 @@ class Qwen25Format(ChatFormat):
             prompt = Segment(system[1].content or "", "system", system[0])
         segments = [*turn_start("system"), prompt]
         if conv.tools:
-            definitions = "".join("\n" + dumps(tool.to_dict()) for tool in conv.tools)
+            definitions = "".join("\n" + to_json(tool.to_dict()) for tool in conv.tools)
             segments += [
                 Segment(TOOLS_INTRO + definitions + TOOLS_OUTRO, "tools"),
                 control(TOOL_CALL, "tools"),
@@ -114,7 +108,7 @@ class Qwen25Format(ChatFormat):
                 Segment('\n{"name": "', "call_syntax", index),
                 Segment(call.name, "call_name", index),
                 Segment('", "arguments": ', "call_syntax", index),
-                Segment(dumps(call.arguments), "call_args", index),
+                Segment(to_json(call.arguments), "call_args", index),
                 Segment("}\n", "call_syntax", index),
                 control(TOOL_CALL_END, "call_syntax", index),
             ]
