@@ -10,6 +10,7 @@ import pytest
 
 from train.dataset import BuildReport, build_rows
 from train.formats import get_format
+from train.formats.tokenize import tokenize
 from train.schema import Conversation
 from train.tokenizers import load_tokenizer
 
@@ -24,8 +25,7 @@ def tiny():
 
 def rows(tokenizer, **data) -> list[dict]:
     cfg = {"max_seq_len": 4096, "overlong": "truncate", "eval_fraction": 0.0, **data}
-    train, _ = build_rows(CONVS, get_format("chatml"), tokenizer, cfg, BuildReport())
-    return train
+    return build_rows(CONVS, get_format("chatml"), tokenizer, cfg, BuildReport()).train
 
 
 def test_weights_of_zero_and_one_leave_the_rows_as_they_were(tiny):
@@ -46,7 +46,7 @@ def test_weighted_rows_carry_the_format_weights_aligned_with_labels(tiny):
     by_id = {conv.id: conv for conv in CONVS}
     for row, base in zip(weighted, plain):
         assert row["input_ids"] == base["input_ids"] and row["labels"] == base["labels"]
-        expected = fmt.tokenize(by_id[row["id"]], tiny, MaskPolicy(weights={"call_args": 2.0})).weights
+        expected = tokenize(fmt, by_id[row["id"]], tiny, MaskPolicy(weights={"call_args": 2.0})).weights
         assert row["loss_weights"] == expected
         assert all((w > 0) == (label != -100) for w, label in zip(row["loss_weights"], row["labels"]))
     assert any(2.0 in row["loss_weights"] for row in weighted)

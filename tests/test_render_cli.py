@@ -9,6 +9,7 @@ import pytest
 
 from train.cli import main
 from train.formats import FORMATS, MaskPolicy, get_format
+from train.formats.tokenize import tokenize
 from train.schema import Conversation
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -63,7 +64,7 @@ def test_chatml_outputs_rejects_and_summary(smollm2, mixed_input, tmp_path, caps
     assert [row["id"] for row in rows] == [conv.id for conv in CORPUS]
     for row, conv in zip(rows, CORPUS):
         assert set(row) == {"id", "input_ids", "labels"}
-        assert {"input_ids": row["input_ids"], "labels": row["labels"]} == fmt.tokenize(conv, smollm2).to_dict()
+        assert {"input_ids": row["input_ids"], "labels": row["labels"]} == tokenize(fmt, conv, smollm2).to_dict()
     rejects = read_jsonl(tmp_path / "out.rejects.jsonl")
     assert [(r["location"], r["reason"]) for r in rejects] == [
         (f"{mixed_input}:17", "invalid JSON at column 2: Expecting property name enclosed in double quotes"),
@@ -83,7 +84,7 @@ def test_text_last_turn_only_and_weights(smollm2, tmp_path, capsys):
     fmt = get_format("chatml")
     policy = MaskPolicy(last_turn_only=True, weights={"call_args": 2.0, "end": 0.5})
     for row, conv in zip(read_jsonl(out), CORPUS, strict=True):
-        tokens = fmt.tokenize(conv, smollm2, policy)
+        tokens = tokenize(fmt, conv, smollm2, policy)
         assert row == {"id": conv.id, "input_ids": tokens.input_ids, "labels": tokens.labels,
                        "weights": tokens.weights, "text": fmt.render_text(conv)}
     multi = next(row for row in read_jsonl(out) if row["id"] == "multi_turn_tools")
@@ -157,7 +158,7 @@ def test_other_formats_render_the_corpus(name, tmp_path, capsys):
     assert len(rows) + len(rejects) == 16
     for conv in CORPUS:
         try:
-            expected = fmt.tokenize(conv, tokenizer).to_dict()
+            expected = tokenize(fmt, conv, tokenizer).to_dict()
         except ValueError as err:
             assert conv.id not in rows
             reject = next(r for r in rejects if r["raw"]["id"] == conv.id)

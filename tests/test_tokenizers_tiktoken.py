@@ -12,6 +12,7 @@ import unicodedata
 
 import pytest
 
+from train.formats.tokenize import encode_text
 from train.tokenizers import BUILDERS, load_tokenizer
 from train.tokenizers.tiktoken_based import llama3_reference_tokenizer
 
@@ -250,11 +251,10 @@ def test_qwen_tool_call_tag_is_not_split_by_split_special_tokens(qwen, qwen_ref)
     That is the real Qwen2.5 tokenizer's behaviour too; Qwen25Format therefore encodes text
     without any added token (tests/formats/test_qwen2_5.py checks the format side).
     """
-    from train.formats.qwen2_5 import Qwen25Format
 
     text = 'say <tool_call>{"name": "x"}</tool_call>'
     assert 151657 in text_ids(qwen, text)
-    ids, offsets = Qwen25Format().encode_text(qwen, text)
+    ids, offsets = encode_text(qwen, text)
     assert ids == qwen_ref_ids(qwen_ref, text)
     assert "".join(text[a:b] for a, b in offsets) == text
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat
+from train.formats.tokenize import tokenize_many
 from train.progress import progress
 from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
@@ -131,8 +132,9 @@ def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: 
 def tokenize_conversations(
     conversations: Iterable[Conversation], fmt: ChatFormat, tokenizer: Any, policy: MaskPolicy,
     max_seq_len: int, overlong: str, report: BuildReport, chunk: int = 256,
-) -> Iterator[dict[str, Any]]:
-    """Validate, render + mask + tokenize (a chunk at a time: one batched encode), apply the length policy."""
+) -> Iterator[tuple[Conversation, dict[str, Any]]]:
+    """Validate, render + mask + tokenize (a chunk at a time: one batched encode), apply the length policy.
+    Yields each kept conversation with its row."""
     for batch in itertools.batched(conversations, chunk) if hasattr(itertools, "batched") else _batched(conversations, chunk):
         valid = []
         for conv in batch:
@@ -142,7 +144,7 @@ def tokenize_conversations(
                 report.reject("invalid", str(errors[0]))
             else:
                 valid.append(conv)
-        for conv, tokens in zip(valid, fmt.tokenize_many(valid, tokenizer, policy)):
+        for conv, tokens in zip(valid, tokenize_many(fmt, valid, tokenizer, policy)):
             if isinstance(tokens, ValueError):
                 report.reject("unrenderable", str(tokens))
                 continue
@@ -150,7 +152,7 @@ def tokenize_conversations(
             weights = tokens.weights if policy.scales_loss else None
             row = length_policy(conv.id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
             if row is not None:
-                yield row
+                yield conv, row
 
 
 def _batched(items: Iterable[Any], size: int) -> Iterator[tuple]:
@@ -164,15 +166,27 @@ def is_eval(conv_id: str, fraction: float) -> bool:
     return fraction > 0 and zlib.crc32(conv_id.encode("utf-8")) % 10_000 < fraction * 10_000
 
 
-def remember_held_out(conversations: Iterable[Conversation], fraction: float, held_out: dict[str, list[Conversation]]) -> Iterator[Conversation]:
-    """Pass the stream through, keeping each conversation on the eval side of the split (by id, in order).
+@dataclass
+class Split:
+    train: list[dict[str, Any]]
+    eval: list[dict[str, Any]]
+    eval_conversations: list[Conversation]  # the conversation of each eval row, same order
 
-    Generation-based evaluation needs the conversations themselves, not only their token rows.
+
+def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: float) -> Split:
+    """The one place the eval split is decided: each conversation, with its row, goes to one side.
+
+    Generation-based evaluation needs the held-out conversations themselves, not only their rows,
+    so they stay paired with their rows here rather than being looked up again by id.
     """
-    for conv in conversations:
+    split = Split([], [], [])
+    for conv, row in rows:
         if is_eval(conv.id, fraction):
-            held_out.setdefault(conv.id, []).append(conv)
-        yield conv
+            split.eval.append(row)
+            split.eval_conversations.append(conv)
+        else:
+            split.train.append(row)
+    return split
 
 
 def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra: dict[str, Any] | None = None) -> str:
@@ -208,15 +222,13 @@ class BuiltDataset:
     eval_conversations: list[Conversation] = field(default_factory=list)  # one per eval row, same order
 
 
-def build_rows(conversations: Iterable[Conversation], fmt: ChatFormat, tokenizer: Any, data_cfg: dict[str, Any], report: BuildReport) -> tuple[list, list]:
+def build_rows(conversations: Iterable[Conversation], fmt: ChatFormat, tokenizer: Any, data_cfg: dict[str, Any], report: BuildReport) -> Split:
     policy = MaskPolicy(last_turn_only=data_cfg.get("last_turn_only", False), weights=dict(data_cfg.get("part_weights") or {}))
-    train_rows, eval_rows = [], []
     conversations = progress(conversations, desc=f"build dataset ({fmt.name})", unit="conv")
     rows = tokenize_conversations(conversations, fmt, tokenizer, policy, data_cfg["max_seq_len"], str(data_cfg["overlong"]), report)
-    for row in rows:
-        (eval_rows if is_eval(row["id"], data_cfg.get("eval_fraction", 0.0)) else train_rows).append(row)
-    report.train_rows, report.eval_rows = len(train_rows), len(eval_rows)
-    return train_rows, eval_rows
+    split = split_eval(rows, data_cfg.get("eval_fraction", 0.0))
+    report.train_rows, report.eval_rows = len(split.train), len(split.eval)
+    return split
 
 
 def build_dataset(
@@ -255,14 +267,11 @@ def build_dataset(
         conversations = read_conversations(data_cfg["sources"], report)
         if transform is not None:
             conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
-        held_out: dict[str, list[Conversation]] = {}
-        conversations = remember_held_out(conversations, data_cfg.get("eval_fraction", 0.0), held_out)
         fmt = get_format(format_name, data_cfg.get("format_options"))  # options are in data_cfg, so in the key
         # the whole stream is consumed inside: every reader sees the limit
         with record_size_limit(data_cfg.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)):
-            train_rows, eval_rows = build_rows(conversations, fmt, tokenizer, data_cfg, report)
-        # rows come out in stream order, so the n-th eval row with an id is the n-th such conversation
-        eval_conversations = [held_out[row["id"]].pop(0) for row in eval_rows]
+            split = build_rows(conversations, fmt, tokenizer, data_cfg, report)
+        train_rows, eval_rows, eval_conversations = split.train, split.eval, split.eval_conversations
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-IGNORE_INDEX = -100
+from train.formats.tokenize import IGNORE_INDEX
 
 
 def weighted_causal_lm_loss(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE_INDEX = -100
+from train.formats.tokenize import IGNORE_INDEX
 
 
 def best_fit_pack(lengths: Sequence[int], capacity: int) -> list[list[int]]:

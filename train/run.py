@@ -1,4 +1,7 @@
-"""``run(cfg)``: one training run, top to bottom. setup -> data -> model -> train -> save -> report.
+"""``run(cfg)``: one training run, top to bottom, in five stages: setup -> data -> model -> train -> finish.
+
+Each stage is a plain function that takes the config and what the earlier stages returned
+(``Environment``, ``Data``, ``Model``, ``Trained``) and says its contract in its docstring.
 
 Called by the Hydra entry point (``tooltrain train ...``) and directly by tests with a composed
 config. The HF Trainer (with accelerate, DeepSpeed and peft) is the engine; tooltrain hands it
@@ -106,45 +109,85 @@ def data_builder(cfg: DictConfig) -> tuple[Any, dict[str, Any] | None]:
 
 
 def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
+    """One training run: setup -> data -> model -> train -> finish. A rerun of a completed run is a no-op."""
     world = distributed.World.from_env()
     out = Path(cfg.output_dir)
     done = completed_run(out)
-    if done is not None:
-        # Rerunning the same command is how a preempted run resumes; on a finished run it is a no-op.
-        rank_zero_print(world, f"tooltrain: {out} already holds a completed run ({done.get('steps')} steps, final model in "
-                        f"{out / 'final'}); nothing to do. Use another output_dir to train again." + evaluation_hint(out, cfg))
-        losses = [row["loss"] for row in read_metrics(out / "metrics.jsonl") if "loss" in row]
-        return RunResult(output_dir=out, status="completed", global_step=int(done.get("steps") or 0), losses=losses,
-                         adapter_dir=out / "final", summary=done)
+    if done is not None:  # rerunning the same command is how a preempted run resumes; a finished run stays finished
+        return already_completed(cfg, world, out, done)
     with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/run_dir.py)
-        return _train(cfg, world, out, extra_callbacks)
+        env = set_up(cfg, world, out)
+        data = prepare_data(cfg, env)
+        model = prepare_model(cfg, env, data)
+        trained = train_model(cfg, env, data, model, extra_callbacks)
+        return finish(cfg, env, data, model, trained)
 
 
-def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks: list | None) -> RunResult:
-    check_inputs(cfg)  # before any data or model work: one error naming every input that cannot be opened
+def already_completed(cfg: DictConfig, world: distributed.World, out: Path, done: dict[str, Any]) -> RunResult:
+    rank_zero_print(world, f"tooltrain: {out} already holds a completed run ({done.get('steps')} steps, final model in "
+                    f"{out / 'final'}); nothing to do. Use another output_dir to train again." + evaluation_hint(out, cfg))
+    losses = [row["loss"] for row in read_metrics(out / "metrics.jsonl") if "loss" in row]
+    return RunResult(output_dir=out, status="completed", global_step=int(done.get("steps") or 0), losses=losses,
+                     adapter_dir=out / "final", summary=done)
+
+
+# ---- setup ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Environment:
+    world: distributed.World
+    out: Path
+    gpu: bool
+    strategy: str
+    grad_accum: int
+    dtype: Any  # torch dtype of the weights
+    strategy_args: dict[str, Any]  # the TrainingArguments fields the strategy and hardware decide
+    kernels: str
+
+
+def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
+    """Checks everything that can fail cheaply (inputs, strategy, kernels) before any data or model
+    work, creates RUN_DIR and records the resolved config in it. Returns what later stages read."""
+    check_inputs(cfg)  # one error naming every input that cannot be opened
     gpu = distributed.on_gpu()
-    strategy = choice(cfg.distributed.strategy)
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size)
     dtype = resolve_dtype(cfg.model.dtype, gpu)
-    bf16 = dtype == torch.bfloat16
     # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
     strategy_args = distributed.training_arguments_for(cfg.distributed, world, cfg.train.micro_batch_size, grad_accum,
-                                                       cfg.optim.max_grad_norm, bf16)
+                                                       cfg.optim.max_grad_norm, dtype == torch.bfloat16)
     kernels = choice(cfg.kernels)
     distributed.check_kernels(kernels)
     out.mkdir(parents=True, exist_ok=True)
     # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
     # against it and never rewrites it (train/resume_config.py).
     record_config(out, cfg, world)
+    return Environment(world, out, gpu, choice(cfg.distributed.strategy), grad_accum, dtype, strategy_args, kernels)
 
-    # -- data -------------------------------------------------------------------------------------
+
+# ---- data -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Data:
+    tokenizer: Any
+    built: BuiltDataset  # the train rows, the eval split and the build report
+    rows: list[dict]  # what the Trainer iterates: packed rows, or single samples
+    pack_info: dict[str, Any]
+    collator: MeteredCollator
+    meter: TokenMeter  # counts the real tokens of every batch for the throughput metrics
+
+
+def prepare_data(cfg: DictConfig, env: Environment) -> Data:
+    """The tokenizer, the built (or cached) dataset with its eval split, the rows the model sees and
+    their collator. Exits with the build report when no training row is left."""
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     transform, key_extra = data_builder(cfg)
     # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
     # node's other ranks wait for the cache and load it.
     built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, Path(cfg.data.cache_dir or cache_root() / "datasets"),
-                          transform=transform, key_extra=key_extra, may_build=world.is_local_main)
+                          transform=transform, key_extra=key_extra, may_build=env.world.is_local_main)
     if not built.train:
         raise RunSetupError(no_training_rows_message(built.report))
     rows, pack_info = make_rows(built, cfg.data)
@@ -154,67 +197,81 @@ def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks
         collator = MeteredCollator(PackedCollator(pad_id, pad_to=cfg.data.max_seq_len), meter, cfg.data.max_seq_len)
     else:
         collator = MeteredCollator(PaddedCollator(pad_id), meter, None)
+    return Data(tokenizer, built, rows, pack_info, collator, meter)
 
-    # -- model ------------------------------------------------------------------------------------
-    model = build_model(cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed)
-    if kernels == "liger":
+
+# ---- model ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Model:
+    model: Any  # with its LoRA adapter when peft.kind=lora
+    lora: bool
+    adapter_shapes: dict[str, tuple[int, ...]]  # what the saved adapter must hold (LoRA only)
+    trainable: int
+    total: int
+
+
+def prepare_model(cfg: DictConfig, env: Environment, data: Data) -> Model:
+    """The base model (kernels applied), its adapter, and its parameter counts; the token meter watches it."""
+    attn = resolve_attn_implementation(cfg.model.attn_implementation, env.gpu)
+    model = build_model(cfg.model, len(data.tokenizer), env.dtype, attn, seed=cfg.seed)
+    if env.kernels == "liger":
         _apply_liger(model)
     lora = choice(cfg.peft.kind) == "lora"
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     adapter_shapes = expected_adapter_shapes(model) if lora else {}
     trainable, total = count_parameters(model)
-    meter.attach(model)
+    data.meter.attach(model)
+    return Model(model, lora, adapter_shapes, trainable, total)
 
-    # -- engine -----------------------------------------------------------------------------------
+
+# ---- train ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trained:
+    trainer: Any
+    preemption: Preemption
+    started: float  # time.time() when training started: the summary's seconds run from here to the saved model
+
+
+def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, extra_callbacks: list | None) -> Trained:
+    """The HF Trainer with tooltrain's callbacks (metrics file, checkpoints, preemption, throughput,
+    evaluation), resumed from the latest complete checkpoint; trains until done or stopped."""
     from transformers import Trainer, TrainingArguments
 
-    args = TrainingArguments(
-        output_dir=str(out),
-        per_device_train_batch_size=cfg.train.micro_batch_size,
-        gradient_accumulation_steps=grad_accum,
-        num_train_epochs=cfg.train.epochs,
-        max_steps=cfg.train.max_steps,
-        learning_rate=cfg.optim.lr,
-        weight_decay=cfg.optim.weight_decay,
-        adam_beta1=cfg.optim.betas[0],
-        adam_beta2=cfg.optim.betas[1],
-        adam_epsilon=cfg.optim.eps,
-        optim=cfg.optim.name,
-        lr_scheduler_type=cfg.optim.scheduler,
-        warmup_steps=float(cfg.optim.warmup_ratio),  # a float in [0, 1) is a ratio of total steps
-        max_grad_norm=cfg.optim.max_grad_norm,
-        logging_steps=cfg.train.logging_steps,
+    from train.step_lines import use_step_lines
+    from train.training_args import training_arguments
+
+    world, out = env.world, env.out
+    args = TrainingArguments(**training_arguments(
+        cfg, out, env.grad_accum, env.dtype == torch.bfloat16,
         save_strategy="steps",
         save_steps=cfg.train.save_steps,
         save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        bf16=bf16,
         report_to=report_to(cfg.tracking, out),
         run_name=cfg.tracking.run_name or cfg.run_name,
         remove_unused_columns=False,
-        dataloader_num_workers=cfg.train.dataloader_workers,
         disable_tqdm=not world.is_main,
-        **strategy_args,
-    )
+        **env.strategy_args,
+    ))
     preemption = Preemption(distributed.any_rank)
-    peak = distributed.peak_flops() if gpu else None
-    throughput = Throughput(meter, flops_counter(model, lora) if peak else None, peak, world.world_size)
+    peak = distributed.peak_flops() if env.gpu else None
+    throughput = Throughput(data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size)
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
     # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.loss)
-    weighted_loss = WeightedLoss() if any("loss_weights" in row for row in rows) else None
+    weighted_loss = WeightedLoss() if any("loss_weights" in row for row in data.rows) else None
     if weighted_loss is not None:
-        weighted_loss.attach(model)
-    trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=collator, callbacks=callbacks,
-                      compute_loss_func=weighted_loss)
+        weighted_loss.attach(model.model)
+    trainer = Trainer(model=model.model, args=args, train_dataset=data.rows, data_collator=data.collator,
+                      callbacks=callbacks, compute_loss_func=weighted_loss)
     # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
     trainer.callback_handler.callbacks.insert(0, throughput)
-    from train.step_lines import use_step_lines
-
     use_step_lines(trainer)  # formatted per-step lines on rank 0, not the Trainer's bar and dicts
     # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.
-    evaluation = build_eval_callback(cfg, built, tokenizer, world, log=trainer.log, exclude_time=throughput.exclude)
+    evaluation = build_eval_callback(cfg, data.built, data.tokenizer, world, log=trainer.log, exclude_time=throughput.exclude)
     if evaluation is not None:
         trainer.add_callback(evaluation)
 
@@ -223,38 +280,49 @@ def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks
         for partial in incomplete_checkpoints(out):
             shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
     distributed.barrier()
-    rank_zero_print(world, f"tooltrain: {cfg.run_name} on {world.world_size} rank(s), {strategy}; "
-                    f"{len(rows)} rows from {pack_info['samples']} samples (padding efficiency {pack_info['padding_efficiency']:.1%}); "
-                    f"{trainable:,} of {total:,} parameters trainable" + (f"; resuming from {resume.name}" if resume else ""))
+    pack_info = data.pack_info
+    rank_zero_print(world, f"tooltrain: {cfg.run_name} on {world.world_size} rank(s), {env.strategy}; "
+                    f"{len(data.rows)} rows from {pack_info['samples']} samples (padding efficiency {pack_info['padding_efficiency']:.1%}); "
+                    f"{model.trainable:,} of {model.total:,} parameters trainable" + (f"; resuming from {resume.name}" if resume else ""))
     started = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return Trained(trainer, preemption, started)
 
-    # -- save and report --------------------------------------------------------------------------
-    status = "preempted" if preemption.stopped_by_signal else ("completed" if trainer.state.global_step >= trainer.state.max_steps else "stopped")
+
+# ---- finish ---------------------------------------------------------------------------------------
+
+
+def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained: Trained) -> RunResult:
+    """Saves the final model (and checks a saved adapter) when the run completed, writes summary.json
+    and the report on the main rank, and returns what happened: completed, preempted or stopped."""
+    world, out, state = env.world, env.out, trained.trainer.state
+    preemption = trained.preemption
+    status = "preempted" if preemption.stopped_by_signal else ("completed" if state.global_step >= state.max_steps else "stopped")
     adapter_dir = None
     if status == "completed":
         adapter_dir = out / "final"
-        trainer.save_model(str(adapter_dir))
+        trained.trainer.save_model(str(adapter_dir))
         if world.is_main:
-            tokenizer.save_pretrained(str(adapter_dir))
-        if lora and trainer.state.global_step > 0:
-            check_saved_adapter(adapter_dir, adapter_shapes, world)
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+            data.tokenizer.save_pretrained(str(adapter_dir))
+        if model.lora and state.global_step > 0:
+            check_saved_adapter(adapter_dir, model.adapter_shapes, world)
+    losses = [h["loss"] for h in state.log_history if "loss" in h]
+    report = data.built.report
     summary = {
         "status": status,
-        "steps": trainer.state.global_step,
+        "steps": state.global_step,
         "loss_first": losses[0] if losses else None,
         "loss_last": losses[-1] if losses else None,
-        "trained_tokens": built.report.trained_tokens,
-        "masked_tokens": built.report.masked_tokens,
-        "data": built.report.to_dict(),
-        "packing": pack_info,
-        "parameters": {"trainable": trainable, "total": total},
-        "seconds": round(time.time() - started, 1),
+        "trained_tokens": report.trained_tokens,
+        "masked_tokens": report.masked_tokens,
+        "data": report.to_dict(),
+        "packing": data.pack_info,
+        "parameters": {"trainable": model.trainable, "total": model.total},
+        "seconds": round(time.time() - trained.started, 1),
         "final": adapter_dir.name if adapter_dir else None,  # paths in summary.json are relative to the run folder
-        "dtype": str(dtype).removeprefix("torch."),
+        "dtype": str(env.dtype).removeprefix("torch."),
         "run": run_identity(cfg),
-        "eval": eval_before_after(trainer.state.log_history),
+        "eval": eval_before_after(state.log_history),
     }
     if world.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -262,7 +330,7 @@ def _train(cfg: DictConfig, world: distributed.World, out: Path, extra_callbacks
 
         write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
     distributed.barrier()
-    return RunResult(output_dir=out, status=status, global_step=trainer.state.global_step, losses=losses,
+    return RunResult(output_dir=out, status=status, global_step=state.global_step, losses=losses,
                      adapter_dir=adapter_dir, summary=summary,
                      stop_signal=preemption.received if preemption.stopped_by_signal else None)
 

@@ -17,6 +17,7 @@ import pytest
 
 from train.builders.metatool import MetaToolBuilder, MetaToolOptions, first_definitions, invoked_names
 from train.formats import get_format
+from train.formats.tokenize import tokenize_many
 from train.schema import Conversation, dumps
 from train.sources import get_reader
 
@@ -111,7 +112,7 @@ def check_masks(samples: list[Conversation]) -> int:
     tokenizer = load_tokenizer("llama3")
     fmt = get_format("llama3_1_metatool")
     checked = 0
-    for sample, tokens in zip(samples, fmt.tokenize_many(samples, tokenizer)):
+    for sample, tokens in zip(samples, tokenize_many(fmt, samples, tokenizer)):
         assert not isinstance(tokens, Exception), f"{sample.id}: {tokens}"
         expected: dict[int, str] = {}
         for segment in fmt.render(sample):

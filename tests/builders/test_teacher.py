@@ -23,6 +23,7 @@ from train.retrieval.teacher import (
     rewrite_prompt,
     transcript,
 )
+from train.formats.tokenize import tokenize_prompt
 from train.schema import Conversation, Message, Tool, ToolCall
 
 WEATHER = Tool(
@@ -260,8 +261,8 @@ def test_hf_teacher_generates_through_the_chat_format():
     original_generate = model.generate
     model.generate = lambda *a, **k: generated.append(original_generate(*a, **k)) or generated[-1]
     text = teacher.complete("Say hi")
-    prompt = teacher.format.tokenize_prompt(
-        Conversation(id="t", messages=[Message(role="user", content="Say hi")]), 1, tokenizer
+    prompt = tokenize_prompt(
+        teacher.format, Conversation(id="t", messages=[Message(role="user", content="Say hi")]), 1, tokenizer
     )
     assert generated[0][0, : len(prompt)].tolist() == prompt  # prompted through the chat format
     assert 1 <= generated[0].shape[1] - len(prompt) <= 6 and isinstance(text, str)

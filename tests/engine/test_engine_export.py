@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from train.cli import main
 from train.formats import get_format
 from train.formats.hf import to_hf_messages
+from train.formats.tokenize import tokenize
 from train.model import apply_lora, build_model, expected_adapter_shapes
 from train.schema import Conversation
 
@@ -140,7 +141,7 @@ def test_export_ships_the_chat_template_the_run_trained_with(engine, single_run,
         assert prompt == "".join(segment.text for segment in fmt.render_prompt(conv, first)), conv.id
         if conv.id != "control_token_lookalikes":  # a template turns typed <|im_end|> into the control token
             ids = tokenizer.apply_chat_template(messages, tools=tools, return_dict=False)
-            assert ids == fmt.tokenize(conv, tokenizer).input_ids, conv.id  # the served prompt is the trained ids
+            assert ids == tokenize(fmt, conv, tokenizer).input_ids, conv.id  # the served prompt is the trained ids
 
     template_file = out / "chat_template.jinja"
     serve = f"vllm serve {out} --chat-template {template_file} --enable-auto-tool-choice --tool-call-parser hermes"

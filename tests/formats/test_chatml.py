@@ -21,6 +21,7 @@ from train.formats.chatml import (
     ChatMLFormat,
     ToolCallParseError,
 )
+from train.formats.tokenize import encode_text, tokenize
 from train.schema import Conversation, ToolCall
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -75,7 +76,7 @@ def test_registry_returns_chatml():
 def test_no_tool_cases_match_smollm2_chat_template(tok, case):
     conv = CASES[case]
     reference = tok.apply_chat_template([m.to_dict() for m in conv.messages], tokenize=True)["input_ids"]
-    assert fmt.tokenize(conv, tok).input_ids == reference
+    assert tokenize(fmt, conv, tok).input_ids == reference
 
 
 def test_default_system_prompt_is_the_templates(tok):
@@ -159,7 +160,7 @@ def test_same_layout_as_qwen25_hermes_template(tok, case):
 
 def test_control_token_lookalikes_stay_text(tok):
     conv = CASES["control_token_lookalikes"]
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     # five turns (system, user, assistant, tool, assistant): the user's "<|im_end|>" and the tool
     # result's "<|im_start|>" must not add a sixth control token of either kind
     assert ids.count(IM_START) == 5 and ids.count(IM_END) == 5
@@ -178,7 +179,7 @@ def test_system_and_tool_description_lookalikes_stay_text(tok):
     """Control-token text in the system prompt and in tool descriptions: the system turn is one text
     run between the format's own <|im_start|> and <|im_end|>, encoded with no control id in it."""
     conv = SYSTEM_LOOKALIKES
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     assert ids.count(IM_START) == 5 and ids.count(IM_END) == 5  # system, user, assistant, tool, assistant
     assert tok.convert_tokens_to_ids("<|endoftext|>") not in ids
     text = fmt.render_text(conv)
@@ -204,7 +205,7 @@ def test_system_and_tool_description_lookalikes_match_the_hermes_layout(tok):
 def test_tool_call_tags_are_plain_text_in_this_vocabulary(tok):
     """<tool_call> is not a SmolLM2 token: a user's <tool_call> is the same tokens as a real call's."""
     assert tok.convert_tokens_to_ids("<tool_call>") == tok.unk_token_id
-    user_ids = fmt.encode_text(tok, "\n<tool_call>\n")[0]
+    user_ids = encode_text(tok, "\n<tool_call>\n")[0]
     assert user_ids == tok.encode("\n<tool_call>\n", add_special_tokens=False)
     assert len(user_ids) > 1
 
@@ -215,19 +216,19 @@ def test_tool_call_tags_are_plain_text_in_this_vocabulary(tok):
 @pytest.mark.parametrize("case", [c.id for c in CORPUS])
 def test_trained_tokens_are_exactly_the_assistant_turns(tok, case):
     conv = CASES[case]
-    tokenized = fmt.tokenize(conv, tok)
+    tokenized = tokenize(fmt, conv, tok)
     assert trained_runs(tok, tokenized) == [body + "<|im_end|>" for body in assistant_bodies(conv)]
     assert len(tokenized.labels) == len(tokenized.input_ids)
     assert all(label in (-100, token) for label, token in zip(tokenized.labels, tokenized.input_ids))
 
 
 def test_last_turn_only_trains_the_final_answer(tok):
-    tokenized = fmt.tokenize(CASES["multi_turn_tools"], tok, MaskPolicy(last_turn_only=True))
+    tokenized = tokenize(fmt, CASES["multi_turn_tools"], tok, MaskPolicy(last_turn_only=True))
     assert trained_runs(tok, tokenized) == ["It is 08:15 in Berlin.<|im_end|>"]
 
 
 def test_part_weights_reach_the_tokens(tok):
-    tokenized = fmt.tokenize(CASES["trailing_call"], tok, MaskPolicy(weights={"call_args": 2.0}))
+    tokenized = tokenize(fmt, CASES["trailing_call"], tok, MaskPolicy(weights={"call_args": 2.0}))
     heavy = "".join(tok.decode([t]) for t, w in zip(tokenized.input_ids, tokenized.weights) if w == 2.0)
     # ' {"' and '}}' are single tokens straddling syntax and arguments: they take the larger weight
     assert heavy == ' {"timezone": "Asia/Tokyo"}}'
@@ -238,7 +239,7 @@ def test_call_name_and_call_args_weights_land_on_their_own_tokens(tok):
     """Reasoning (text in a turn with calls), call name and call arguments each get their own weight;
     the final answer's text keeps the default 1.0 because only "reasoning" was weighted."""
     policy = MaskPolicy(weights={"call_name": 3.0, "call_args": 2.0, "reasoning": 0.5})
-    tokenized = fmt.tokenize(CASES["text_and_call"], tok, policy)
+    tokenized = tokenize(fmt, CASES["text_and_call"], tok, policy)
 
     def weighted(weight: float) -> str:
         return "".join(tok.decode([t]) for t, w in zip(tokenized.input_ids, tokenized.weights) if w == weight)
@@ -248,15 +249,15 @@ def test_call_name_and_call_args_weights_land_on_their_own_tokens(tok):
     assert weighted(2.0) == ' {"city": "London"}}'  # ' {"' and '}}' straddle syntax and arguments: the larger weight
     assert weighted(1.0) == ('\n<tool_call>\n{"name": "", "arguments":\n</tool_call><|im_end|>'
                              "Yes, it is raining in London.<|im_end|>")
-    assert tokenized.labels == fmt.tokenize(CASES["text_and_call"], tok).labels  # weights never move the mask
+    assert tokenized.labels == tokenize(fmt, CASES["text_and_call"], tok).labels  # weights never move the mask
 
 
 def test_text_weight_covers_reasoning_unless_reasoning_has_its_own(tok):
     conv = CASES["text_and_call"]
-    text_only = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5})).weights
-    both = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 0.5})).weights
+    text_only = tokenize(fmt, conv, tok, MaskPolicy(weights={"text": 0.5})).weights
+    both = tokenize(fmt, conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 0.5})).weights
     assert text_only == both
-    apart = fmt.tokenize(conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 4.0})).weights
+    apart = tokenize(fmt, conv, tok, MaskPolicy(weights={"text": 0.5, "reasoning": 4.0})).weights
     assert apart.count(4.0) == 9 and apart.count(0.5) == 9  # 'Let me check ... London.' / 'Yes, it is ... London.'
 
 

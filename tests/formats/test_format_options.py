@@ -11,6 +11,7 @@ import pytest
 from train.cli import main
 from train.formats import check_format_options, format_options, get_format, parse_format_option
 from train.formats.llama3 import Llama31Format
+from train.formats.tokenize import tokenize
 from train.schema import Conversation
 
 CORPUS_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "parity" / "corpus.jsonl"
@@ -68,7 +69,7 @@ def test_render_with_format_options(tmp_path, capsys):
     rows = {row["id"]: row for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     assert rows and "single_call_json_result" in rows
     for conv_id, row in rows.items():
-        assert row["input_ids"] == fmt.tokenize(CASES[conv_id], tok).input_ids
+        assert row["input_ids"] == tokenize(fmt, CASES[conv_id], tok).input_ids
         assert row["text"] == fmt.render_text(CASES[conv_id])
     assert "Today Date: 01 Jan 2025" in rows["single_call_json_result"]["text"]
     assert "You have access to the following functions" in rows["single_call_json_result"]["text"]  # tools in system

@@ -21,9 +21,9 @@ import trl
 from jinja2.exceptions import TemplateError
 
 from train.formats import MaskPolicy, get_format
-from train.formats.base import IGNORE_INDEX
 from train.formats.hf import to_hf_messages
 from train.formats.llama3 import Llama31Format, Llama31MetaToolFormat
+from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, ToolCall
 from train.tokenizers import load_tokenizer
 from train.tokenizers.tiktoken_based import llama3_reference_tokenizer
@@ -149,10 +149,10 @@ def test_llama3_1_matches_the_official_template(tok, text_encoder, case):
     conv = CASES[case]
     if case in REFUSED:
         with pytest.raises(ValueError) as err:
-            fmt.tokenize(conv, tok)
+            tokenize(fmt, conv, tok)
         assert str(err.value) == REFUSED[case]
         return
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     assert fmt.render_text(conv) == template_text(tok, conv)
     if case in LOOKALIKES:
         assert ids == content_as_text_reference(tok, conv, text_encoder)
@@ -171,7 +171,7 @@ def test_parity_counts(tok):
         elif case in LOOKALIKES:
             counts["content_as_text"] += 1
         else:
-            counts["ids_equal_template"] += fmt.tokenize(CASES[case], tok).input_ids == template_ids(tok, CASES[case])
+            counts["ids_equal_template"] += tokenize(fmt, CASES[case], tok).input_ids == template_ids(tok, CASES[case])
     assert counts == {"ids_equal_template": 13, "documented_error": 2, "content_as_text": 1}
 
 
@@ -187,7 +187,7 @@ def test_refused_cases_are_ones_the_template_mangles_or_refuses(tok):
 def test_tools_in_system_message_matches_the_template(tok, text_encoder, case):
     conv, option = CASES[case], Llama31Format(tools_in_user_message=False)
     assert option.render_text(conv) == template_text(tok, conv, tools_in_user_message=False)
-    ids = option.tokenize(conv, tok).input_ids
+    ids = tokenize(option, conv, tok).input_ids
     assert ids == content_as_text_reference(tok, conv, text_encoder, tools_in_user_message=False)
     if case not in LOOKALIKES:
         assert ids == template_ids(tok, conv, tools_in_user_message=False)
@@ -196,7 +196,7 @@ def test_tools_in_system_message_matches_the_template(tok, text_encoder, case):
 def test_date_string_option_matches_the_template(tok):
     conv = CASES["single_call_json_result"]
     option = Llama31Format(date_string="01 Jan 2025")
-    assert option.tokenize(conv, tok).input_ids == template_ids(tok, conv, date_string="01 Jan 2025")
+    assert tokenize(option, conv, tok).input_ids == template_ids(tok, conv, date_string="01 Jan 2025")
     assert "Today Date: 01 Jan 2025\n\n" in option.render_text(conv)
 
 
@@ -235,7 +235,7 @@ def test_registry_gives_the_default_options():
 def test_llama3_1_trains_exactly_the_assistant_turns(tok, case):
     conv = CASES[case]
     expected = [official_turn(m) for m in conv.messages if m.role == "assistant"]
-    assert trained_runs(tok, fmt.tokenize(conv, tok)) == expected
+    assert trained_runs(tok, tokenize(fmt, conv, tok)) == expected
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -244,7 +244,7 @@ def test_control_ids_come_only_from_the_format(tok, case):
     for family, refused in ((fmt, REFUSED), (meta, META_REFUSED)):
         if case in refused:
             continue
-        ids = family.tokenize(conv, tok).input_ids
+        ids = tokenize(family, conv, tok).input_ids
         written = [tok.convert_tokens_to_ids(s.text) for s in family.render(conv) if s.special]
         assert [i for i in ids if i >= 128000] == written
 
@@ -252,7 +252,7 @@ def test_control_ids_come_only_from_the_format(tok, case):
 def test_user_lookalikes_are_text(tok, text_encoder):
     conv = CASES["control_token_lookalikes"]
     user = conv.messages[0].content.strip()
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     user_ids = text_encoder(user)
     start = next(i for i in range(len(ids)) if ids[i : i + len(user_ids)] == user_ids)
     assert ids[start + len(user_ids)] == EOT
@@ -266,7 +266,7 @@ def test_system_and_tool_description_lookalikes_are_text(tok, text_encoder, tool
     encoded as plain text by llama_models' encoder, is found whole in the ids: no control id in it."""
     conv = CASES["lookalikes_in_system_and_tool_descriptions"]
     family = Llama31Format(tools_in_user_message=tools_in_user_message)
-    ids = family.tokenize(conv, tok).input_ids
+    ids = tokenize(family, conv, tok).input_ids
     text = template_text(tok, conv, tools_in_user_message=tools_in_user_message)
     system, user = conv.messages[0].content.strip(), conv.messages[1].content
     header, user_header = "<|end_header_id|>", "<|start_header_id|>user<|end_header_id|>"
@@ -301,7 +301,7 @@ TINY_ANSWER = ["It", " is", " ", "4", ".", "<|eot_id|>"]
 
 
 def test_part_weights_and_last_turn_only_on_exact_vectors(tok):
-    weighted = fmt.tokenize(TINY, tok, MaskPolicy(weights={"call_args": 2.0, "text": 0.5, "call_name": 1.5}))
+    weighted = tokenize(fmt, TINY, tok, MaskPolicy(weights={"call_args": 2.0, "text": 0.5, "call_name": 1.5}))
     ids = weighted.input_ids
     assert len(ids) == 76
     assert [tok.decode([i]) for i in ids[39:57]] == TINY_CALL
@@ -311,7 +311,7 @@ def test_part_weights_and_last_turn_only_on_exact_vectors(tok):
     assert weighted.weights == [0.0] * 39 + call_weights + [0.0] * 13 + [0.5] * 5 + [1.0]
     assert weighted.labels == [IGNORE_INDEX] * 39 + ids[39:57] + [IGNORE_INDEX] * 13 + ids[70:76]
 
-    last = fmt.tokenize(TINY, tok, MaskPolicy(last_turn_only=True))
+    last = tokenize(fmt, TINY, tok, MaskPolicy(last_turn_only=True))
     assert last.input_ids == ids
     assert last.weights == [0.0] * 70 + [1.0] * 6
     assert last.labels == [IGNORE_INDEX] * 70 + ids[70:76]
@@ -429,7 +429,7 @@ def test_metatool_prelude_is_llama3_1s(tok):
 
 
 def test_metatool_labels_and_control_ids(tok):
-    tokenized = meta.tokenize(METATOOL_CASE, tok)
+    tokenized = tokenize(meta, METATOOL_CASE, tok)
     assert trained_runs(tok, tokenized) == [
         "You want two cities, so I will call get_weather twice.<|python_tag|>"
         '[{"name": "get_weather", "parameters": {"city": "Rome"}}, {"name": "get_weather", "parameters": {"city": "Oslo"}}]'

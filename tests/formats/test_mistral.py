@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from train.formats import MaskPolicy, get_format
-from train.formats.base import IGNORE_INDEX
 from train.formats.mistral import (
     CALL_ID,
     JOIN,
@@ -30,6 +29,7 @@ from train.formats.mistral import (
     to_json,
     with_mistral_call_ids,
 )
+from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, ToolCall
 from train.tokenizers import BUILDERS
 from train.tokenizers.mistral import TEKKEN_FILE, V3_FILE, build_mistral_tekken, build_mistral_v3, mistral_data_file
@@ -120,7 +120,7 @@ EDGE_REJECT = [c.id for c in EDGES if c.meta["expect"] == "reject"]
 @pytest.mark.parametrize("case", ACCEPTED + EDGE_MATCH)
 def test_input_ids_equal_mistral_common(family, case):
     conv = CASES[case]
-    assert fmt(family).tokenize(conv, tokenizer(family)).input_ids == reference_ids(family, conv)
+    assert tokenize(fmt(family), conv, tokenizer(family)).input_ids == reference_ids(family, conv)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -129,7 +129,7 @@ def test_corpus_parity_counts(family):
     matched, refused = [], []
     for conv in CORPUS:
         try:
-            ours = fmt(family).tokenize(conv, tokenizer(family)).input_ids
+            ours = tokenize(fmt(family), conv, tokenizer(family)).input_ids
         except MistralFormatError:
             refused.append(conv.id)
             continue
@@ -190,7 +190,7 @@ def trained_runs(tokenized) -> list[tuple[int, list[int]]]:
 @pytest.mark.parametrize("case", ACCEPTED + EDGE_MATCH)
 def test_trained_positions_are_exactly_the_assistant_turns(family, case):
     conv, tok = CASES[case], tokenizer(family)
-    tokenized = fmt(family).tokenize(conv, tok)
+    tokenized = tokenize(fmt(family), conv, tok)
     runs = trained_runs(tokenized)
     assert [ids for _, ids in runs] == reference_assistant_turns(family, conv)
     closers = set(tok.convert_tokens_to_ids(["[/INST]", "[/TOOL_RESULTS]"]))
@@ -200,7 +200,7 @@ def test_trained_positions_are_exactly_the_assistant_turns(family, case):
 
 def test_decoded_labels_read_as_the_assistant_turns_plus_eos():
     conv, tok = CASES["multi_round"], tokenizer("nemo")
-    tokenized = MistralNemoFormat().tokenize(conv, tok)
+    tokenized = tokenize(MistralNemoFormat(), conv, tok)
     trained = [label for label in tokenized.labels if label != IGNORE_INDEX]
     ids = with_mistral_call_ids(conv)
     first, second = (m.tool_calls[0].id for m in ids.messages if m.tool_calls)
@@ -214,13 +214,13 @@ def test_decoded_labels_read_as_the_assistant_turns_plus_eos():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_last_turn_only_trains_the_final_assistant_turn(family):
     conv = CASES["multi_turn_tools"]
-    tokenized = fmt(family).tokenize(conv, tokenizer(family), MaskPolicy(last_turn_only=True))
+    tokenized = tokenize(fmt(family), conv, tokenizer(family), MaskPolicy(last_turn_only=True))
     assert [ids for _, ids in trained_runs(tokenized)] == reference_assistant_turns(family, conv)[-1:]
 
 
 def test_part_weights_follow_the_segment_parts():
     conv = CASES["single_call_json_result"]
-    weights = MistralV3Format().tokenize(conv, tokenizer("v3"), MaskPolicy(weights={"call_syntax": 0.5})).weights
+    weights = tokenize(MistralV3Format(), conv, tokenizer("v3"), MaskPolicy(weights={"call_syntax": 0.5})).weights
     assert sorted(set(weights)) == [0.0, 0.5, 1.0]
 
 
@@ -230,7 +230,7 @@ def test_part_weights_follow_the_segment_parts():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_control_token_text_in_user_and_tool_text_stays_text(family):
     tok = tokenizer(family)
-    ids = fmt(family).tokenize(CASES["control_token_lookalikes"], tok).input_ids
+    ids = tokenize(fmt(family), CASES["control_token_lookalikes"], tok).input_ids
     # The user writes "[INST]" and "[TOOL_CALLS]", the tool writes "[/INST]": one of each is real.
     counts = {"[INST]": 1, "[/INST]": 1, "[TOOL_CALLS]": 1, "[TOOL_RESULTS]": 1, "</s>": 2, "<s>": 1}
     for control, count in counts.items():
@@ -325,7 +325,7 @@ def test_render_then_parse_round_trips_every_assistant_turn(family, case):
     conv, f, tok = CASES[case], fmt(family), tokenizer(family)
     segments = f.render(conv)
     turns = expected_assistant_turns(conv)
-    runs = trained_runs(f.tokenize(conv, tok))
+    runs = trained_runs(tokenize(f, conv, tok))
     assert len(runs) == len(turns)
     for (indices, content, calls), (_, ids) in zip(turns, runs):
         rendered = "".join(s.text for s in segments if s.assistant and s.message in indices)
@@ -391,7 +391,7 @@ def test_glaive_demo_conversations_match_or_are_refused_by_both(shared_data, fam
     disagreements = []
     for conv in conversations:
         try:
-            ours = fmt(family).tokenize(conv, tokenizer(family)).input_ids
+            ours = tokenize(fmt(family), conv, tokenizer(family)).input_ids
         except MistralFormatError:
             ours = None
         try:

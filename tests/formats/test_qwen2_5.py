@@ -19,9 +19,9 @@ import pytest
 import trl
 
 from train.formats import MaskPolicy, get_format
-from train.formats.base import IGNORE_INDEX
 from train.formats.hf import to_hf_messages
 from train.formats.qwen2_5 import DEFAULT_SYSTEM, Qwen25Format
+from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, ToolCall
 from train.tokenizers import load_tokenizer
 
@@ -132,7 +132,7 @@ def official_turn(message) -> str:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_qwen2_5_matches_the_official_template(tok, text_encoder, case):
     conv = CASES[case]
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     assert fmt.render_text(conv) == template_text(tok, conv)
     assert ids == content_as_text_reference(tok, conv, text_encoder)
     if case in LOOKALIKES:
@@ -142,7 +142,7 @@ def test_qwen2_5_matches_the_official_template(tok, text_encoder, case):
 
 
 def test_parity_counts(tok):
-    matched = sum(fmt.tokenize(c, tok).input_ids == template_ids(tok, c) for c in CORPUS if c.id not in LOOKALIKES)
+    matched = sum(tokenize(fmt, c, tok).input_ids == template_ids(tok, c) for c in CORPUS if c.id not in LOOKALIKES)
     assert (matched, len([c for c in CORPUS if c.id not in LOOKALIKES]), len(CORPUS)) == (15, 15, 16)
 
 
@@ -150,7 +150,7 @@ def test_system_prompt_defaults_and_tool_tags_are_control_ids(tok):
     conv = CASES["single_call_json_result"]
     assert fmt.render_text(conv).startswith(f"<|im_start|>system\n{DEFAULT_SYSTEM}\n\n# Tools\n\n")
     assert fmt.render_text(CASES["no_tools_chat"]).startswith(f"<|im_start|>system\n{DEFAULT_SYSTEM}<|im_end|>\n")
-    system_turn = fmt.tokenize(conv, tok).input_ids
+    system_turn = tokenize(fmt, conv, tok).input_ids
     system_turn = system_turn[: system_turn.index(IM_END) + 1]
     # the instructions' literal <tool_call></tool_call> and example block: four control ids, as in the reference
     assert [i for i in system_turn if i >= FIRST_ADDED] == [151644, TOOL_CALL, TOOL_CALL_END, TOOL_CALL, TOOL_CALL_END, IM_END]
@@ -168,20 +168,20 @@ def test_registry_and_defaults():
 def test_qwen2_5_trains_exactly_the_assistant_turns(tok, case):
     conv = CASES[case]
     expected = [unicodedata.normalize("NFC", official_turn(m)) for m in conv.messages if m.role == "assistant"]
-    assert trained_runs(tok, fmt.tokenize(conv, tok)) == expected
+    assert trained_runs(tok, tokenize(fmt, conv, tok)) == expected
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_control_ids_come_only_from_the_format(tok, case):
     conv = CASES[case]
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     written = [tok.convert_tokens_to_ids(s.text) for s in fmt.render(conv) if s.special]
     assert [i for i in ids if i >= FIRST_ADDED] == written
 
 
 def test_user_and_tool_lookalikes_are_text(tok, text_encoder):
     conv = CASES["control_token_lookalikes"]
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     user_turn = "user\n" + conv.messages[0].content
     tool_turn = "user\n<tool_response>\n" + conv.messages[2].content + "\n</tool_response>"
     for text in (user_turn, tool_turn):  # the text between <|im_start|> and <|im_end|>, all plain text
@@ -196,10 +196,10 @@ def test_user_and_tool_lookalikes_are_text(tok, text_encoder):
 
 def test_system_and_tool_description_lookalikes_are_text(tok, text_encoder):
     conv = CASES["lookalikes_in_system_and_tool_descriptions"]
-    ids = fmt.tokenize(conv, tok).input_ids
+    ids = tokenize(fmt, conv, tok).input_ids
     system_turn = ids[: ids.index(IM_END) + 1]
     # the template's own control ids in the system turn are exactly those of a clean conversation
-    clean = fmt.tokenize(CASES["single_call_json_result"], tok).input_ids
+    clean = tokenize(fmt, CASES["single_call_json_result"], tok).input_ids
     clean_system = clean[: clean.index(IM_END) + 1]
     assert [i for i in system_turn if i >= FIRST_ADDED] == [i for i in clean_system if i >= FIRST_ADDED]
     # the official template's text from its <|im_start|> to its own first <tool_call> holds the system
@@ -231,7 +231,7 @@ TINY_ANSWER = ["It", " is", " ", "4", ".", "<|im_end|>"]
 
 
 def test_part_weights_and_last_turn_only_on_exact_vectors(tok):
-    weighted = fmt.tokenize(TINY, tok, MaskPolicy(weights={"call_args": 2.0, "text": 0.5, "call_name": 1.5}))
+    weighted = tokenize(fmt, TINY, tok, MaskPolicy(weights={"call_args": 2.0, "text": 0.5, "call_name": 1.5}))
     ids = weighted.input_ids
     assert len(ids) == 80
     assert [tok.decode([i]) for i in ids[33:54]] == TINY_CALL
@@ -242,7 +242,7 @@ def test_part_weights_and_last_turn_only_on_exact_vectors(tok):
     assert weighted.weights == [0.0] * 33 + call_weights + [0.0] * 19 + [0.5] * 5 + [1.0, 0.0]
     assert weighted.labels == [IGNORE_INDEX] * 33 + ids[33:54] + [IGNORE_INDEX] * 19 + ids[73:79] + [IGNORE_INDEX]
 
-    last = fmt.tokenize(TINY, tok, MaskPolicy(last_turn_only=True))
+    last = tokenize(fmt, TINY, tok, MaskPolicy(last_turn_only=True))
     assert last.input_ids == ids
     assert last.weights == [0.0] * 73 + [1.0] * 6 + [0.0]
     assert last.labels == [IGNORE_INDEX] * 73 + ids[73:79] + [IGNORE_INDEX]
@@ -280,12 +280,12 @@ def test_parse_is_tolerant_of_whitespace():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>', "qwen2_5 tool call 0: malformed JSON"),
-        ('<tool_call>\n{"name": "f"}\n</tool_call>', 'qwen2_5 tool call 0: expected an object with exactly "name" and "arguments"'),
-        ('<tool_call>\n{"name": "f", "arguments": "{}"}\n</tool_call>', 'qwen2_5 tool call 0: "name" must be a non-empty string and "arguments" an object'),
-        ('<tool_call>\n{"name": "f", "arguments": {}}\n', "qwen2_5 tool call 0: missing </tool_call>"),
-        ('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call> done', "qwen2_5: text after tool call 0: 'done'"),
-        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>[1]</tool_call>', "qwen2_5 tool call 1: expected an object"),
+        ('<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>', "tool call 1: invalid JSON"),
+        ('<tool_call>\n{"name": "f"}\n</tool_call>', "tool call 1: expected a JSON object with keys 'name' and 'arguments'"),
+        ('<tool_call>\n{"name": "f", "arguments": "{}"}\n</tool_call>', "tool call 1: 'arguments' must be a JSON object"),
+        ('<tool_call>\n{"name": "f", "arguments": {}}\n', "tool call 1: missing </tool_call>"),
+        ('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call> done', "text after tool call 1: 'done'"),
+        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>[1]</tool_call>', "tool call 2: expected a JSON object"),
     ],
 )
 def test_parse_reports_broken_calls(text, message):

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from train.formats import get_format
-from train.formats.base import IGNORE_INDEX
 from train.formats.mistral import with_mistral_call_ids
 from train.formats.serving import SERVING
+from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation
 from train.tokenizers import load_tokenizer
 
@@ -35,7 +35,7 @@ TOKENIZERS = {"llama3_1": "llama3", "llama3_1_metatool": "llama3", "qwen2_5": "q
 
 def generated_turns(fmt, conv: Conversation, tokenizer) -> list[list[int]]:
     """The token ids of each assistant turn as the model generates them: runs of trained tokens."""
-    tokenized = fmt.tokenize(conv, tokenizer)
+    tokenized = tokenize(fmt, conv, tokenizer)
     runs, current = [], []
     for token, label in zip(tokenized.input_ids, tokenized.labels):
         if label != IGNORE_INDEX:

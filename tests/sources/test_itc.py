@@ -12,7 +12,7 @@ from train.cli import main as cli_main
 from train.schema import Conversation, SchemaError
 from train.sources import itc
 from train.sources._common import SourceError
-from train.sources._pysyntax import PyCall, PySyntaxError, parse_call, parse_call_list
+from train.sources.pysyntax import PyCall, PySyntaxError, parse_call, parse_call_list
 
 
 @pytest.fixture
@@ -282,3 +282,10 @@ def test_cli_end_to_end(fx, tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0] == "read 25, written 8, rejected 17"
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [line["id"] for line in lines][:2] == ["itc-single-en", "itc-repeated-en"]
+
+
+def test_a_dict_key_given_twice_is_refused_not_overwritten():
+    # Python keeps the last value of a repeated key; a gold answer must not lose the first one silently.
+    with pytest.raises(PySyntaxError, match="dict key 'k' given twice"):
+        parse_call("f(a={'k': 1, 'k': 2})")
+    assert parse_call("f(a={'k': 1, 'j': 2})").kwargs == {"a": {"k": 1, "j": 2}}

@@ -13,7 +13,7 @@ from train.cli import main as cli_main
 from train.schema import Conversation
 from train.sources import nexus
 from train.sources._common import Rejected, SourceError
-from train.sources._pysyntax import PyCall, PySyntaxError, parse_assigned_call
+from train.sources.pysyntax import PyCall, PySyntaxError, parse_assigned_call
 
 QUERY_FILES = ("cve_cpe", "emailrep", "virustotal", "toolalpaca", "toolllm")
 

@@ -139,3 +139,11 @@ def test_every_output_round_trips(fixtures, name):
     for conv in accepted:
         assert Conversation.from_dict(conv.to_dict()) == conv
         assert Conversation.from_dict(json.loads(dumps(conv))) == conv
+
+
+def test_json_nested_too_deeply_inside_a_string_field_is_a_reject_naming_the_field():
+    # One JSON-in-a-string parser for every reader (parse_json_string): it names the field for any
+    # bad JSON, nesting too deep for the decoder included (a copy of it used to let RecursionError out).
+    with pytest.raises(SchemaError) as err:
+        parse_function_call("[" * 100_000 + "]" * 100_000, "conversations[1].value")
+    assert str(err.value) == "conversations[1].value: invalid JSON: nested too deeply"

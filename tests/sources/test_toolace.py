@@ -1,4 +1,4 @@
-"""toolace reader and the Python-style call-list parser it uses (``train.sources._pycalls``)."""
+"""toolace reader and its call-list parser (``train.sources.pysyntax`` plus four rules of the ToolACE format)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 from helpers import call, split
 
 from train.schema import Conversation, dumps
-from train.sources._pycalls import CallSyntaxError, looks_like_call_list, parse_call_list
-from train.sources.toolace import read, split_system
+from train.sources.pysyntax import PyCall, PySyntaxError
+from train.sources.pysyntax import parse_call_list as python_calls
+from train.sources.toolace import looks_like_call_list, parse_call_list, read, split_system
 
 PROSE = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "
@@ -44,11 +45,12 @@ def test_fixture_counts_and_reject_reasons(fixture_items):
     accepted, rejected = fixture_items
     assert [c.id for c in accepted] == ["records-0", "records-1", "records-2", "records-3"]
     assert [(r.location.rsplit("/", 1)[-1], r.reason) for r in rejected] == [
-        ("records.jsonl:5", "conversations[1].value: broken call list: expected ',' or ')', found the end at character 25"),
-        ("records.jsonl:6", "conversations[1].value: broken call list: expected a keyword argument name "
-                            "(positional arguments are not supported) at character 14"),
+        ("records.jsonl:5", "conversations[1].value: broken call list: not valid Python: EOF in multi-line statement"),
+        ("records.jsonl:6", ("conversations[1].value: broken call list: item 0: Hotel Search: "
+                             "positional arguments are not supported")),
         ("records.jsonl:7", "conversations[2].value: invalid JSON at column 1: Expecting value"),
-        ("records.jsonl:8", "conversations[1].value: broken call list: unquoted value 'Rome' at character 19"),
+        ("records.jsonl:8", ("conversations[1].value: broken call list: item 0: Hotel Search: argument 'city': "
+                             "a variable Rome is not a literal")),
     ]
 
 
@@ -130,8 +132,8 @@ def test_broken_lines_are_each_one_reject(fixtures):
         ("broken.jsonl:10", "conversations[0]: missing key 'value'"),
         ("broken.jsonl:11", "conversations[0].value: expected a string, got int"),
         ("broken.jsonl:12", "system.functions[0].function.parameters: expected dict, got str"),
-        ("broken.jsonl:13", "conversations[1].value: broken call list: argument 'a' given twice at character 8"),
-        ("broken.jsonl:14", "conversations[1].value: broken call list: unexpected text after the call list at character 9"),
+        ("broken.jsonl:13", "conversations[1].value: broken call list: item 0: f: argument 'a' given twice"),
+        ("broken.jsonl:14", "conversations[1].value: broken call list: expected a list of function calls, got BoolOp"),
         ("broken.jsonl:15", "conversations[2].value: expected a list, got dict"),
         ("broken.jsonl:16", "conversations[2].value: empty list of tool results"),
         ("broken.jsonl:17", "conversations[2].value[0]: missing key 'name'"),
@@ -185,33 +187,70 @@ def test_parse_call_list(text, expected):
     assert parse_call_list(text) == expected
 
 
+# CPython words its own syntax errors differently from version to version: for those, the prefix.
 @pytest.mark.parametrize("text, message", [
-    ("[]", "empty call list at character 1"),
-    ("f(a=1)", "expected '[', found 'f' at character 0"),
-    ("[(a=1)]", "expected a function name at character 1"),
-    ("[f(1)]", "expected a keyword argument name (positional arguments are not supported) at character 3"),
-    ("[f(a)]", "expected '=', found ')' at character 4"),
-    ("[f(a=1 b=2)]", "expected ',' or ')', found 'b' at character 7"),
-    ("[f(a=1)", "expected ',' or ']', found the end at character 7"),
-    ("[f(a='x)]", "unterminated string at character 5"),
-    ("[f(a=1, a=2)]", "argument 'a' given twice at character 8"),
-    ("[f(a={'k': 1, 'k': 2})]", "dict key 'k' given twice at character 14"),
-    ("[f(a={k: 1})]", "expected a quoted dict key at character 6"),
-    ("[f(a=celsius)]", "unquoted value 'celsius' at character 5"),
-    ("[f(a=5px)]", "unquoted value '5px' at character 5"),
-    ("[f(a=x.y)]", "unquoted value 'x.y' at character 5"),
-    ("[f(a=)]", "expected a value, found ')' at character 5"),
-    ("[f(a=1e999)]", "number '1e999' out of range at character 5"),
-    ("[f(a=" + "9" * 5000 + ")]", "number of 5000 digits is too long at character 5"),
-    ('[f(a="\\ud800")]', "lone surrogate escape in string at character 5"),
-    ('[f(a="\\x4")]', "bad \\x escape at character 6"),
-    ("[f(a=" + "[" * 150 + "]" * 150 + ")]", "values nested more than 100 deep at character 106"),
-    ("[f(a=1)] thanks", "unexpected text after the call list at character 9"),
+    ("[]", "empty call list"),
+    ("f(a=1)", "expected a call list in [...]"),
+    ("[(a=1)]", "not valid Python: "),
+    ("[f(1)]", "item 0: f: positional arguments are not supported"),
+    ("[f(a)]", "item 0: f: positional argument 0: a variable a is not a literal"),
+    ("[f(a=1 b=2)]", "not valid Python: "),
+    ("[f(a=1)", "not valid Python: "),
+    ("[f(a='x)]", "not valid Python: "),
+    ("[f(a=1, a=2)]", "item 0: f: argument 'a' given twice"),
+    ("[f(a={'k': 1, 'k': 2})]", "item 0: f: argument 'a': dict key 'k' given twice"),
+    ("[f(a={k: 1})]", "item 0: f: argument 'a': a variable k is not a literal"),
+    ("[f(a=celsius)]", "item 0: f: argument 'a': a variable celsius is not a literal"),
+    ("[f(a=5px)]", "not valid Python: "),
+    ("[f(a=x.y)]", "item 0: f: argument 'a': Attribute x.y is not a literal"),
+    ("[f(a=g())]", "item 0: f: argument 'a': nested call g() is not a literal"),
+    ("[f(a=)]", "not valid Python: "),
+    ("[f(a=1e999)]", "item 0: f: argument 'a': non-finite number 1e309 has no JSON form"),
+    ("[f(a=" + "9" * 5000 + ")]", "not valid Python: "),  # past the integer digit limit
+    ('[f(a="\\ud800")]', "item 0: f: lone surrogate escape in string '\\ud800'"),
+    ('[f(a="\\x4")]', "not valid Python: "),
+    ("[f(a=" + "[" * 250 + "]" * 250 + ")]", "not valid Python: "),
+    ("[f(a=1)] thanks", "not valid Python: "),
+    ("[f(a=1)] and more", "expected a list of function calls, got BoolOp"),
+    ("[f(a=1), 2]", "item 1: expected a function call, got a constant"),
 ])
 def test_parse_call_list_errors(text, message):
-    with pytest.raises(CallSyntaxError) as err:
+    with pytest.raises(PySyntaxError) as err:
         parse_call_list(text)
-    assert str(err.value) == message
+    assert str(err.value) == message if not message.endswith(": ") else str(err.value).startswith(message)
+
+
+# ---------------------------------------------------------------- the four rules ToolACE adds to pysyntax
+# Each case is one pysyntax alone decides otherwise.
+
+
+def test_rule_1_a_bare_call_is_not_a_call_list():
+    assert python_calls("f(a=1)", lenient=True) == [PyCall("f", [], {"a": 1})]
+    assert python_calls("(f(a=1), g())", lenient=True) == [PyCall("f", [], {"a": 1}), PyCall("g")]
+    for text in ("f(a=1)", "(f(a=1), g())"):
+        with pytest.raises(PySyntaxError, match=r"^expected a call list in \[\.\.\.\]$"):
+            parse_call_list(text)
+
+
+def test_rule_2_an_empty_list_is_no_call_list():
+    assert python_calls("[]", lenient=True) == []
+    with pytest.raises(PySyntaxError, match="^empty call list$"):
+        parse_call_list(" [ ] ")
+
+
+def test_rule_3_every_argument_is_a_keyword():
+    assert python_calls('[Hotel Search("Rome", nights=2)]', lenient=True) == [PyCall("Hotel Search", ["Rome"], {"nights": 2})]
+    with pytest.raises(PySyntaxError, match="^item 0: Hotel Search: positional arguments are not supported$"):
+        parse_call_list('[Hotel Search("Rome", nights=2)]')
+
+
+def test_rule_4_strings_read_their_escapes_as_json_does():
+    text = '[f(q="caf\\u00e9 \\ud83d\\ude00", k={"\\ud83d\\ude00": ["\\ud83d\\ude00"]})]'
+    assert python_calls(text, lenient=True)[0].kwargs["q"] == "café \ud83d\ude00"  # Python: two lone halves
+    assert parse_call_list(text) == [("f", {"q": "café 😀", "k": {"😀": ["😀"]}})]
+    assert python_calls('[f(q="\\udc00")]', lenient=True)[0].kwargs == {"q": "\udc00"}
+    with pytest.raises(PySyntaxError, match="lone surrogate escape"):
+        parse_call_list('[f(q="\\udc00")]')
 
 
 @pytest.mark.parametrize("text, expected", [

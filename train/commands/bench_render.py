@@ -30,6 +30,7 @@ from typing import Any
 
 from train.commands.chat_setup import Reference, load_format_and_tokenizer, reference_for
 from train.formats import FORMATS, ChatFormat
+from train.formats.tokenize import tokenize, tokenize_many
 from train.schema import Conversation, SchemaError
 
 
@@ -82,7 +83,7 @@ Row = tuple[list[int], list[int]]  # input_ids, labels
 
 def ours(fmt: ChatFormat, tokenizer: Any) -> Callable[[Conversation], Row]:
     def encode(conv: Conversation) -> Row:
-        tokens = fmt.tokenize(conv, tokenizer)
+        tokens = tokenize(fmt, conv, tokenizer)
         return tokens.input_ids, tokens.labels
 
     return encode
@@ -139,7 +140,7 @@ def best_batched_pass(path: str, fmt: ChatFormat, tokenizer: Any, items: Sequenc
         start = time.perf_counter()
         tokens = 0
         for first in range(0, len(items), BATCH):
-            tokens += sum(len(t.input_ids) for t in fmt.tokenize_many(items[first : first + BATCH], tokenizer))
+            tokens += sum(len(t.input_ids) for t in tokenize_many(fmt, items[first : first + BATCH], tokenizer))
         best = min(best, time.perf_counter() - start)
     return Rate(path, len(items), tokens, best)
 

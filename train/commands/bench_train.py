@@ -176,6 +176,7 @@ def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Mea
     from train.model import apply_lora, build_model, resolve_attn_implementation, resolve_dtype
     from train.run import MeteredCollator
     from train.tokenizers import load_tokenizer
+    from train.training_args import training_arguments
 
     cfg = compose(step_overrides(overrides, warmup, steps, out))
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
@@ -189,34 +190,18 @@ def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Mea
     model = build_model(cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed)
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, 1)
-    args = SFTConfig(
-        output_dir=str(out),
+    args = SFTConfig(**training_arguments(
+        cfg, out, grad_accum, dtype == torch.bfloat16,
         max_length=cfg.data.max_seq_len,
         packing=True,
         packing_strategy="bfd",
         assistant_only_loss=reference.masks,
-        per_device_train_batch_size=cfg.train.micro_batch_size,
-        gradient_accumulation_steps=grad_accum,
-        max_steps=cfg.train.max_steps,
-        learning_rate=cfg.optim.lr,
-        weight_decay=cfg.optim.weight_decay,
-        adam_beta1=cfg.optim.betas[0],
-        adam_beta2=cfg.optim.betas[1],
-        adam_epsilon=cfg.optim.eps,
-        optim=cfg.optim.name,
-        lr_scheduler_type=cfg.optim.scheduler,
-        warmup_steps=float(cfg.optim.warmup_ratio),
-        max_grad_norm=cfg.optim.max_grad_norm,
-        # SFTConfig's own defaults differ from TrainingArguments': match what run(cfg) trains with
+        # SFTConfig's own default differs from TrainingArguments': match what run(cfg) trains with
         gradient_checkpointing=bool(cfg.distributed.gradient_checkpointing),
-        bf16=dtype == torch.bfloat16,
         logging_steps=1,
         save_strategy="no",
         report_to=[],
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        dataloader_num_workers=cfg.train.dataloader_workers,
-    )
+    ))
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     meter = TokenMeter()
     trainer.data_collator = MeteredCollator(trainer.data_collator, meter, None)

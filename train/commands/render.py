@@ -31,6 +31,7 @@ from train.commands.outputs import Outputs, is_stdout, output_path, side_file
 from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
 from train.formats import FORMATS, MaskPolicy, Tokenized
 from train.formats.base import WEIGHT_PARTS, ChatFormat
+from train.formats.tokenize import tokenize
 from train.progress import progress
 from train.schema import Conversation, SchemaError
 
@@ -88,7 +89,7 @@ def rendered_record(
     conv: Conversation, fmt: ChatFormat, tokenizer: Any, policy: MaskPolicy, with_text: bool
 ) -> tuple[dict[str, Any], Tokenized]:
     """One output line (raises ValueError when the format cannot express the conversation)."""
-    tokens = fmt.tokenize(conv, tokenizer, policy)
+    tokens = tokenize(fmt, conv, tokenizer, policy)
     record: dict[str, Any] = {"id": conv.id, **tokens.to_dict()}
     if policy.weights:
         record["weights"] = tokens.weights

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +197,41 @@ def join_by_id(predictions: Iterable[Any], references: Iterable[Any]) -> Joined:
         pairs.append((row, prediction))
     unknown = [item_id for item_id in by_id if item_id not in seen]
     return Joined(pairs, missing, unknown, duplicate_predictions, duplicate_references, without_id)
+
+
+@dataclass
+class Scored:
+    """Every reference either scored (``per_item``, in reference order) or listed as unscorable."""
+
+    per_item: list[dict[str, Any]]
+    reference_errors: list[dict[str, Any]]  # {"id", "reason"}: references left out of the counts
+    joined: Joined
+
+    def result(self, **metrics: Any) -> dict[str, Any]:
+        """A scorer's result: its metrics, then the items, the unscorable references and the id issues."""
+        return {**metrics, "per_item": self.per_item, "reference_errors": self.reference_errors, **self.joined.issues()}
+
+
+def score_joined(
+    joined: Joined,
+    read_reference: Callable[[dict[str, Any]], Any],
+    score: Callable[[Any, dict[str, Any] | None], dict[str, Any]],
+    bad_reference: type[Exception] | tuple[type[Exception], ...],
+) -> Scored:
+    """The scorers' loop: for each reference (with its prediction or None), ``read_reference`` reads
+    what it expects, raising ``bad_reference`` when it cannot (the reference is listed with the
+    reason and left out of the counts); ``score(expected, prediction)`` gives the item's fields, to
+    which its ``id`` is put first. A prediction-side problem is the item's to report, never raised."""
+    per_item: list[dict[str, Any]] = []
+    reference_errors: list[dict[str, Any]] = []
+    for reference, prediction in joined.pairs:
+        try:
+            expected = read_reference(reference)
+        except bad_reference as err:
+            reference_errors.append({"id": reference["id"], "reason": str(err)})
+            continue
+        per_item.append({"id": reference["id"], **score(expected, prediction)})
+    return Scored(per_item, reference_errors, joined)
 
 
 def ratio(numerator: float, denominator: float) -> float | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from train.formats.base import ChatFormat
+from train.formats.tokenize import tokenize_prompt
 from train.schema import Conversation, ToolCall
 
 # (prompt ids per prompt, max new tokens, stop ids) -> new ids per prompt
@@ -87,7 +88,7 @@ def parse_output(fmt: ChatFormat, text: str) -> tuple[str | None, list[ToolCall]
 def prompt_ids(fmt: ChatFormat, tokenizer: Any, conv: Conversation, index: int) -> tuple[list[int] | None, str | None]:
     """(ids, None) or (None, "prompt: <why the format cannot render it>")."""
     try:
-        return fmt.tokenize_prompt(conv, index, tokenizer), None
+        return tokenize_prompt(fmt, conv, index, tokenizer), None
     except ValueError as err:
         return None, f"prompt: {err}"
 

@@ -34,7 +34,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from train.evaluation.calls import Call, CallFormatError, join_by_id, ratio, read_calls, same_calls, same_names
+from train.evaluation.calls import (
+    Call,
+    CallFormatError,
+    join_by_id,
+    ratio,
+    read_calls,
+    same_calls,
+    same_names,
+    score_joined,
+)
 
 
 class BadReference(ValueError):
@@ -132,17 +141,14 @@ def _rates(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 def score_heldout(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
     """Exact match, name accuracy and valid-call rate of the predicted calls; a missing or failed prediction is wrong."""
-    joined = join_by_id(predictions, references)
-    per_item: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
-    for reference, prediction in joined.pairs:
-        try:
-            gold = gold_calls(reference)
-        except BadReference as err:
-            invalid.append({"id": reference["id"], "reason": str(err)})
-            continue
-        per_item.append({"id": reference["id"], **score_item(gold, prediction, reference.get("tools"))})
+    scored = score_joined(
+        join_by_id(predictions, references),
+        lambda reference: (gold_calls(reference), reference.get("tools")),
+        lambda gold, prediction: score_item(gold[0], prediction, gold[1]),
+        BadReference,
+    )
+    per_item = scored.per_item
     overall = _rates(per_item)
     overall["parse_errors"] = sum(1 for item in per_item if (item["error"] or "").startswith("parse"))
     by_kind = {kind: _rates([i for i in per_item if i["kind"] == kind]) for kind in ("call", "no_call")}
-    return {"overall": overall, "by_kind": by_kind, "per_item": per_item, "reference_errors": invalid, **joined.issues()}
+    return scored.result(overall=overall, by_kind=by_kind)

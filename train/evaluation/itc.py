@@ -26,7 +26,7 @@ What is counted, precisely
 * FM: the output is the ITC answer ``{"Thought": str, "Action": "[api(p='v'), ...]"}``, read by the
   ITC reader's ``parse_answer`` (bare, ```` ```json ```` fenced, ``json{...}`` or ``json({...})``, as
   the dataset writes it), and every Action item is a call with keyword arguments only (the Action
-  list is parsed with ``ast`` by ``train.sources._pysyntax``, lenient: call names with spaces and
+  list is parsed with ``ast`` by ``train.sources.pysyntax``, lenient: call names with spaces and
   quoted keys as in the paper's examples). An output that fails FM contributes no predicted tools
   or parameters (everything gold is missed), as in Seal-Tools.
 * LM: ``langid`` of the Thought equals the query's language. The Thought is the parsed one, else a
@@ -78,6 +78,7 @@ from train.evaluation.calls import (
     name_multiset,
     overlap,
     read_calls,
+    score_joined,
     triple_multiset,
 )
 from train.schema import SchemaError
@@ -312,13 +313,5 @@ def score_itc(
     """ITC metrics; ``language_of`` replaces langid (tests), ``languages`` restricts it."""
     joined = join_by_id(predictions, references)
     identify = language_of or langid_classifier(tuple(languages) if languages else None)
-    per_item: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
-    for reference, prediction in joined.pairs:
-        try:
-            parts = reference_parts(reference)
-        except SchemaError as err:
-            invalid.append({"id": reference["id"], "reason": str(err)})
-            continue
-        per_item.append({"id": reference["id"], **score_item(parts, prediction, identify)})
-    return {**aggregate(per_item), "per_item": per_item, "reference_errors": invalid, **joined.issues()}
+    scored = score_joined(joined, reference_parts, lambda parts, prediction: score_item(parts, prediction, identify), SchemaError)
+    return scored.result(**aggregate(scored.per_item))

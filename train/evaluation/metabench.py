@@ -79,6 +79,7 @@ from train.evaluation.calls import (
     read_calls,
     same_calls,
     same_names,
+    score_joined,
 )
 
 META_TOOL = "meta_tool"
@@ -266,30 +267,28 @@ def _label(meta: dict[str, Any], key: str) -> str:
 
 def score_metabench(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
     """Meta-Bench metrics over one reference row per turn (layouts in the module docstring)."""
-    joined = join_by_id(predictions, references)
-    per_item: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
     overall = _Tally()
     by_category: dict[str, _Tally] = defaultdict(_Tally)
     by_group: dict[str, _Tally] = defaultdict(_Tally)
-    for reference, prediction in joined.pairs:
+
+    def read_reference(reference: dict[str, Any]) -> tuple[str, str, Any, Any]:
         meta = reference.get("meta") if isinstance(reference.get("meta"), dict) else {}
         category = meta.get("category")
-        try:
-            if category not in CATEGORIES:
-                raise BadReference(f"meta.category {category!r} is not one of {', '.join(CATEGORIES)}")
-            gold, gold_tools = gold_turn(reference)
-        except BadReference as err:
-            invalid.append({"id": reference["id"], "reason": str(err)})
-            continue
-        item = {"id": reference["id"], "category": category, **score_turn(gold, gold_tools, prediction)}
-        per_item.append(item)
+        if category not in CATEGORIES:
+            raise BadReference(f"meta.category {category!r} is not one of {', '.join(CATEGORIES)}")
         group = f"{_label(meta, 'difficulty')}/{_label(meta, 'world')}/{category}"
+        return (category, group, *gold_turn(reference))
+
+    def score(expected: tuple[str, str, Any, Any], prediction: dict[str, Any] | None) -> dict[str, Any]:
+        category, group, gold, gold_tools = expected
+        item = {"category": category, **score_turn(gold, gold_tools, prediction)}
         for tally in (overall, by_category[category], by_group[group]):
             tally.add(item)
-    metrics = {
-        "overall": overall.metrics(),
-        "by_category": {name: by_category[name].metrics() for name in CATEGORIES if name in by_category},
-        "by_group": {name: by_group[name].metrics() for name in sorted(by_group)},
-    }
-    return {**metrics, "per_item": per_item, "reference_errors": invalid, **joined.issues()}
+        return item
+
+    scored = score_joined(join_by_id(predictions, references), read_reference, score, BadReference)
+    return scored.result(
+        overall=overall.metrics(),
+        by_category={name: by_category[name].metrics() for name in CATEGORIES if name in by_category},
+        by_group={name: by_group[name].metrics() for name in sorted(by_group)},
+    )

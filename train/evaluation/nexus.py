@@ -21,7 +21,7 @@ NexusRaven's evaluation runs the reference and the model's call against stub fun
 ``args_dict = locals()`` then ``if value: return_dict[key] = value``). Nothing is run here; both sides
 become the same record by reading them:
 
-1. The call text is parsed with ``ast`` (``train.sources._pysyntax``; the lenient repairs of that module
+1. The call text is parsed with ``ast`` (``train.sources.pysyntax``; the lenient repairs of that module
    apply to both sides, so ``convertCurrency(from="EUR")`` — a toolalpaca gold — can be matched). The text
    may hold several calls: one per statement (``f(a=1)\\ng(b=2)`` or ``f(a=1); g(b=2)``), or one list
    ``[f(a=1), g(b=2)]``; near-Python that needs the repairs is read as a whole, else one call per line.
@@ -49,8 +49,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls
-from train.sources._pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
+from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
+from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
 
 
 class CallError(ValueError):
@@ -125,7 +125,7 @@ def parse_call_text(text: Any) -> list[RawCall]:
 
 
 def _near_python_calls(source: str) -> list[RawCall]:
-    """Text Python rejects (``from="EUR"``, ``true``): _pysyntax's lenient repair, as a whole, else line by line."""
+    """Text Python rejects (``from="EUR"``, ``true``): pysyntax's lenient repair, as a whole, else line by line."""
     try:
         return _calls_from(source)
     except CallError:
@@ -231,10 +231,29 @@ def expected_records(reference: dict[str, Any]) -> list[dict[str, Any]]:
     return [recorded(call, known) for call in reference_calls(reference)]
 
 
-def score_case(prediction: dict[str, Any] | None, reference: dict[str, Any]) -> dict[str, Any]:
-    """``{"correct", "error", "predicted", "expected"}`` for one query; ``CallError`` if the reference is unreadable."""
-    expected = expected_records(reference)
-    known = signatures(reference.get("tools"))
+@dataclass(frozen=True)
+class Expected:
+    task: str  # meta.dataset
+    records: list[dict[str, Any]]  # the reference's calls, bound to their signatures
+    known: dict[str, Signature]  # the signatures of the reference's tools
+
+
+def read_reference(reference: dict[str, Any]) -> Expected:
+    """What one query expects; ``CallError`` when the reference has no task or its calls are unreadable."""
+    meta = reference.get("meta") if isinstance(reference.get("meta"), dict) else {}
+    task = meta.get("dataset")
+    if not isinstance(task, str) or not task:
+        raise CallError("reference has no meta.dataset (its task)")
+    return Expected(task, expected_records(reference), signatures(reference.get("tools")))
+
+
+def judge(expected: Expected, prediction: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"task", "correct", "error", "predicted", "expected"}`` for one query."""
+    return {"task": expected.task, **verdict_of(prediction, expected.records, expected.known)}
+
+
+def verdict_of(prediction: dict[str, Any] | None, expected: list[dict[str, Any]], known: dict[str, Signature]) -> dict[str, Any]:
+    """``{"correct", "error", "predicted", "expected"}``: a prediction's problems are its error, never raised."""
     verdict = {"correct": False, "error": None, "predicted": None, "expected": expected}
     if prediction is None:
         return {**verdict, "error": "no prediction"}
@@ -258,31 +277,16 @@ def score_nexus(predictions: Iterable[Any], references: Iterable[Any]) -> dict[s
     "reference_errors": [{"id", "reason"}], ...id issues}``. A reference without ``meta.dataset`` (its task)
     or whose calls cannot be read or bound is listed in ``reference_errors`` and left out of the counts.
     """
-    joined = join_by_id(predictions, references)
-    per_item, reference_errors = [], []
-    for reference, prediction in joined.pairs:
-        meta = reference.get("meta") if isinstance(reference.get("meta"), dict) else {}
-        task = meta.get("dataset")
-        if not isinstance(task, str) or not task:
-            reference_errors.append({"id": reference["id"], "reason": "reference has no meta.dataset (its task)"})
-            continue
-        try:
-            verdict = score_case(prediction, reference)
-        except CallError as err:
-            reference_errors.append({"id": reference["id"], "reason": str(err)})
-            continue
-        per_item.append({"id": reference["id"], "task": task, **verdict})
+    scored = score_joined(join_by_id(predictions, references), read_reference, judge, CallError)
+    per_item = scored.per_item
     tasks = {}
     for task in dict.fromkeys(item["task"] for item in per_item):
         items = [item for item in per_item if item["task"] == task]
         correct = sum(item["correct"] for item in items)
         tasks[task] = {"total": len(items), "correct": correct, "accuracy": correct / len(items)}
     accuracies = [summary["accuracy"] for summary in tasks.values()]
-    return {
-        "tasks": tasks,
-        "weighted_average": ratio(sum(item["correct"] for item in per_item), len(per_item)),
-        "unweighted_average": ratio(sum(accuracies), len(accuracies)),
-        "per_item": per_item,
-        "reference_errors": reference_errors,
-        **joined.issues(),
-    }
+    return scored.result(
+        tasks=tasks,
+        weighted_average=ratio(sum(item["correct"] for item in per_item), len(per_item)),
+        unweighted_average=ratio(sum(accuracies), len(accuracies)),
+    )

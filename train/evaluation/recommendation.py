@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from train.evaluation.calls import join_by_id, ratio
+from train.evaluation.calls import join_by_id, ratio, score_joined
 
 
 class RowError(ValueError):
@@ -87,28 +87,8 @@ def score_item(gold_names: list[str], predicted: list[str] | None) -> dict[str, 
 
 def score_tracc(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean TRACC, Recall@K and NDCG@K (K = |A|) over the references; see the module docstring."""
-    joined = join_by_id(predictions, references)
-    per_item: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
-    for reference, prediction in joined.pairs:
-        item_id = reference["id"]
-        try:
-            gold = tool_list(reference, ("tools", "gold_tools"))
-            if not gold:
-                raise RowError("empty gold tool set: TRACC and Recall@K need n1 > 0")
-        except RowError as err:
-            invalid.append({"id": item_id, "reason": str(err)})
-            continue
-        error = None
-        predicted: list[str] | None = None
-        if prediction is None:
-            error = "missing prediction"
-        else:
-            try:
-                predicted = tool_list(prediction, ("tools",))
-            except RowError as err:
-                error = f"unreadable prediction: {err}"
-        per_item.append({"id": item_id, **score_item(gold, predicted), "error": error})
+    scored = score_joined(join_by_id(predictions, references), gold_tools, score_prediction, RowError)
+    per_item = scored.per_item
     count = len(per_item)
     overall = {
         "tracc": ratio(sum(item["tracc"] for item in per_item), count),
@@ -116,9 +96,24 @@ def score_tracc(predictions: list[dict[str, Any]], references: list[dict[str, An
         "ndcg@k": ratio(sum(item["ndcg"] for item in per_item), count),
         "queries": count,
     }
-    return {
-        "overall": overall,
-        "per_item": per_item,
-        "reference_errors": invalid,
-        **joined.issues(),
-    }
+    return scored.result(overall=overall)
+
+
+def gold_tools(reference: dict[str, Any]) -> list[str]:
+    gold = tool_list(reference, ("tools", "gold_tools"))
+    if not gold:
+        raise RowError("empty gold tool set: TRACC and Recall@K need n1 > 0")
+    return gold
+
+
+def score_prediction(gold: list[str], prediction: dict[str, Any] | None) -> dict[str, Any]:
+    error = None
+    predicted: list[str] | None = None
+    if prediction is None:
+        error = "missing prediction"
+    else:
+        try:
+            predicted = tool_list(prediction, ("tools",))
+        except RowError as err:
+            error = f"unreadable prediction: {err}"
+    return {**score_item(gold, predicted), "error": error}

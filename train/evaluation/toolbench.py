@@ -61,7 +61,7 @@ from decimal import Decimal
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from train.evaluation.calls import join_by_id, ratio
+from train.evaluation.calls import join_by_id, ratio, score_joined
 from train.evaluation.pyprogram import ProgramError, run_program
 
 PROGRAM_TASKS = ("home", "booking")
@@ -302,29 +302,24 @@ def score_toolbench(predictions: Iterable[Any], references: Iterable[Any]) -> di
     """
     joined = join_by_id(predictions, references)
     tools_given = any(prediction is not None and "tool" in prediction for _, prediction in joined.pairs)
-    per_item, reference_errors = [], []
-    for reference, prediction in joined.pairs:
-        try:
-            meta = reference_meta(reference)
-        except ValueError as err:
-            reference_errors.append({"id": reference["id"], "reason": str(err)})
-            continue
+
+    def score(meta: dict[str, Any], prediction: dict[str, Any] | None) -> dict[str, Any]:
         if prediction is None:
             verdict = _failed("no prediction")
         else:
             verdict = score_case(prediction.get("program"), prediction.get("tool"), meta)
         tool = None if not tools_given else prediction is not None and tool_correct(prediction.get("tool"), meta)
-        per_item.append({"id": reference["id"], "task": meta["task"], **verdict, "tool_correct": tool})
+        return {"task": meta["task"], **verdict, "tool_correct": tool}
+
+    scored = score_joined(joined, reference_meta, score, ValueError)
+    per_item = scored.per_item
     tasks = {}
     for task in dict.fromkeys(item["task"] for item in per_item):
         tasks[task] = _aggregate([item for item in per_item if item["task"] == task])
     overall = _aggregate(per_item)
     overall["unweighted_success_rate"] = _mean([t["success_rate"] for t in tasks.values()])
     overall["unweighted_tool_accuracy"] = _mean([t["tool_accuracy"] for t in tasks.values()])
-    return {
-        "tasks": tasks, "overall": overall, "per_item": per_item,
-        "reference_errors": reference_errors, **joined.issues(),
-    }  # fmt: skip
+    return scored.result(tasks=tasks, overall=overall)
 
 
 def _aggregate(items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls
+from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
 
 _ACT = re.compile(r"Act:\s*CALLTOOL\[(?P<body>[^\n\]]*)\]")
 _QUOTED = re.compile(r"""\s*(?P<q>["'])(?P<name>(?:(?!(?P=q)).)*)(?P=q)\s*""")
@@ -91,25 +91,20 @@ def gold_tool(row: dict[str, Any]) -> str:
 
 def score_toolselect(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
     """Tool-selection accuracy over the references; a missing or unreadable prediction is wrong."""
-    joined = join_by_id(predictions, references)
-    per_item: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
-    for reference, prediction in joined.pairs:
-        try:
-            gold = gold_tool(reference)
-        except ChoiceError as err:
-            invalid.append({"id": reference["id"], "reason": str(err)})
-            continue
-        item = {"id": reference["id"], "gold": gold, "predicted": None, "correct": False, "error": None}
-        if prediction is None:
-            item["error"] = "missing prediction"
-        else:
-            try:
-                item["predicted"] = chosen_tool(prediction)
-                item["correct"] = item["predicted"] == gold
-            except ChoiceError as err:
-                item["error"] = str(err)
-        per_item.append(item)
+    scored = score_joined(join_by_id(predictions, references), gold_tool, score_choice, ChoiceError)
+    per_item = scored.per_item
     correct = sum(item["correct"] for item in per_item)
-    overall = {"accuracy": ratio(correct, len(per_item)), "correct": correct, "total": len(per_item)}
-    return {"overall": overall, "per_item": per_item, "reference_errors": invalid, **joined.issues()}
+    return scored.result(overall={"accuracy": ratio(correct, len(per_item)), "correct": correct, "total": len(per_item)})
+
+
+def score_choice(gold: str, prediction: dict[str, Any] | None) -> dict[str, Any]:
+    item = {"gold": gold, "predicted": None, "correct": False, "error": None}
+    if prediction is None:
+        item["error"] = "missing prediction"
+    else:
+        try:
+            item["predicted"] = chosen_tool(prediction)
+            item["correct"] = item["predicted"] == gold
+        except ChoiceError as err:
+            item["error"] = str(err)
+    return item

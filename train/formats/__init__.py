@@ -14,7 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from train.formats.base import ChatFormat, MaskPolicy, Segment, Tokenized, mask_segments
+from train.formats.base import ChatFormat, MaskPolicy, Segment, mask_segments
+from train.formats.tokenize import Tokenized
 from train.registry import Registry
 
 FORMATS: Registry[type[ChatFormat]] = Registry(

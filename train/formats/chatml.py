@@ -28,14 +28,13 @@ make the tags control tokens (Qwen2.5) can.
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment
+from train.formats.base import ChatFormat, Segment, message_groups, to_json
+from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
 from train.schema import Conversation, Message, ToolCall
 
 START, END = "<|im_start|>", "<|im_end|>"
-CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 TOOLS_PREAMBLE = (
@@ -49,14 +48,6 @@ TOOLS_INSTRUCTION = (
 )
 
 
-class ToolCallParseError(ValueError):
-    """Generated text has a malformed ``<tool_call>`` block. The message says where and why."""
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 class ChatMLFormat(ChatFormat):
     name = "chatml"
     default_tokenizer = "smollm2"
@@ -68,21 +59,14 @@ class ChatMLFormat(ChatFormat):
         messages = conv.messages
         segments = self.system_turn(conv)
         first = 1 if messages and messages[0].role == "system" else 0
-        i = first
-        while i < len(messages):
-            message = messages[i]
+        for group in message_groups(list(enumerate(messages))[first:]):
+            index, message = group[0]
             if message.role == "tool":
-                run_end = i
-                while run_end < len(messages) and messages[run_end].role == "tool":
-                    run_end += 1
-                segments += tool_turn(messages, range(i, run_end))
-                i = run_end
-                continue
-            if message.role == "assistant":
-                segments += assistant_turn(message, i)
+                segments += tool_turn(group)
+            elif message.role == "assistant":
+                segments += assistant_turn(message, index)
             else:  # user, or a system message later in the conversation: a plain turn
-                segments += plain_turn(message.role, message.content or "", message.role, i)
-            i += 1
+                segments += plain_turn(message.role, message.content or "", message.role, index)
         return segments
 
     def system_turn(self, conv: Conversation) -> list[Segment]:
@@ -108,34 +92,8 @@ class ChatMLFormat(ChatFormat):
     # ---- parsing ---------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        """Assistant text -> (content, calls).
-
-        Content is everything before the first ``<tool_call>`` (all of the text when there is no
-        call), verbatim but for the one ``\\n`` the rendering puts before a call; None when it is
-        empty or only whitespace. After the first call only whitespace and further calls may
-        follow. Inside a block, whitespace around the JSON is free; the JSON must be an object
-        with exactly a string ``name`` and an object ``arguments``. Anything else raises
-        ``ToolCallParseError`` rather than guessing: a training pipeline should count a malformed
-        call as wrong, not repair it. A trailing ``<|im_end|>`` (a generation that kept its stop
-        token) is dropped.
-        """
-        text = text[: -len(END)] if text.endswith(END) else text
-        first = text.find(CALL_OPEN)
-        if first < 0:
-            return (text if text.strip() else None), []
-        content = text[:first]
-        content = content[:-1] if content.endswith("\n") else content
-        calls = []
-        pos = first
-        while True:
-            pos = skip_space(text, pos)
-            if pos == len(text):
-                break
-            if not text.startswith(CALL_OPEN, pos):
-                raise ToolCallParseError(f"text after tool call {len(calls)}: {text[pos:pos + 40]!r}")
-            call, pos = parse_block(text, pos + len(CALL_OPEN), len(calls) + 1)
-            calls.append(call)
-        return (content if content.strip() else None), calls
+        """Assistant text -> (content, calls): the Hermes parser (``train.formats.hermes``)."""
+        return parse_hermes(text, END)
 
 
 # ---- turns ---------------------------------------------------------------------------------
@@ -168,43 +126,17 @@ def assistant_turn(message: Message, index: int) -> list[Segment]:
     return segments + [Segment(END, "end", index, special=True), Segment("\n", "header", index)]
 
 
-def tool_turn(messages: list[Message], indices: range) -> list[Segment]:
-    first = indices[0]
+def tool_turn(run: list[tuple[int, Message]]) -> list[Segment]:
+    first = run[0][0]
     segments = [Segment(START, "header", first, special=True), Segment("tool\n", "header", first)]
-    for n, i in enumerate(indices):
+    for n, (i, message) in enumerate(run):
         segments += [
             Segment(("\n" if n else "") + "<tool_response>\n", "header", i),
-            Segment(messages[i].content or "", "tool_result", i),
+            Segment(message.content or "", "tool_result", i),
             Segment("\n</tool_response>", "header", i),
         ]
-    last = indices[-1]
+    last = run[-1][0]
     return segments + [Segment(END, "header", last, special=True), Segment("\n", "header", last)]
 
 
-# ---- parsing helpers -----------------------------------------------------------------------
-
-
-def skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
-
-
-def parse_block(text: str, pos: int, number: int) -> tuple[ToolCall, int]:
-    """The JSON of one ``<tool_call>`` block starting at ``pos``; returns the call and the end."""
-    pos = skip_space(text, pos)
-    try:
-        # raw_decode reads exactly one JSON value, so a "</tool_call>" inside a string is harmless
-        obj, pos = json.JSONDecoder().raw_decode(text, pos)
-    except json.JSONDecodeError as err:
-        raise ToolCallParseError(f"tool call {number}: invalid JSON: {err.msg} at char {err.pos}") from None
-    if not isinstance(obj, dict) or set(obj) != {"name", "arguments"}:
-        raise ToolCallParseError(f"tool call {number}: expected a JSON object with keys 'name' and 'arguments'")
-    if not isinstance(obj["name"], str) or not obj["name"]:
-        raise ToolCallParseError(f"tool call {number}: 'name' must be a non-empty string")
-    if not isinstance(obj["arguments"], dict):
-        raise ToolCallParseError(f"tool call {number}: 'arguments' must be a JSON object")
-    pos = skip_space(text, pos)
-    if not text.startswith(CALL_CLOSE, pos):
-        raise ToolCallParseError(f"tool call {number}: missing {CALL_CLOSE}")
-    return ToolCall(name=obj["name"], arguments=obj["arguments"]), pos + len(CALL_CLOSE)
+__all__ = ["ChatMLFormat", "ToolCallParseError"]

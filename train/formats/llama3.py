@@ -47,7 +47,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment
+from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -72,11 +72,6 @@ TOOLS_IN_USER = (
 _CALL_START = re.compile(r'\{\s*"name"')
 
 
-def dumps(value: Any) -> str:
-    """JSON as the template's ``tojson`` writes it: non-ASCII kept, ``", "`` and ``": "`` separators."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def header(role: str) -> list[Segment]:
     return [
         Segment(START_HEADER, "header", special=True),
@@ -96,7 +91,7 @@ def call_object(call: ToolCall, message: int) -> list[Segment]:
         Segment('{"name": "', "call_syntax", message),
         Segment(call.name, "call_name", message),
         Segment('", "parameters": ', "call_syntax", message),
-        Segment(dumps(call.arguments), "call_args", message),
+        Segment(to_json(call.arguments), "call_args", message),
         Segment("}", "call_syntax", message),
     ]
 
@@ -124,23 +119,16 @@ class _Llama31Family(ChatFormat):
         if conv.tools and self.tools_in_user_message:
             segments += self._first_user_with_tools(conv, messages)
             messages = messages[1:]
-        position = 0
-        while position < len(messages):
-            index, message = messages[position]
+        for group in message_groups(messages):
+            index, message = group[0]
             if message.role == "tool":
-                run_end = position
-                while run_end < len(messages) and messages[run_end][1].role == "tool":
-                    run_end += 1
-                segments += self._tool_results(conv, messages[position:run_end])
-                position = run_end
-                continue
-            if message.role == "assistant" and message.tool_calls:
+                segments += self._tool_results(conv, group)
+            elif message.role == "assistant" and message.tool_calls:
                 segments += self._call_turn(index, message)
             else:
                 part = {"assistant": "text", "user": "user", "system": "system"}[message.role]
                 end = Segment(EOT, "end" if message.role == "assistant" else "header", index, special=True)
                 segments += [*header(message.role), Segment(_text(message), part, index), end]
-            position += 1
         return segments
 
     def _system_block(self, conv: Conversation, system: tuple[int, Message] | None) -> list[Segment]:
@@ -226,7 +214,7 @@ class Llama31Format(_Llama31Family):
         segments: list[Segment] = []
         for index, message in run:
             # The template JSON-encodes string results (``tojson`` on an iterable), quotes included.
-            result = Segment(dumps(message.content or ""), "tool_result", index)
+            result = Segment(to_json(message.content or ""), "tool_result", index)
             segments += [*header("ipython"), result, Segment(EOT, "header", index, special=True)]
         return segments
 
@@ -266,7 +254,7 @@ class Llama31MetaToolFormat(_Llama31Family):
             name = message.name if message.name is not None else call_name
             results.append({"name": name, "function_id": function_id, "results": _result_value(message.content)})
         first, last = run[0][0], run[-1][0]
-        result_list = Segment(dumps(results), "tool_result", first)
+        result_list = Segment(to_json(results), "tool_result", first)
         return [*header("ipython"), result_list, Segment(EOT, "header", last, special=True)]
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:

@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from train.formats.base import ChatFormat, Segment
+from train.formats.base import ChatFormat, Segment, to_json
 from train.schema import Conversation, Message, ToolCall
 
 BOS, EOS = "<s>", "</s>"
@@ -62,10 +62,6 @@ class MistralFormatError(ValueError):
 
 class MistralParseError(ValueError):
     """Generated text has a malformed ``[TOOL_CALLS]`` list. The message says why."""
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 # ---- call ids ------------------------------------------------------------------------------

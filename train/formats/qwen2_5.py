@@ -12,31 +12,26 @@
 * Tool results are ``\\n<tool_response>\\n{content}\\n</tool_response>`` blocks; a run of
   consecutive results is one ``user`` turn.
 
-Text is encoded with *no* added token matched (``ChatFormat.encode_texts``): in Qwen2.5
+Text is encoded with *no* added token matched (``train.formats.tokenize.encode_texts``): in Qwen2.5
 ``<tool_call>`` and ``</tool_call>`` are added tokens but not special ones, so
 ``split_special_tokens`` alone would still turn a user's literal ``<tool_call>`` into the control id.
 
-``parse`` reads generated assistant text (what follows ``<|im_start|>assistant\\n``, with or
-without ``<|im_end|>``). The content is the text before the first ``<tool_call>``, verbatim but
-for the one ``\\n`` the rendering puts before a call (``None`` when only whitespace). After it,
-only whitespace and further blocks may follow; each block holds exactly one JSON object with a
-non-empty string ``name`` and an object ``arguments``, whitespace around it free. Anything else
-raises ``ValueError`` naming the problem: a malformed call is reported, not passed off as an
-answer. JSON is read with ``json``, never evaluated.
+``parse`` is the Hermes parser ChatML uses too (``train.formats.hermes``): a malformed call
+raises ``ToolCallParseError`` (a ``ValueError``) naming the problem, never passed off as an answer.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment
+from train.formats.base import ChatFormat, Segment, message_groups, to_json
+from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
+from train.formats.hermes import CALL_OPEN as TOOL_CALL
+from train.formats.hermes import parse_hermes
 from train.schema import Conversation, Message, ToolCall
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
-TOOL_CALL = "<tool_call>"
-TOOL_CALL_END = "</tool_call>"
 DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 TOOLS_INTRO = (
     "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -44,11 +39,6 @@ TOOLS_INTRO = (
 )
 TOOLS_OUTRO = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
 CALL_EXAMPLE = '\n{"name": <function-name>, "arguments": <args-json-object>}\n'
-
-
-def dumps(value: Any) -> str:
-    """JSON as the template's ``tojson`` writes it: non-ASCII kept, ``", "`` and ``": "`` separators."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def control(token: str, part: str = "header", message: int = -1) -> Segment:
@@ -75,23 +65,16 @@ class Qwen25Format(ChatFormat):
         messages = list(enumerate(conv.messages))
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
         segments = self._system_turn(conv, system)
-        position = 0
-        while position < len(messages):
-            index, message = messages[position]
+        for group in message_groups(messages):
+            index, message = group[0]
             if message.role == "tool":
-                run_end = position
-                while run_end < len(messages) and messages[run_end][1].role == "tool":
-                    run_end += 1
-                segments += self._tool_results(messages[position:run_end])
-                position = run_end
-                continue
-            if message.role == "assistant":
+                segments += self._tool_results(group)
+            elif message.role == "assistant":
                 segments += self._assistant_turn(index, message)
             else:
                 part = "user" if message.role == "user" else "system"
                 segments += [*turn_start(message.role, index), Segment(message.content or "", part, index)]
                 segments += turn_end(index)
-            position += 1
         return segments
 
     def _system_turn(self, conv: Conversation, system: tuple[int, Message] | None) -> list[Segment]:
@@ -101,7 +84,7 @@ class Qwen25Format(ChatFormat):
             prompt = Segment(system[1].content or "", "system", system[0])
         segments = [*turn_start("system"), prompt]
         if conv.tools:
-            definitions = "".join("\n" + dumps(tool.to_dict()) for tool in conv.tools)
+            definitions = "".join("\n" + to_json(tool.to_dict()) for tool in conv.tools)
             segments += [
                 Segment(TOOLS_INTRO + definitions + TOOLS_OUTRO, "tools"),
                 control(TOOL_CALL, "tools"),
@@ -125,7 +108,7 @@ class Qwen25Format(ChatFormat):
                 Segment('\n{"name": "', "call_syntax", index),
                 Segment(call.name, "call_name", index),
                 Segment('", "arguments": ', "call_syntax", index),
-                Segment(dumps(call.arguments), "call_args", index),
+                Segment(to_json(call.arguments), "call_args", index),
                 Segment("}\n", "call_syntax", index),
                 control(TOOL_CALL_END, "call_syntax", index),
             ]
@@ -145,45 +128,7 @@ class Qwen25Format(ChatFormat):
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        ended = text.rstrip()
-        body = ended[: -len(IM_END)] if ended.endswith(IM_END) else text
-        first = body.find(TOOL_CALL)
-        if first < 0:
-            return (body if body.strip() else None), []
-        content = body[:first]
-        content = content[:-1] if content.endswith("\n") else content  # the newline the rendering adds
-        calls: list[ToolCall] = []
-        position = first
-        while (position := _skip_space(body, position)) < len(body):
-            if not body.startswith(TOOL_CALL, position):
-                raise ValueError(f"qwen2_5: text after tool call {len(calls) - 1}: {body[position:position + 40]!r}")
-            call, position = _read_block(body, position + len(TOOL_CALL), len(calls))
-            calls.append(call)
-        return (content if content.strip() else None), calls
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position].isspace():
-        position += 1
-    return position
-
-
-def _read_block(text: str, position: int, number: int) -> tuple[ToolCall, int]:
-    """The call in the ``<tool_call>`` block whose JSON starts at ``position``, and where the block ends."""
-    where = f"qwen2_5 tool call {number}"
-    try:
-        # raw_decode reads exactly one JSON value: a "</tool_call>" inside an argument string is harmless
-        obj, position = json.JSONDecoder().raw_decode(text, _skip_space(text, position))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: malformed JSON ({err.msg} at character {err.pos})") from None
-    if not isinstance(obj, dict) or set(obj) != {"name", "arguments"}:
-        raise ValueError(f'{where}: expected an object with exactly "name" and "arguments", got {obj!r}')
-    if not isinstance(obj["name"], str) or not obj["name"] or not isinstance(obj["arguments"], dict):
-        raise ValueError(f'{where}: "name" must be a non-empty string and "arguments" an object, got {obj!r}')
-    position = _skip_space(text, position)
-    if not text.startswith(TOOL_CALL_END, position):
-        raise ValueError(f"{where}: missing {TOOL_CALL_END}")
-    return ToolCall(name=obj["name"], arguments=obj["arguments"]), position + len(TOOL_CALL_END)
+        return parse_hermes(text, IM_END)
 
 
 __all__ = ["Qwen25Format"]

@@ -48,6 +48,14 @@ _MISTRAL_NOTES = (
     "SGLang also drops special tokens unless a request sets skip_special_tokens=false."
 )
 
+_MISTRAL = Serving(
+    templates=("common.jinja", "mistral.jinja"),
+    variables=(),
+    vllm_parser="mistral",
+    sglang_parser="mistral",
+    exact=True,
+    notes=_MISTRAL_NOTES,
+)
 SERVING: dict[str, Serving] = {
     "llama3_1": Serving(
         templates=("common.jinja", "llama3_prelude.jinja", "llama3_1.jinja"),
@@ -84,22 +92,9 @@ SERVING: dict[str, Serving] = {
         exact=True,
         notes=_HERMES_NOTES,
     ),
-    "mistral_v3": Serving(
-        templates=("common.jinja", "mistral.jinja"),
-        variables=(),
-        vllm_parser="mistral",
-        sglang_parser="mistral",
-        exact=True,
-        notes=_MISTRAL_NOTES,
-    ),
-    "mistral_nemo": Serving(
-        templates=("common.jinja", "mistral.jinja"),
-        variables=(),
-        vllm_parser="mistral",
-        sglang_parser="mistral",
-        exact=True,
-        notes=_MISTRAL_NOTES,
-    ),
+    # the two Mistral formats differ only in their tokenizer: one template and parser serve both
+    "mistral_v3": _MISTRAL,
+    "mistral_nemo": _MISTRAL,
     "chatml": Serving(
         templates=("common.jinja", "chatml.jinja"),
         variables=("default_system",),

@@ -390,8 +390,10 @@ class HFTeacher(_PromptedTeacher):
     def complete(self, prompt: str) -> str:
         import torch
 
+        from train.formats.tokenize import tokenize_prompt
+
         conv = Conversation(id="teacher", messages=[Message(role="user", content=prompt)])
-        ids = self.format.tokenize_prompt(conv, 1, self.tokenizer)
+        ids = tokenize_prompt(self.format, conv, 1, self.tokenizer)
         pad = self.stop_ids[0] if self.stop_ids else 0
         with torch.no_grad():
             out = self.model.generate(torch.tensor([ids]), max_new_tokens=self.max_new_tokens, do_sample=False,

@@ -427,6 +427,16 @@ def parse_json_string(text: Any, what: str) -> Any:
         raise SchemaError(what, _invalid(err)) from err
 
 
+def name_and_description(function: dict[str, Any], path: str) -> tuple[str, str]:
+    """A function definition's ``name`` (a non-empty string) and ``description`` (a string, "" when absent)."""
+    name, description = function.get("name"), function.get("description", "")
+    if not isinstance(name, str) or not name:
+        raise SchemaError(f"{path}.name", "expected a non-empty string")
+    if not isinstance(description, str):
+        raise SchemaError(f"{path}.description", f"expected a string, got {type(description).__name__}")
+    return name, description
+
+
 def tool_from_spec(spec: Any, path: str = "tool") -> Tool:
     """A tool from either the wrapped ``{"type": "function", "function": {...}}`` form or a bare
     ``{"name", "description", "parameters"}`` function dict, as sources mix both."""

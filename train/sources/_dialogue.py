@@ -7,14 +7,13 @@
   tool result to the earliest unanswered call.
 * small checked accessors (``expect_str``, ``record_id``, ``tools_and_extras``, ``extra_fields``)
   whose ``SchemaError`` names the path *in the source record*, so a reject says where to look.
-* JSON found inside text: ``parse_json_text`` (strict: no NaN/Infinity) for string fields,
+* JSON found inside text: ``parse_json_string`` (``_common``; strict: no NaN/Infinity) for string fields,
   ``cut_json_values`` for function definitions embedded in a system prompt, and
   ``normalize_schema_types`` for schemas written with Python type names (``"dict"``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,10 @@ from train.schema import Conversation, SchemaError, Tool
 from train.sources._common import (
     STRICT_JSON,
     CallIds,
-    RecordError,
     Rejected,
     SourceError,
-    check_unicode,
     iter_json_records,
+    parse_json_string,
     tool_from_spec,
 )
 
@@ -117,24 +115,10 @@ def extra_fields(obj: dict, known: tuple[str, ...]) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key not in known}
 
 
-def parse_json_text(text: str, path: str) -> Any:
-    """A JSON document stored inside a string field."""
-    try:
-        value = STRICT_JSON.decode(text)
-        check_unicode(value, text)
-        return value
-    except json.JSONDecodeError as err:
-        raise SchemaError(path, f"invalid JSON at column {err.colno}: {err.msg}") from err
-    except RecordError as err:  # a lone surrogate escaped inside the embedded JSON
-        raise SchemaError(path, str(err)) from err
-    except ValueError as err:  # NaN / Infinity, integers past Python's digit limit
-        raise SchemaError(path, f"invalid JSON: {str(err).split(';')[0]}") from err
-
-
 def arguments_object(value: Any, path: str) -> dict[str, Any]:
     """Call arguments as an object; sources often store them as a JSON string."""
     if isinstance(value, str):
-        value = parse_json_text(value, path)
+        value = parse_json_string(value, path)
         if not isinstance(value, dict):
             raise SchemaError(path, f"arguments string is JSON {type(value).__name__}, not an object")
     return expect_dict(value, path)
@@ -229,7 +213,7 @@ def cut_json_values(
 
 def tools_from_text(text: str, path: str) -> Any:
     """A ``tools`` field stored as a JSON string; an empty string means no tools."""
-    return [] if not text.strip() else parse_json_text(text, path)
+    return [] if not text.strip() else parse_json_string(text, path)
 
 
 # --- building the message list ---------------------------------------------------------------

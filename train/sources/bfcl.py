@@ -52,8 +52,16 @@ from pathlib import Path
 from typing import Any
 
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import CallIds, Rejected, SourceError, check_arity, iter_json_records, read_text
-from train.sources._pysyntax import PySyntaxError, parse_call
+from train.sources._common import (
+    CallIds,
+    Rejected,
+    SourceError,
+    check_arity,
+    iter_json_records,
+    name_and_description,
+    read_text,
+)
+from train.sources.pysyntax import PySyntaxError, parse_call
 
 # BFCL type name -> JSON Schema type (None: no constraint). Python names, then Java, then JavaScript.
 BFCL_TYPES: dict[str, str | None] = {
@@ -143,11 +151,7 @@ def _json_type(kind: Any, path: str) -> str | list[str] | None:
 def tool_from_function(function: Any, path: str) -> Tool:
     if not isinstance(function, dict):
         raise SchemaError(path, f"expected a function object, got {type(function).__name__}")
-    name, description = function.get("name"), function.get("description", "")
-    if not isinstance(name, str) or not name:
-        raise SchemaError(f"{path}.name", "expected a non-empty string")
-    if not isinstance(description, str):
-        raise SchemaError(f"{path}.description", f"expected a string, got {type(description).__name__}")
+    name, description = name_and_description(function, path)
     parameters = json_schema(function.get("parameters", {"type": "dict", "properties": {}}), f"{path}.parameters")
     return Tool(name=name, description=description, parameters=parameters)
 

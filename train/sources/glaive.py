@@ -46,7 +46,7 @@ from train.sources._dialogue import (
     expect_dict,
     expect_str,
     extra_fields,
-    parse_json_text,
+    parse_json_string,
     read_records,
     record_id,
     tools_and_extras,
@@ -148,5 +148,5 @@ def parse_call_payload(payload: str, path: str) -> tuple[str, dict[str, Any]]:
     match = _QUOTED_CALL.fullmatch(payload)
     if match is None:
         raise SchemaError(path, f"not a call {{\"name\": ..., \"arguments\": '...'}}: {payload[:80]!r}")
-    name = parse_json_text(f"\"{match.group(1)}\"", f"{path}.name")
+    name = parse_json_string(f"\"{match.group(1)}\"", f"{path}.name")
     return name, arguments_object(match.group(2), f"{path}.arguments")

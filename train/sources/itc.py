@@ -40,8 +40,16 @@ from pathlib import Path
 from typing import Any
 
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import CallIds, Rejected, SourceError, check_arity, iter_json_records, strict_loads
-from train.sources._pysyntax import PySyntaxError, parse_call_list
+from train.sources._common import (
+    CallIds,
+    Rejected,
+    SourceError,
+    check_arity,
+    iter_json_records,
+    name_and_description,
+    strict_loads,
+)
+from train.sources.pysyntax import PySyntaxError, parse_call_list
 
 # first word of a RapidAPI-style type, lower-cased -> JSON Schema type (unknown: no constraint)
 PARAMETER_TYPES = {
@@ -120,11 +128,7 @@ def tools_of_record(record: Any, path: str) -> list[Tool]:
         where = f"{path}.api_list[{index}]"
         if not isinstance(api, dict):
             raise SchemaError(where, f"expected an API object, got {type(api).__name__}")
-        name, description = api.get("name"), api.get("description", "")
-        if not isinstance(name, str) or not name:
-            raise SchemaError(f"{where}.name", "expected a non-empty string")
-        if not isinstance(description, str):
-            raise SchemaError(f"{where}.description", f"expected a string, got {type(description).__name__}")
+        name, description = name_and_description(api, where)
         parameters = rapidapi_parameters(api.get("required_parameters"), api.get("optional_parameters"), where)
         tools.append(Tool(name=name, description=description, parameters=parameters))
     return tools

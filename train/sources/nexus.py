@@ -40,7 +40,7 @@ from typing import Any
 
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 from train.sources._common import CallIds, Rejected, SourceError, check_arity, load_json
-from train.sources._pysyntax import PyCall, PySyntaxError, parse_assigned_call, parse_call
+from train.sources.pysyntax import PyCall, PySyntaxError, parse_assigned_call, parse_call
 
 _ANNOTATIONS = {
     "str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object",

@@ -39,7 +39,7 @@ from train.sources._dialogue import (
     expect_list,
     expect_str,
     extra_fields,
-    parse_json_text,
+    parse_json_string,
     read_records,
     record_id,
     tools_and_extras,
@@ -131,7 +131,7 @@ def add_turn(dialogue: Dialogue, turn: dict, path: str) -> None:
 
 def parse_function_call(value: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     """A ``function_call`` value: JSON ``{"name", "arguments"}`` or a list of them (parallel calls)."""
-    decoded = parse_json_text(value, path) if isinstance(value, str) else value
+    decoded = parse_json_string(value, path) if isinstance(value, str) else value
     items = decoded if isinstance(decoded, list) else [decoded]
     if not items:
         raise SchemaError(path, "empty list of calls")

@@ -15,8 +15,8 @@ Decisions:
   it is the instruction the model was trained under (answer with a call list), and chat formats
   render the tools themselves. A system without a function list is kept whole, with no tools.
 * Assistant: a value shaped like a call list (``[`` then a name then ``(``) is parsed by
-  ``_pycalls`` into tool calls with ids ``call_0, call_1, ...`` (no evaluation); a broken one
-  rejects the record with the character where parsing stopped. Any other value is text.
+  ``parse_call_list`` into tool calls with ids ``call_0, call_1, ...`` (with ``ast``, never
+  evaluated); a broken one rejects the record with the reason. Any other value is text.
 * Tool: a JSON list of ``{"name", "results"}``; each item is one tool message, linked to the
   earliest unanswered call of that name, with ``results`` as JSON text (a string result is kept
   as is). An item whose name answers no call keeps ``tool_call_id`` null for validate to report.
@@ -31,6 +31,7 @@ Decisions:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,13 +47,14 @@ from train.sources._dialogue import (
     expect_str,
     extra_fields,
     normalize_schema_types,
-    parse_json_text,
+    parse_json_string,
     read_records,
     record_id,
     require,
     tools_and_extras,
 )
-from train.sources._pycalls import CallSyntaxError, looks_like_call_list, parse_call_list
+from train.sources.pysyntax import PySyntaxError
+from train.sources.pysyntax import parse_call_list as parse_python_calls
 
 SOURCE = "toolace"
 RECORD_KEYS = ("id", "system", "conversations")
@@ -117,7 +119,7 @@ def add_turn(dialogue: Dialogue, turn: dict, path: str) -> None:
     if kind == "assistant" and looks_like_call_list(value):
         try:
             dialogue.call(parse_call_list(value))
-        except CallSyntaxError as err:
+        except PySyntaxError as err:
             raise SchemaError(f"{path}.value", f"broken call list: {err}") from err
     elif kind == "tool":
         for name, content in tool_results(value, f"{path}.value"):
@@ -128,7 +130,7 @@ def add_turn(dialogue: Dialogue, turn: dict, path: str) -> None:
 
 def tool_results(value: str, path: str) -> list[tuple[str, str]]:
     """``[{"name", "results"}, ...]`` -> ``[(name, content)]``; results become JSON text."""
-    items = expect_list(parse_json_text(value, path), path)
+    items = expect_list(parse_json_string(value, path), path)
     if not items:
         raise SchemaError(path, "empty list of tool results")
     out = []
@@ -142,3 +144,57 @@ def tool_results(value: str, path: str) -> list[tuple[str, str]]:
         results = require(item, "results", where)
         out.append((name, results if isinstance(results, str) else json.dumps(results, ensure_ascii=False)))
     return out
+
+
+# ---- the call list ---------------------------------------------------------------------------
+
+# "[" then a name then "(": text shaped like a call list, as opposed to prose that opens with "[".
+_LOOKS_LIKE_CALLS = re.compile(r"\s*\[\s*[^()\[\]{},='\"\n]+\(")
+
+
+def looks_like_call_list(text: str) -> bool:
+    return _LOOKS_LIKE_CALLS.match(text) is not None
+
+
+def parse_call_list(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """``[Name(k=v, ...), ...]`` -> ``[(name, {k: v}), ...]`` in order.
+
+    Read by ``pysyntax`` (lenient: ToolACE's names hold spaces and dots, ``Market Trends API``,
+    ``finance.get_rate``, and its values may be JSON's ``true/false/null``), then held to four rules
+    of ToolACE's format that Python alone would let through:
+
+    1. the calls are a bracketed list: a bare call or a tuple of calls is not the format;
+    2. the list is not empty (an assistant turn that calls nothing is text);
+    3. every argument is a keyword: a positional one has no parameter name to map to;
+    4. strings are JSON strings: ``\\uD83D\\uDE00`` (a surrogate pair, as JSON writes characters beyond
+       U+FFFF) is one character, and a lone surrogate, which cannot be written as UTF-8, is refused.
+
+    ``PySyntaxError`` says which rule or what syntax failed.
+    """
+    if not text.lstrip().startswith("["):
+        raise PySyntaxError("expected a call list in [...]")
+    calls = parse_python_calls(text, lenient=True)
+    if not calls:
+        raise PySyntaxError("empty call list")
+    parsed = []
+    for index, call in enumerate(calls):
+        if call.args:
+            raise PySyntaxError(f"item {index}: {call.name}: positional arguments are not supported")
+        parsed.append((call.name, _json_strings(call.kwargs, f"item {index}: {call.name}")))
+    return parsed
+
+
+def _json_strings(value: Any, where: str) -> Any:
+    """``value`` with every string read as JSON reads its escapes: surrogate pairs joined, lone ones refused."""
+    if isinstance(value, str):
+        if not any("\ud800" <= char <= "\udfff" for char in value):
+            return value
+        try:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16")
+        except UnicodeDecodeError:
+            raise PySyntaxError(f"{where}: lone surrogate escape in string {value[:40]!r}") from None
+    if isinstance(value, list):
+        return [_json_strings(item, where) for item in value]
+    if isinstance(value, dict):
+        return {_json_strings(key, where): _json_strings(item, where) for key, item in value.items()}
+    return value

@@ -46,7 +46,7 @@ from train.sources._dialogue import (
     expect_list,
     expect_str,
     extra_fields,
-    parse_json_text,
+    parse_json_string,
     read_records,
     record_id,
     require,
@@ -94,7 +94,7 @@ def conversation_from_xlam(obj: Any, fallback_id: str) -> Conversation:
 def json_field(obj: dict, key: str) -> Any:
     """xLAM stores ``tools`` and ``answers`` as JSON strings; already-decoded lists are accepted."""
     value = require(obj, key)
-    return parse_json_text(value, key) if isinstance(value, str) else value
+    return parse_json_string(value, key) if isinstance(value, str) else value
 
 
 def answer_call(answer: Any, path: str) -> tuple[str, dict[str, Any]]:

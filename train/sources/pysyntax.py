@@ -26,6 +26,7 @@ import keyword
 import math
 import operator
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +83,7 @@ def parse_assigned_call(text: str) -> tuple[str | None, PyCall]:
     """``r = f(...)`` -> ("r", call); a bare ``f(...)`` -> (None, call). One statement only."""
     _check_size(text)
     try:
-        module = ast.parse(text.strip(), mode="exec")
+        module = _parse(text, "exec")
     except SyntaxError as err:
         raise PySyntaxError(f"not valid Python: {err.msg} at column {err.offset}") from None
     except (RecursionError, MemoryError, ValueError):
@@ -123,6 +124,8 @@ def literal(node: ast.AST, *, fold_arithmetic: bool = False) -> Any:
             key = literal(key_node)
             if not isinstance(key, str):
                 raise PySyntaxError(f"dict key {ast.unparse(key_node)[:60]} is not a string")
+            if key in out:  # Python keeps the last value; a gold answer must not lose one silently
+                raise PySyntaxError(f"dict key {key[:60]!r} given twice")
             out[key] = literal(value_node, fold_arithmetic=fold_arithmetic)
         return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -160,11 +163,18 @@ def _parse_expression(text: Any, lenient: bool) -> tuple[ast.expr, dict[str, str
     _check_size(text)
     source, names = _repair(text) if lenient else (text, {})
     try:
-        return ast.parse(source.strip(), mode="eval").body, names
+        return _parse(source, "eval").body, names
     except SyntaxError as err:
         raise PySyntaxError(f"not valid Python: {err.msg} at column {err.offset}") from None
     except (RecursionError, MemoryError, ValueError):
         raise PySyntaxError("not valid Python: nested too deeply or contains NUL") from None
+
+
+def _parse(source: str, mode: str) -> Any:
+    with warnings.catch_warnings():
+        # an unknown escape such as "C:\\dir" keeps its backslash, as Python reads it; not worth a warning per string
+        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        return ast.parse(source.strip(), mode=mode)
 
 
 def _call(node: ast.Call, names: dict[str, str], fold_arithmetic: bool) -> PyCall:
