@@ -55,6 +55,7 @@ LAYER_OF: dict[str, str] = {
     "train.run_dir": "run",
     "train.resume_config": "run",
     "train.run": "run",
+    "train.training_args": "run",  # the config -> TrainingArguments mapping run() and bench train share
     "train.export": "run",  # merges a run's adapter into its model: the run's model and checkpoint code
     "train.launch": "run",  # plans a multi-node run from its config (Slurm script, torchrun, deepspeed)
     "train.commands": "command_helpers",
