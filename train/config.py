@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, MissingMandatoryValue, OmegaConf
@@ -68,7 +68,7 @@ class Kernels(str, Enum):
 class ModelConfig:
     name: str = MISSING
     source: ModelSource = MISSING
-    path: Optional[str] = None  # source=pretrained: local dir or hub id
+    path: str | None = None  # source=pretrained: local dir or hub id
     arch: dict[str, Any] = field(default_factory=dict)  # source=config: transformers config kwargs
     arch_type: str = "llama"  # source=config: transformers model_type
     chat_format: str = MISSING
@@ -77,21 +77,21 @@ class ModelConfig:
     dtype: str = "auto"  # auto = bf16 on GPUs that support it, fp32 on CPU
     attn_implementation: str = "auto"  # auto = sdpa on CPU, flash_attention_2 on GPU when installed, else sdpa
     trust_remote_code: bool = False
-    max_position_embeddings: Optional[int] = None
+    max_position_embeddings: int | None = None
 
 
 @dataclass
 class SourceSpec:
     name: str = MISSING  # a reader in train.sources.SOURCES ("canonical": JSON Lines already converted), or module:attr
     inputs: list[str] = MISSING  # paths; "pkg://train/..." for files the package ships
-    limit: Optional[int] = None
+    limit: int | None = None
 
 
 @dataclass
 class DataConfig:
     name: str = MISSING
     sources: list[SourceSpec] = field(default_factory=list)
-    builder: Optional[str] = None  # a recipe data builder (train.builders), applied after reading
+    builder: str | None = None  # a recipe data builder (train.builders), applied after reading
     builder_args: dict[str, Any] = field(default_factory=dict)
     max_seq_len: int = 2048
     overlong: Overlong = Overlong.drop
@@ -105,7 +105,7 @@ class DataConfig:
     # a source record (a JSON Lines line, a JSON array element) over this many bytes is refused unread, so one huge
     # record cannot take the build's memory (it costs ~250x its size); the data verbs use the same 8 MiB
     max_record_bytes: int = 8 * 1024 * 1024
-    cache_dir: Optional[str] = None  # default: <tooltrain cache>/datasets
+    cache_dir: str | None = None  # default: <tooltrain cache>/datasets
 
 
 @dataclass
@@ -114,13 +114,13 @@ class PeftConfig:
     r: int = 16
     alpha: int = 32
     dropout: float = 0.05
-    target_modules: Optional[list[str]] = None  # None: the model's lora_target_modules
+    target_modules: list[str] | None = None  # None: the model's lora_target_modules
 
 
 @dataclass
 class DistributedConfig:
     strategy: Strategy = Strategy.single
-    zero_stage: Optional[int] = None
+    zero_stage: int | None = None
     offload_optimizer: bool = False
     offload_params: bool = False
     gradient_checkpointing: bool = False
@@ -145,7 +145,7 @@ class TrainLoopConfig:
     micro_batch_size: int = 1  # rows per device per step (packed rows when data.packing)
     global_batch_size: int = 8  # rows per optimizer step across all ranks
     save_steps: int = 50
-    save_total_limit: Optional[int] = 3
+    save_total_limit: int | None = 3
     logging_steps: int = 1
     dataloader_workers: int = 0
 
@@ -154,7 +154,7 @@ class TrainLoopConfig:
 class TrackingConfig:
     backend: Tracker = Tracker.none
     project: str = "tooltrain"
-    run_name: Optional[str] = None
+    run_name: str | None = None
 
 
 @dataclass
@@ -162,8 +162,8 @@ class BenchmarkSpec:
     name: str = MISSING  # a benchmark with a task in train.evaluation.SCORERS, or module:attr naming a ScorerSpec
     # a file or a list of files; None: the run's own held-out split (data.eval_fraction), for heldout
     data: Any = None
-    source: Optional[str] = None  # reader for data that is not canonical JSON Lines (bfcl, toolselect)
-    limit: Optional[int] = None
+    source: str | None = None  # reader for data that is not canonical JSON Lines (bfcl, toolselect)
+    limit: int | None = None
     max_new_tokens: int = 256
     options: dict[str, Any] = field(default_factory=dict)  # the task's options (metabench: embedder, alpha, k)
 
@@ -190,13 +190,13 @@ class LauncherConfig:
     # submitit only: processes it starts per node (tooltrain launch: one torchrun per node); launcher=slurm
     # sets it to gpus_per_node
     tasks_per_node: int = 1
-    cpus_per_task: Optional[int] = None
-    mem_gb: Optional[int] = None  # per node
+    cpus_per_task: int | None = None
+    mem_gb: int | None = None  # per node
     time_min: int = 60  # wall-clock limit in minutes
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    constraint: Optional[str] = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
     job_name: str = "${run_name}"
     setup: list[str] = field(default_factory=list)  # shell lines run before training (module load, venv activation)
     sbatch_options: list[str] = field(default_factory=list)  # more sbatch options, e.g. ["--exclusive"]
@@ -204,9 +204,9 @@ class LauncherConfig:
     signal_lead_s: int = 120
     timeout_requeues: int = 10  # launcher=slurm sweeps: how often submitit requeues a job at its time limit
     log_dir: str = "${output_dir}/logs"
-    master_addr: Optional[str] = None  # torchrun/deepspeed across nodes: node 0's address (Slurm finds it itself)
+    master_addr: str | None = None  # torchrun/deepspeed across nodes: node 0's address (Slurm finds it itself)
     master_port: int = 29500
-    hostfile: Optional[str] = None  # deepspeed across nodes
+    hostfile: str | None = None  # deepspeed across nodes
 
 
 @dataclass

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 ROLES = ("system", "user", "assistant", "tool")
 Role = Literal["system", "user", "assistant", "tool"]
@@ -269,7 +269,7 @@ class ToolLibrary:
         return cls(id=_expect(obj["id"], str, f"{path}.id"), tools=_tools(obj, path), meta=_meta(obj, path))
 
 
-Record = Union[Conversation, ToolQuery, ToolLibrary]
+Record = Conversation | ToolQuery | ToolLibrary
 
 
 def record_from_dict(obj: Any, path: str = "record") -> Record:

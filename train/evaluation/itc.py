@@ -88,7 +88,7 @@ ITC_LANGUAGES = (
     "en", "zh", "hi", "fr", "vi", "pt", "de", "ja", "es", "ar", "id", "th", "ko", "nl", "sw",
     "sl", "xh", "ur", "cs", "la", "tl", "ms", "it", "rw", "fi", "hr", "gl", "kn", "zu",
 )  # fmt: skip
-_THOUGHT = re.compile(r'"Thought"\s*:\s*("(?:[^"\\]|\\.)*")', re.S)
+_THOUGHT = re.compile(r'"Thought"\s*:\s*("(?:[^"\\]|\\.)*")', re.DOTALL)
 
 LanguageOf = Callable[[str], str]
 

@@ -46,8 +46,9 @@ with the reason in ``error``; a reference that cannot be read is not scored but 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
 from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list

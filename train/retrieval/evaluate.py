@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -92,14 +93,14 @@ def build_pairs(queries: Sequence[ToolQuery], index: ToolIndex, method: str, hyp
             continue
         shared = -1
         if not per_gold:
-            shared = pairs.add(query.id, lambda: _request(method, query.query, rules, teacher, query.id))
+            shared = pairs.add(query.id, partial(_request, method, query.query, rules, teacher, query.id))
         for name in gold:
             request = shared
             if per_gold and name in by_name:
                 tool = by_name[name]
                 key = f"{query.id}/{name}"
-                make = (lambda: gold_hypothesis(tool)) if hypothesis == "gold" else (
-                    lambda: rewritten_hypothesis(tool, teacher, key))
+                make = (partial(gold_hypothesis, tool) if hypothesis == "gold"
+                        else partial(rewritten_hypothesis, tool, teacher, key))
                 request = pairs.add(key, make)
             pairs.unknown_gold += name not in by_name
             pairs.pair_query.append(query.id)

@@ -52,7 +52,8 @@ class ToolHypothesis:
     def from_arguments(cls, arguments: dict) -> ToolHypothesis:
         """From a meta_tool call's arguments; ValueError says what is wrong (A.3's structure rules)."""
         if not isinstance(arguments, dict):
-            raise ValueError(f"meta_tool arguments must be an object, got {type(arguments).__name__}")
+            raise ValueError(  # noqa: TRY004 - A.3 structure rules: every violation is the one ValueError callers count
+                f"meta_tool arguments must be an object, got {type(arguments).__name__}")
         extra = sorted(set(arguments) - {"tool_description", "param_description"})
         if extra:
             raise ValueError(f"meta_tool takes tool_description and param_description only, not {', '.join(map(repr, extra))}")

@@ -260,10 +260,10 @@ def _resolve_nested(value: Any, spec: dict[str, Any], where: str) -> Any:
     if kind in _OBJECT_TYPES and _is_alternatives_map(value):
         return resolve_arguments(value, sub_properties, where)
     items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
-    if kind in _ARRAY_TYPES and items.get("type") in _OBJECT_TYPES and isinstance(value, list):
-        if value and all(_is_alternatives_map(v) for v in value):
-            item_properties = items.get("properties") if isinstance(items.get("properties"), dict) else {}
-            return [resolve_arguments(v, item_properties, f"{where}[{i}]") for i, v in enumerate(value)]
+    if (kind in _ARRAY_TYPES and items.get("type") in _OBJECT_TYPES and isinstance(value, list) and value
+            and all(_is_alternatives_map(v) for v in value)):
+        item_properties = items.get("properties") if isinstance(items.get("properties"), dict) else {}
+        return [resolve_arguments(v, item_properties, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
 
 

@@ -65,7 +65,7 @@ ROLES = {
     "user": "user", "human": "user", "assistant": "assistant", "gpt": "assistant",
     "tool": "tool", "function": "tool", "observation": "tool",
 }  # fmt: skip
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S | re.I)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
 
 
 # ---------------------------------------------------------------- tools

@@ -46,9 +46,9 @@ _ANNOTATIONS = {
     "str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object",
     "list": "array", "tuple": "array", "enum": "string", "datetime": "string", "date": "string",
 }  # fmt: skip
-_OPTION = re.compile(r"<func_start>(.*?)<func_end>\s*<docstring_start>(.*?)<docstring_end>", re.S)
-_SIGNATURE = re.compile(r"\s*def\s+(\w+)\s*\((.*)\)\s*(?:->[^:]*)?:?\s*", re.S)
-_PARAMETER_LINE = re.compile(r"^\s*(\w+) \(([^)]*)\) (required|optional):[ \t]*(.*)$", re.M)
+_OPTION = re.compile(r"<func_start>(.*?)<func_end>\s*<docstring_start>(.*?)<docstring_end>", re.DOTALL)
+_SIGNATURE = re.compile(r"\s*def\s+(\w+)\s*\((.*)\)\s*(?:->[^:]*)?:?\s*", re.DOTALL)
+_PARAMETER_LINE = re.compile(r"^\s*(\w+) \(([^)]*)\) (required|optional):[ \t]*(.*)$", re.MULTILINE)
 
 
 # ---------------------------------------------------------------- shared pieces

@@ -78,8 +78,7 @@ def read(inputs: list[Path]) -> Iterator[Record | Rejected]:
         yield item
     judgements: dict[str, Judgements] = {}
     for split in SPLITS:
-        for rejected in read_qrels(paths[split], split, judgements):
-            yield rejected
+        yield from read_qrels(paths[split], split, judgements)
     present: set[str] = set()  # every query id queries.jsonl holds, accepted or not
     for item in iter_json_records(paths["queries"]):
         if isinstance(item, Rejected):

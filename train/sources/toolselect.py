@@ -37,7 +37,7 @@ from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 from train.sources._common import Rejected, SourceError, check_arity, read_text
 
 _SECTIONS = "\n###\n"
-_ACT = re.compile(r'\AThought: ?(?P<thought>.*)\nAct: CALLTOOL\["(?P<gold>[^"\n]*)"\]\s*\Z', re.S)
+_ACT = re.compile(r'\AThought: ?(?P<thought>.*)\nAct: CALLTOOL\["(?P<gold>[^"\n]*)"\]\s*\Z', re.DOTALL)
 
 
 def read_csv(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]]:
