@@ -69,9 +69,9 @@ class OfflineBackend:
 
     kind = "offline"
 
-    def __init__(self, writers: Mapping[str, OfflineWriter] | None = None, version: str = "1"):
+    def __init__(self, writers: Mapping[str, OfflineWriter] | None = None, version: str = "v1"):
         self.writers = dict(writers or {})
-        self.model = f"offline-v{version}"  # bump the version when a writer's text changes: the cache then misses
+        self.model = f"offline-{version}"  # bump the version when a writer's text changes: the cache then misses
 
     def complete(self, request: TeacherRequest) -> str:
         writer = self.writers.get(request.stage)
@@ -207,7 +207,7 @@ BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
 
 def make_backend(config: Mapping[str, Any] | None,
                  offline_writers: Mapping[str, OfflineWriter] | None = None,
-                 offline_version: str = "1") -> OfflineBackend | HttpBackend | HFBackend:
+                 offline_version: str = "v1") -> OfflineBackend | HttpBackend | HFBackend:
     """``{"kind": "offline"|"http"|"hf", ...settings}`` -> a backend; ValueError for an unknown kind or key."""
     settings = dict(config or {"kind": "offline"})
     kind = settings.pop("kind", "offline")

@@ -217,10 +217,11 @@ def offline_reasoning(request: TeacherRequest) -> str:
     purpose = rng.choice(("The request is", "The user asks"))
     if template == "detail":
         steps = [
-            f'{purpose}: "{query}". Based on the function descriptions, {names} best fit this request.',
+            (f'{purpose}: "{query}". Based on the function descriptions, {names} best '
+            f'{"fits" if len({c.name for c in gold}) == 1 else "fit"} this request.'),
             f"I pick {names} to fulfill the user's request.",
             "Examining the documentation: " + " ".join(
-                f'"{n}": {_excerpt(tools[n].description if n in tools else "", 100) or "no description"}.'
+                f'"{n}": {_excerpt(tools[n].description if n in tools else "", 100).rstrip(".") or "no description"}.'
                 for n in dict.fromkeys(c.name for c in gold)),
             "Analyzing the parameters: " + "; ".join(_parameter_notes(c, tools.get(c.name)) for c in gold) + ".",
             "Extracting the values from the request, converted to the documented types: "
