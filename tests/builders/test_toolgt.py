@@ -272,3 +272,11 @@ def test_stage_two_failures_are_counted_drops():
     assert seen["drops"] == ["cot stage2: no call"]  # no draft in the reasoning: the offline stage 2 finds no call
     kept, seen = verify_with({prompts.REASONING_STAGE: lambda r: "no tags"})
     assert seen["drops"] == ["cot stage1: no <thinking> block"]
+
+
+def test_the_recipe_path_reports_each_conversation_without_a_sample_once():
+    conversations = real_conversations()
+    drops: list[str] = []
+    samples = list(build(conversations, seed=0, on_drop=drops.append))
+    assert drops == ["split: no call turn"] * 32
+    assert len({s.meta["source_id"] for s in samples}) + len(drops) == len(conversations) == 72

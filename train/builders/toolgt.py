@@ -149,7 +149,7 @@ class ToolGTBuilder:
             make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), default_cache(options))
         self.index = EvalIndex(options.decontaminate) if options.decontaminate else None
         self.counts: Counter = Counter()
-        self.split_drops: Counter = Counter()
+        self.dropped: Counter = Counter()  # reason -> samples (and conversations without a call turn)
         self.decontaminated: Counter = Counter()
         self.stages: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
 
@@ -241,27 +241,33 @@ class ToolGTBuilder:
         ])
 
     def build(self, conversations: Iterable[Conversation], on_drop: Any = None) -> Iterator[Conversation]:
+        """The kept samples. Every dropped sample is counted by reason in ``dropped``; ``on_drop(reason)`` is called
+        once for each conversation that gives no sample at all (the builders' contract: a conversation is read
+        once), with its first sample's reason."""
         from tqdm.auto import tqdm
-
-        def drop(reason: str) -> None:
-            self.counts["dropped"] += 1
-            if reason.startswith("split"):
-                self.split_drops[reason.split(": ", 1)[1]] += 1
-            if on_drop is not None:
-                on_drop(reason)
 
         bar = tqdm(desc=f"toolgt {self.options.template}/{self.options.arm}", unit="sample", disable=None,
                    leave=False, dynamic_ncols=True)
         for conv in conversations:
             self.counts["conversations"] += 1
+            reasons: list[str] = []
+
+            def drop(reason: str, reasons: list[str] = reasons) -> None:
+                self.dropped[reason] += 1
+                reasons.append(reason)
+
+            yielded = 0
             for sample in split(conv, drop):
                 self.counts["samples"] += 1
                 out = self.sample(sample, drop)
                 bar.update(1)
                 if out is not None:
                     self.counts["kept"] += 1
+                    yielded += 1
                     yield out
                 bar.set_postfix_str(f"kept {self.counts['kept'] / self.counts['samples']:.0%}")
+            if not yielded and on_drop is not None:
+                on_drop(reasons[0])
         bar.close()
 
     def report(self) -> dict[str, Any]:
@@ -272,7 +278,7 @@ class ToolGTBuilder:
             decontamination = {**self.index.report(), "matched": {k: self.decontaminated.get(k, 0)
                                                                   for k in ("query", "calls")}}
         return {"conversations": self.counts["conversations"], "samples": self.counts["samples"],
-                "kept": self.counts["kept"], "split_dropped": dict(sorted(self.split_drops.items())),
+                "kept": self.counts["kept"], "dropped": dict(sorted(self.dropped.items())),
                 "decontamination": decontamination, "stages": stages,
                 "teacher": {"backend": self.teacher.kind, "model": str(self.teacher.backend.model)}}
 

@@ -6,7 +6,6 @@ call and cache-hit counts are printed, not written: the report of a rebuild is b
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from typing import Any
 
@@ -19,11 +18,10 @@ def files(conversations: list[Conversation], options: ToolGTOptions,
           seed: int) -> tuple[dict[str, list], dict[str, Any], list[str]]:
     """(train.jsonl records; the report's counts; the summary lines)."""
     builder = ToolGTBuilder(options, seed)
-    dropped: Counter = Counter()
-    train = list(builder.build(conversations, on_drop=lambda reason: dropped.update([reason])))
+    train = list(builder.build(conversations))
     counts = builder.report()
-    report = {**counts, "dropped": dict(sorted(dropped.items())), "train": {"rows": len(train)},
-              "options": asdict(options)}
+    dropped = builder.dropped
+    report = {**counts, "train": {"rows": len(train)}, "options": asdict(options)}
     decontamination = counts["decontamination"]
     matched = "not checked" if isinstance(decontamination, str) else (
         f"{sum(decontamination['matched'].values())} matched {decontamination['eval_items']} eval items "
