@@ -35,6 +35,7 @@ LAYER_OF: dict[str, str] = {
     "train.tokenizers.*": "formats",
     "train.models.*": "formats",  # SmolLM2's GGUF is both its tokenizer and its weights: fetched for either
     "train.retrieval.*": "retrieval",  # teacher (train.retrieval.teacher) and PoolRetriever included
+    "train.teacher.*": "retrieval",  # the prompted teacher (backends, response cache, ToolGT questions) builders ask
     "train.builders.*": "builders",
     "train.dataset": "dataset",
     "train.packing": "dataset",

@@ -11,6 +11,7 @@ from typing import ClassVar
 import pytest
 
 from train.builders.metatool import MetaToolBuilder, MetaToolOptions
+from train.formats.tokenize import tokenize_prompt
 from train.retrieval.teacher import (
     REASONING_PROMPT,
     REWRITE_PROMPT,
@@ -23,7 +24,6 @@ from train.retrieval.teacher import (
     rewrite_prompt,
     transcript,
 )
-from train.formats.tokenize import tokenize_prompt
 from train.schema import Conversation, Message, Tool, ToolCall
 
 WEATHER = Tool(

@@ -45,6 +45,7 @@ class BuilderSpec:
 
 BUILDERS: Registry[BuilderSpec] = Registry("data builder", "builders", lambda obj: isinstance(obj, BuilderSpec))
 BUILDERS.register("metatool", "train.builders.metatool_spec:SPEC")  # imported on first use (a teacher, a retriever)
+BUILDERS.register("toolgt", "train.builders.toolgt_spec:SPEC")  # ToolGT template-guided reasoning (seed 004)
 
 
 def get_builder(name: str) -> Builder:

@@ -15,7 +15,7 @@ Three interchangeable teachers, chosen by ``make_teacher(config)``:
   tests and the tiny recipe use it, and a rebuild with the same seed is byte-identical.
 * ``http``: an OpenAI-compatible ``/chat/completions`` endpoint (``base_url``, ``model``; the key
   is read from the environment variable named by ``api_key_env``, never from the config). Plain
-  ``urllib`` with a timeout and a bounded number of retries.
+  ``urllib`` with a timeout and a bounded number of retries (``train.teacher.HttpBackend``, which ToolGT shares).
 * ``hf``: a local Hugging Face causal LM (``path``), prompted through a tooltrain chat format and
   decoded greedily.
 
@@ -32,16 +32,13 @@ raises ``TeacherError`` with the reason.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from train.schema import Conversation, Message, Tool, ToolCall
+from train.schema import Message, Tool, ToolCall
+from train.teacher.backends import HFBackend, HttpBackend, StageParams, TeacherError, TeacherRequest
 
 REWRITE_PROMPT = (
     "Could you please help me rewrite the following json of func? Some modifications can be made to the tool name, "
@@ -70,10 +67,6 @@ HYPOTHESIS_PROMPT = (
     '{"tool_description": ..., "param_description": [...]}}, and nothing else.'
 )
 META_TOOL = "meta_tool"
-
-
-class TeacherError(RuntimeError):
-    """The teacher gave no usable answer (network error, timeout, empty text)."""
 
 
 @dataclass
@@ -307,101 +300,37 @@ class _PromptedTeacher:
 
 
 class HttpTeacher(_PromptedTeacher):
-    """An OpenAI-compatible chat-completions endpoint."""
+    """An OpenAI-compatible chat-completions endpoint (``train.teacher.HttpBackend``: retries, backoff)."""
 
     kind = "http"
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = None, timeout: float = 60.0,
                  retries: int = 2, temperature: float = 0.7, max_tokens: int = 512):
-        if not base_url or not model:
-            raise ValueError("the http teacher needs base_url and model")
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.api_key_env = api_key_env
-        self.timeout, self.retries = float(timeout), int(retries)
-        self.temperature, self.max_tokens = float(temperature), int(max_tokens)
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise TeacherError(f"environment variable {self.api_key_env} (the teacher's API key) is not set")
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        self.backend = HttpBackend(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries)
+        self.url, self.model = self.backend.url, model
+        self.params = StageParams(temperature=float(temperature), max_tokens=int(max_tokens))
 
     def complete(self, prompt: str) -> str:
-        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": prompt}],
-                           "temperature": self.temperature, "max_tokens": self.max_tokens}).encode("utf-8")
-        last = "no attempt"
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(2.0 ** attempt, 10.0) * 0.1)
-            request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-            except urllib.error.HTTPError as err:
-                last = f"HTTP {err.code} from {self.url}"
-                if err.code < 500 and err.code != 429:  # a client error does not get better by asking again
-                    break
-                continue
-            except (urllib.error.URLError, TimeoutError, OSError) as err:
-                last = f"cannot reach {self.url}: {getattr(err, 'reason', err)}"
-                continue
-            except (ValueError, UnicodeDecodeError):
-                last = f"{self.url} answered with something that is not JSON"
-                continue
-            try:
-                content = payload["choices"][0]["message"]["content"]
-            except (KeyError, IndexError, TypeError):
-                last = f"{self.url} answered without choices[0].message.content"
-                continue
-            if isinstance(content, str):
-                return content
-            last = "choices[0].message.content is not text"
-        raise TeacherError(last)
+        # the Meta-Tool prompts are one user message, sent without a seed as they always were
+        body = self.backend.body(TeacherRequest("metatool", None, prompt, self.params))
+        body.pop("seed")
+        return self.backend.post(json.dumps(body).encode("utf-8"))
 
 
 class HFTeacher(_PromptedTeacher):
-    """A local causal LM, prompted through a tooltrain chat format, greedy decoding."""
+    """A local causal LM, prompted through a tooltrain chat format, greedy decoding (``train.teacher.HFBackend``)."""
 
     kind = "hf"
 
     def __init__(self, path: str, chat_format: str = "chatml", tokenizer: str | None = None,
                  max_new_tokens: int = 256, model: Any = None, tokenizer_object: Any = None):
-        from train.formats import get_format
-
-        self.format = get_format(chat_format)
-        self.max_new_tokens = int(max_new_tokens)
-        if tokenizer_object is None:
-            from train.tokenizers import load_tokenizer
-
-            tokenizer_object = load_tokenizer(tokenizer or path)
-        self.tokenizer = tokenizer_object
-        if model is None:
-            from transformers import AutoModelForCausalLM
-
-            model = AutoModelForCausalLM.from_pretrained(path)
-        self.model = model.eval()
-        ends = [self.tokenizer.convert_tokens_to_ids(t) for t in self.format.end_of_turn_texts()]
-        self.stop_ids = [i for i in ends if isinstance(i, int)]
+        self.backend = HFBackend(path, chat_format=chat_format, tokenizer=tokenizer, model=model,
+                                 tokenizer_object=tokenizer_object)
+        self.format, self.tokenizer, self.model = self.backend.format, self.backend.tokenizer, self.backend.lm
+        self.params = StageParams(temperature=0.0, max_tokens=int(max_new_tokens))
 
     def complete(self, prompt: str) -> str:
-        import torch
-
-        from train.formats.tokenize import tokenize_prompt
-
-        conv = Conversation(id="teacher", messages=[Message(role="user", content=prompt)])
-        ids = tokenize_prompt(self.format, conv, 1, self.tokenizer)
-        pad = self.stop_ids[0] if self.stop_ids else 0
-        with torch.no_grad():
-            out = self.model.generate(torch.tensor([ids]), max_new_tokens=self.max_new_tokens, do_sample=False,
-                                      eos_token_id=self.stop_ids or None, pad_token_id=pad)
-        new = out[0, len(ids):].tolist()
-        if new and new[-1] in self.stop_ids:
-            new = new[:-1]
-        return self.tokenizer.decode(new, skip_special_tokens=True)
+        return self.backend.complete(TeacherRequest("metatool", None, prompt, self.params))
 
 
 # Each teacher kind and the settings it takes (the keyword arguments of its class; offline takes none).

@@ -1,0 +1,229 @@
+"""Teacher backends: one question (system + user prompt, per-stage parameters) -> one text answer.
+
+* ``OfflineBackend``: no model. Each stage name maps to a deterministic writer that answers from the request's
+  structured ``context`` (what the prompt was written from); a stage without a writer is a ``TeacherError``.
+* ``HttpBackend``: an OpenAI-compatible ``/chat/completions`` endpoint, plain ``urllib``, a timeout, retries with
+  exponential backoff for what may pass (5xx, 429, unreachable, malformed answers), none for a client error.
+  The API key is read from the environment variable ``api_key_env`` names, never from a config.
+* ``HFBackend``: a local Hugging Face causal LM, prompted through a tooltrain chat format; greedy at temperature 0,
+  sampled (torch's generator seeded from the request) above it.
+
+A backend never decides what is kept: it answers or raises ``TeacherError`` with the reason. ``train.teacher.cache``
+puts the response cache and the counts in front of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class TeacherError(RuntimeError):
+    """The teacher gave no usable answer (network error, timeout, empty text, no writer for a stage)."""
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """How one stage samples: part of the cache key (a changed temperature is another question)."""
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TeacherRequest:
+    """One question. ``stage`` names the step (``toolgt.reasoning``); ``context`` is what the offline writers read
+    (the structured inputs the prompts were written from) and is not sent anywhere nor part of the cache key:
+    it must be a function of the prompts."""
+
+    stage: str
+    system: str | None
+    user: str
+    params: StageParams = field(default_factory=StageParams)
+    context: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def messages(self) -> list[dict[str, str]]:
+        head = [{"role": "system", "content": self.system}] if self.system is not None else []
+        return [*head, {"role": "user", "content": self.user}]
+
+    def digest(self) -> str:
+        """A stable hex digest of the prompts and parameters (what seeds an offline writer's choices)."""
+        text = json.dumps([self.stage, self.system, self.user, asdict(self.params)], ensure_ascii=False,
+                          sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+OfflineWriter = Callable[[TeacherRequest], str]
+
+
+class OfflineBackend:
+    """Deterministic writers by stage name: the tests' and tiny recipes' teacher, no model and no network."""
+
+    kind = "offline"
+
+    def __init__(self, writers: Mapping[str, OfflineWriter] | None = None, version: str = "v1"):
+        self.writers = dict(writers or {})
+        self.model = f"offline-{version}"  # bump the version when a writer's text changes: the cache then misses
+
+    def complete(self, request: TeacherRequest) -> str:
+        writer = self.writers.get(request.stage)
+        if writer is None:
+            raise TeacherError(f"the offline teacher has no writer for stage {request.stage!r}")
+        return writer(request)
+
+
+class HttpBackend:
+    """An OpenAI-compatible chat-completions endpoint with retries and exponential backoff."""
+
+    kind = "http"
+
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, timeout: float = 60.0,
+                 retries: int = 2, backoff: float = 0.1, sleep: Callable[[float], None] = time.sleep,
+                 opener: Callable[..., Any] | None = None):
+        if not base_url or not model:
+            raise ValueError("the http teacher needs base_url and model")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
+        self.sleep = sleep
+        self.opener = opener or urllib.request.urlopen  # injectable: tests answer without a network
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise TeacherError(f"environment variable {self.api_key_env} (the teacher's API key) is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def body(self, request: TeacherRequest) -> dict[str, Any]:
+        params = request.params
+        return {"model": self.model, "messages": request.messages(), "temperature": params.temperature,
+                "max_tokens": params.max_tokens, "seed": params.seed}
+
+    def complete(self, request: TeacherRequest) -> str:
+        return self.post(json.dumps(self.body(request)).encode("utf-8"))
+
+    def post(self, body: bytes) -> str:
+        """The answer's text; ``TeacherError`` with the last failure once the retries are spent."""
+        last = "no attempt"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.sleep(min(self.backoff * 2.0 ** attempt, 30.0))
+            http_request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
+            try:
+                with self.opener(http_request, timeout=self.timeout) as response:
+                    payload = json.loads(response.read().decode("utf-8"))
+            except urllib.error.HTTPError as err:
+                last = f"HTTP {err.code} from {self.url}"
+                if err.code < 500 and err.code != 429:  # a client error does not get better by asking again
+                    break
+                continue
+            except (urllib.error.URLError, TimeoutError, OSError) as err:
+                last = f"cannot reach {self.url}: {getattr(err, 'reason', err)}"
+                continue
+            except (ValueError, UnicodeDecodeError):
+                last = f"{self.url} answered with something that is not JSON"
+                continue
+            try:
+                content = payload["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError):
+                last = f"{self.url} answered without choices[0].message.content"
+                continue
+            if isinstance(content, str):
+                return content
+            last = "choices[0].message.content is not text"
+        raise TeacherError(last)
+
+
+class HFBackend:
+    """A local causal LM, prompted through a tooltrain chat format."""
+
+    kind = "hf"
+
+    def __init__(self, path: str, chat_format: str = "chatml", tokenizer: str | None = None,
+                 model: Any = None, tokenizer_object: Any = None):
+        from train.formats import get_format
+
+        self.format = get_format(chat_format)
+        self.model_name = path
+        if tokenizer_object is None:
+            from train.tokenizers import load_tokenizer
+
+            tokenizer_object = load_tokenizer(tokenizer or path)
+        self.tokenizer = tokenizer_object
+        if model is None:
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(path)
+        self.lm = model.eval()
+        ends = [self.tokenizer.convert_tokens_to_ids(t) for t in self.format.end_of_turn_texts()]
+        self.stop_ids = [i for i in ends if isinstance(i, int)]
+
+    @property
+    def model(self) -> str:
+        return self.model_name
+
+    def complete(self, request: TeacherRequest) -> str:
+        import torch
+
+        from train.formats.tokenize import tokenize_prompt
+        from train.schema import Conversation, Message
+
+        messages = [Message(role=m["role"], content=m["content"]) for m in request.messages()]
+        conv = Conversation(id="teacher", messages=messages)
+        ids = tokenize_prompt(self.format, conv, len(messages), self.tokenizer)
+        pad = self.stop_ids[0] if self.stop_ids else 0
+        sample = request.params.temperature > 0
+        extra = {"temperature": request.params.temperature} if sample else {}
+        if sample:
+            torch.manual_seed(int(request.digest()[:8], 16))  # sampled, yet the same request gives the same text
+        with torch.no_grad():
+            out = self.lm.generate(torch.tensor([ids]), max_new_tokens=request.params.max_tokens, do_sample=sample,
+                                   eos_token_id=self.stop_ids or None, pad_token_id=pad, **extra)
+        new = out[0, len(ids):].tolist()
+        if new and new[-1] in self.stop_ids:
+            new = new[:-1]
+        return self.tokenizer.decode(new, skip_special_tokens=True)
+
+
+# Each backend kind and the settings it takes from a config (offline takes none: its writers come from the caller).
+BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
+    "offline": (),
+    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff"),
+    "hf": ("path", "chat_format", "tokenizer"),
+}
+
+
+def make_backend(config: Mapping[str, Any] | None,
+                 offline_writers: Mapping[str, OfflineWriter] | None = None,
+                 offline_version: str = "v1") -> OfflineBackend | HttpBackend | HFBackend:
+    """``{"kind": "offline"|"http"|"hf", ...settings}`` -> a backend; ValueError for an unknown kind or key."""
+    settings = dict(config or {"kind": "offline"})
+    kind = settings.pop("kind", "offline")
+    if kind not in BACKEND_SETTINGS:
+        raise ValueError(f"unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}")
+    unknown = sorted(set(settings) - set(BACKEND_SETTINGS[kind]))
+    if unknown:
+        raise ValueError(f"teacher {kind!r}: unknown setting(s) {unknown}; valid: "
+                         f"{', '.join(BACKEND_SETTINGS[kind]) or 'none'}")
+    if kind == "offline":
+        return OfflineBackend(offline_writers, offline_version)
+    try:
+        return HttpBackend(**settings) if kind == "http" else HFBackend(**settings)
+    except TypeError as err:
+        raise ValueError(f"teacher {kind!r}: {err}") from None
+
+
+__all__ = ["BACKEND_SETTINGS", "HFBackend", "HttpBackend", "OfflineBackend", "OfflineWriter", "StageParams",
+           "TeacherError", "TeacherRequest", "make_backend"]

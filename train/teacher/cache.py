@@ -1,0 +1,105 @@
+"""The teacher a builder talks to: a backend behind an on-disk response cache, with counts.
+
+The cache key is the sha256 of a canonical JSON of (backend kind, model, stage, system prompt, user prompt,
+parameters): the same question to the same model is asked once. Each answer is its own file
+(``<dir>/<key[:2]>/<key>.json``), written to a temporary file and renamed into place, so a build that crashes
+keeps every answer it got and the next build resumes from them; a rebuild reads the same answers and writes the
+same bytes. Failures are not cached: a rerun asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from train.teacher.backends import TeacherError, TeacherRequest
+
+
+def cache_key(kind: str, model: str, request: TeacherRequest) -> str:
+    canonical = json.dumps({"backend": kind, "model": model, "stage": request.stage, "system": request.system,
+                            "user": request.user, "params": asdict(request.params)},
+                           ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Answers on disk, one JSON file per key, written atomically (temporary file + rename)."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        try:
+            record = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # absent, or unreadable: ask again (a rename never leaves half a file)
+            return None
+        text = record.get("text") if isinstance(record, dict) else None
+        return text if isinstance(text, str) and record.get("key") == key else None
+
+    def put(self, key: str, text: str, request: TeacherRequest) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"key": key, "stage": request.stage, "text": text}
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(record, ensure_ascii=False))
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+class Teacher:
+    """``ask(request) -> text`` through the cache; ``TeacherError`` when the backend fails (the caller counts it).
+
+    ``counts``: ``asked`` (requests), ``backend_calls`` (answers the backend was asked for), ``cache_hits`` and
+    ``failures``, so a report can show that a second build asked the backend nothing.
+    """
+
+    def __init__(self, backend: Any, cache: ResponseCache | None = None):
+        self.backend = backend
+        self.cache = cache
+        self.counts: Counter = Counter()
+
+    @property
+    def kind(self) -> str:
+        return self.backend.kind
+
+    def ask(self, request: TeacherRequest) -> str:
+        self.counts["asked"] += 1
+        key = cache_key(self.backend.kind, str(self.backend.model), request)
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.counts["cache_hits"] += 1
+                return cached
+        self.counts["backend_calls"] += 1
+        try:
+            text = self.backend.complete(request)
+        except TeacherError:
+            self.counts["failures"] += 1
+            raise
+        if not isinstance(text, str):
+            self.counts["failures"] += 1
+            raise TeacherError("the teacher's answer is not text")
+        if self.cache is not None:
+            self.cache.put(key, text, request)
+        return text
+
+    def report(self) -> dict[str, Any]:
+        return {"backend": self.backend.kind, "model": str(self.backend.model),
+                "cache": str(self.cache.folder) if self.cache is not None else None,
+                **{k: self.counts.get(k, 0) for k in ("asked", "backend_calls", "cache_hits", "failures")}}
+
+
+__all__ = ["ResponseCache", "Teacher", "cache_key"]
