@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
 from train.schema import Conversation, Message, Tool, ToolCall
 
 Part = Literal[
@@ -131,6 +132,23 @@ class ChatFormat:
     #: on its own, but every such piece sits between two control tokens, so merged runs match it
     #: too. A format whose reference splits text elsewhere would set this False.
     merge_text_runs: ClassVar[bool] = True
+    #: Options whose value must be one of a few names (``check_format_options`` checks them at compose time).
+    OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES}
+    #: How the assistant writes calls: the family's own syntax, or ToolGT text (``train.formats.text_answers``).
+    #: The formats take it as a constructor option and render ``answer_view(conv)``.
+    answer_style: str = NATIVE
+
+    @property
+    def text_answers(self) -> bool:
+        return self.answer_style == TOOLGT_TEXT
+
+    def answer_view(self, conv: Conversation) -> Conversation:
+        """The conversation as this format's answer style renders it (unchanged for native calls)."""
+        return text_answer_view(conv) if self.text_answers else conv
+
+    def parse_text(self, text: str) -> tuple[str | None, list[ToolCall]]:
+        """``parse`` for text answers: (reasoning, calls), ValueError when the answer is not a call list."""
+        return parse_as_format(text, self.end_of_turn_texts())
 
     def render(self, conv: Conversation) -> list[Segment]:
         raise NotImplementedError
@@ -186,5 +204,7 @@ class ChatFormat:
                 Message(role="assistant", content="a"),
             ],
         )
+        if self.text_answers:  # every turn is a text turn: a call turn cannot end differently
+            probe = Conversation(id="end-of-turn-probe", messages=probe.messages[:1] + probe.messages[-1:])
         ends = [seg.text for seg in self.render(probe) if seg.part == "end" and seg.special]
         return tuple(dict.fromkeys(ends))
