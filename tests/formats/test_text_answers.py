@@ -155,3 +155,11 @@ def test_tool_results_are_refused_not_dropped():
     ], tools=[WEATHER])
     with pytest.raises(ValueError, match=r"messages\[2\]: answer_style=toolgt_text has no tool-result turns"):
         get_format("chatml", {"answer_style": "toolgt_text"}).render(conv)
+
+
+def test_no_serving_template_claims_to_render_text_answers():
+    from train.formats.serving import chat_template
+
+    assert "tooltrain chat template" in chat_template(get_format("qwen2_5"))
+    with pytest.raises(ValueError, match="no chat template for qwen2_5 with answer_style=toolgt_text"):
+        chat_template(get_format("qwen2_5", {"answer_style": "toolgt_text"}))
