@@ -163,3 +163,16 @@ def test_no_serving_template_claims_to_render_text_answers():
     assert "tooltrain chat template" in chat_template(get_format("qwen2_5"))
     with pytest.raises(ValueError, match="no chat template for qwen2_5 with answer_style=toolgt_text"):
         chat_template(get_format("qwen2_5", {"answer_style": "toolgt_text"}))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_segments_point_at_the_conversations_own_messages_when_the_prompt_is_put_in_front(family):
+    conv = Conversation("q", [Message(role="user", content="Weather in Paris?"),
+                              Message(role="assistant", content=ANSWER)], tools=[WEATHER])
+    fmt = get_format(family, {"answer_style": "toolgt_text"})
+    segments = fmt.render(conv)
+    assert {seg.message for seg in segments if seg.part == "user"} == {0}
+    assert {seg.message for seg, w in zip(segments, mask_segments(segments)) if w} == {1}
+    assert {seg.message for seg in segments if seg.part == "system"} == {-1}  # the prompt is no message of its own
+    prompt = "".join(seg.text for seg in fmt.render_prompt(conv, 1))
+    assert fmt.render_text(conv).startswith(prompt) and "Weather in Paris?" in prompt and ANSWER not in prompt

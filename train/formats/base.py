@@ -12,9 +12,10 @@ Turning segments into token ids and labels is the next stage, ``train.formats.to
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
@@ -135,16 +136,24 @@ class ChatFormat:
     #: Options whose value must be one of a few names (``check_format_options`` checks them at compose time).
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES}
     #: How the assistant writes calls: the family's own syntax, or ToolGT text (``train.formats.text_answers``).
-    #: The formats take it as a constructor option and render ``answer_view(conv)``.
+    #: The formats take it as a constructor option; their ``render`` hands text answers to ``render_text_answers``.
     answer_style: str = NATIVE
 
     @property
     def text_answers(self) -> bool:
         return self.answer_style == TOOLGT_TEXT
 
-    def answer_view(self, conv: Conversation) -> Conversation:
-        """The conversation as this format's answer style renders it (unchanged for native calls)."""
-        return text_answer_view(conv) if self.text_answers else conv
+    def render_text_answers(self, conv: Conversation) -> list[Segment]:
+        """``render`` for text answers: the family's own rendering of ``text_answer_view(conv)`` (no tools, no
+        calls: text turns only), its segments pointing at the conversation's own messages (a system prompt
+        put in front belongs to none, -1)."""
+        view, shifted = text_answer_view(conv)
+        native = copy.copy(self)
+        native.answer_style = NATIVE
+        segments = native.render(view)
+        if not shifted:
+            return segments
+        return [replace(seg, message=seg.message - shifted if seg.message >= shifted else -1) for seg in segments]
 
     def parse_text(self, text: str) -> tuple[str | None, list[ToolCall]]:
         """``parse`` for text answers: (reasoning, calls), ValueError when the answer is not a call list."""

@@ -60,7 +60,8 @@ class ChatMLFormat(ChatFormat):
     # ---- rendering -------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        conv = self.answer_view(conv)
+        if self.text_answers:
+            return self.render_text_answers(conv)
         messages = conv.messages
         segments = self.system_turn(conv)
         first = 1 if messages and messages[0].role == "system" else 0

@@ -114,7 +114,8 @@ class _Llama31Family(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        conv = self.answer_view(conv)
+        if self.text_answers:
+            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         segments = [Segment(BOS, "header", special=True)]
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None

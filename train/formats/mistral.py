@@ -414,7 +414,9 @@ class MistralV3Format(ChatFormat):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        return render_mistral(self.answer_view(conv))
+        if self.text_answers:
+            return self.render_text_answers(conv)
+        return render_mistral(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         if self.text_answers:

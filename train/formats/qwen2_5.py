@@ -66,7 +66,8 @@ class Qwen25Format(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        conv = self.answer_view(conv)
+        if self.text_answers:
+            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
         segments = self._system_turn(conv, system)

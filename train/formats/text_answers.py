@@ -97,8 +97,9 @@ def call_list_text(calls: list[ToolCall]) -> str:
     return "[" + ", ".join(written) + "]"
 
 
-def text_answer_view(conv: Conversation) -> Conversation:
-    """The conversation as ``toolgt_text`` renders it: tools in the system prompt, calls as answer text."""
+def text_answer_view(conv: Conversation) -> tuple[Conversation, int]:
+    """(the conversation as ``toolgt_text`` renders it: tools in the system prompt, calls as answer text; how many
+    messages were put in front of the conversation's own, 1 when the prompt became a new system message)."""
     messages = list(conv.messages)
     if conv.tools:
         has_system = bool(messages) and messages[0].role == "system"
@@ -119,7 +120,7 @@ def text_answer_view(conv: Conversation) -> Conversation:
             text = (message.content + "\n" if message.content else "") + call_list_text(message.tool_calls)
             message = Message(role="assistant", content=text)
         out.append(message)
-    return Conversation(conv.id, out, tools=[], meta=conv.meta)
+    return Conversation(conv.id, out, tools=[], meta=conv.meta), shifted
 
 
 # ---------------------------------------------------------------- reading an answer back
