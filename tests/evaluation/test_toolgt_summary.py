@@ -247,3 +247,17 @@ def test_eval_run_bfcl_prints_the_toolgt_summary(capsys, tmp_path, monkeypatch):
 def test_eval_run_summary_toolgt_is_for_bfcl_and_nexus(capsys):
     code, _, err = cli(capsys, "eval", "run", "toolbench", "tiny", "--summary", "toolgt")
     assert (code, err) == (2, "error: --summary toolgt is for bfcl and nexus, not toolbench\n")
+
+
+def test_eval_run_nexus_prints_the_toolgt_tasks_it_has(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLTRAIN_CACHE", str(tmp_path / "cache"))
+    code, out, err = cli(capsys, "eval", "run", "nexus", "tiny", "--data", str(FIXTURES / "nexus" / "references.jsonl"),
+                         "--max-new-tokens", "4", "--summary", "toolgt")
+    assert code == 0, err
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("ToolGT Nexus")))
+    assert lines[start] == ("ToolGT Nexus (seed 004, Table 7): only NVDLibrary (cve_cpe) and VirusTotal (virustotal) "
+                            "of ToolGT's 8 Nexus tasks are in the NexusRaven V1 files; W / U here are over the ToolGT "
+                            "tasks scored, not the paper's 8")
+    assert [line.split()[0] for line in lines[start + 1:start + 3]] == ["NVDLibrary", "VirusTotal"]
+    assert lines[start + 3] == "  W / U over these tasks: 0.00 / 0.00"  # a random tiny model writes no call

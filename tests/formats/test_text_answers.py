@@ -176,3 +176,12 @@ def test_segments_point_at_the_conversations_own_messages_when_the_prompt_is_put
     assert {seg.message for seg in segments if seg.part == "system"} == {-1}  # the prompt is no message of its own
     prompt = "".join(seg.text for seg in fmt.render_prompt(conv, 1))
     assert fmt.render_text(conv).startswith(prompt) and "Weather in Paris?" in prompt and ANSWER not in prompt
+
+
+def test_a_config_with_an_unknown_answer_style_fails_at_compose_time():
+    from train.config import ConfigError, compose
+
+    cfg = compose(["recipe=tiny", "+data.format_options.answer_style=toolgt_text"])
+    assert dict(cfg.data.format_options) == {"answer_style": "toolgt_text"}
+    with pytest.raises(ConfigError, match="option 'answer_style' must be one of native, toolgt_text, got 'text'"):
+        compose(["recipe=tiny", "+data.format_options.answer_style=text"])
