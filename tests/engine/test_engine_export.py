@@ -149,7 +149,7 @@ def test_export_ships_the_chat_template_the_run_trained_with(engine, single_run,
     metadata = json.loads((out / "tooltrain_export.json").read_text())
     assert {key: value for key, value in metadata.items() if key not in ("run_dir", "tool_call_parser")} == {
         "weights": "final", "merged_adapter": True, "dtype": "float32",
-        "chat_format": "chatml", "format_options": {}, "chat_template": "chat_template.jinja",
+        "chat_format": "chatml", "format_options": {"answer_style": "native"}, "chat_template": "chat_template.jinja",
         "stop_tokens": ["<|im_end|>"],
         "serve": {
             "vllm": serve,
@@ -181,7 +181,8 @@ def test_export_pins_the_format_options_the_run_trained_with(engine, single_run,
     with engine.in_process():
         assert main(["export", str(run_dir), "--out-dir", str(out)]) == 0
     metadata = json.loads((out / "tooltrain_export.json").read_text())
-    assert metadata["format_options"] == {"tools_in_user_message": False, "date_string": "01 Jan 2025"}
+    assert metadata["format_options"] == {"tools_in_user_message": False, "date_string": "01 Jan 2025",
+                                          "answer_style": "native"}
     assert (metadata["tool_call_parser"]["vllm"], metadata["tool_call_parser"]["exact"]) == ("llama3_json", False)
     fmt = get_format("llama3_1_metatool", {"tools_in_user_message": False, "date_string": "01 Jan 2025"})
     tokenizer = AutoTokenizer.from_pretrained(str(out))

@@ -124,18 +124,19 @@ def test_bfcl_task_reads_bfcls_own_files_and_scores_decoded_calls():
     gold = [conv.messages[1].tool_calls for conv in conversations]
     outcome = evaluate_generations(task, items, [generated(gold[0]), generated(error="parse: broken")])
     assert outcome.predictions == [
-        {"id": "mini_0", "result": [{"get_weather": {"city": "San Francisco", "unit": "celsius"}}]},
-        {"id": "mini_1", "result": "parse: broken"},  # BFCL's decode-failure form
+        {"id": "mini_0", "result": [{"get_weather": {"city": "San Francisco", "unit": "celsius"}}], "well_formed": True},
+        {"id": "mini_1", "result": "parse: broken", "well_formed": False},  # BFCL's decode-failure form
     ]
     assert outcome.metrics == {
         "overall": {"accuracy": 0.5, "correct": 1, "total": 2},
         "by_category": {"simple_python": {"accuracy": 0.5, "correct": 1, "total": 2}},
+        "well_formed_rate": 0.5,  # the answers the format read back
     }
     assert [item["error_type"] for item in outcome.result["per_item"]] == ["", "ast_decoder:decoder_failed"]
     assert flat_metrics(outcome.metrics, "eval/bfcl/") == {
         "eval/bfcl/accuracy": 0.5, "eval/bfcl/correct": 1, "eval/bfcl/total": 2,
         "eval/bfcl/by_category/simple_python/accuracy": 0.5, "eval/bfcl/by_category/simple_python/correct": 1,
-        "eval/bfcl/by_category/simple_python/total": 2,
+        "eval/bfcl/by_category/simple_python/total": 2, "eval/bfcl/well_formed_rate": 0.5,
     }
 
 
@@ -150,7 +151,7 @@ def test_bfcl_questions_without_answers_get_a_new_turn_and_multi_turn_ones_are_s
     reason = "not a single-turn BFCL question (multi-turn and agentic categories need BFCL's executors)"
     assert prepared.skipped == [{"id": "mt_0", "reason": reason}]
     outcome = evaluate_generations(task, prepared.items, [generated(content="I cannot help with that.")])
-    assert outcome.predictions == [{"id": "irr_0", "result": []}]
+    assert outcome.predictions == [{"id": "irr_0", "result": [], "well_formed": True}]
     assert outcome.metrics["overall"] == {"accuracy": 1.0, "correct": 1, "total": 1}  # no call: right for irrelevance
 
 
@@ -256,7 +257,8 @@ def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
     report = json.loads((tmp_path / "m.json").read_text())
     # a random model never writes a call: both simple_python questions are wrong
     assert report["metrics"] == {"overall": {"accuracy": 0.0, "correct": 0, "total": 2},
-                                 "by_category": {"simple_python": {"accuracy": 0.0, "correct": 0, "total": 2}}}
+                                 "by_category": {"simple_python": {"accuracy": 0.0, "correct": 0, "total": 2}},
+                                 "well_formed_rate": 1.0}  # chatml reads text without a call as an answer
 
 
 @pytest.mark.parametrize(
@@ -276,7 +278,7 @@ def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
         (["metabench", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--option", "k=five"],
          "error: --option: k: expected int, got 'five'\n"),
         (["heldout", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--format-option", "date_string=1 Jan 2025"],
-         "error: chat format 'chatml' has no option 'date_string'; it takes no options\n"),
+         "error: chat format 'chatml' has no option 'date_string'; valid options: answer_style\n"),
         (["tiny", "heldout", "--data", str(HELDOUT / "references.jsonl")],
          "error: BENCH comes first, as in tooltrain eval score BENCH: tooltrain eval run heldout tiny ...\n"),
         (["nobench", "tiny"], "error: unknown benchmark 'nobench'; valid: heldout, "),

@@ -188,7 +188,7 @@ def test_toolbench_and_nexus_dispatch(capsys, tmp_path):
         rows = [[json.loads(line) for line in (FIXTURES / bench / name).read_text().splitlines()] for name in ("predictions.jsonl", "references.jsonl")]
         direct = scorer(*rows)
         report = json.loads((tmp_path / f"{bench}.json").read_text())
-        assert report["metrics"] == {k: v for k, v in direct.items() if k in ("overall", "tasks", "weighted_average", "unweighted_average")}
+        assert report["metrics"] == {k: v for k, v in direct.items() if k in ("overall", "tasks", "weighted_average", "unweighted_average", "toolgt")}
         assert report["counts"]["items"] == len(direct["per_item"])
     assert "weighted_average    0.6667" in out.splitlines()  # nexus: 4 of 6 queries right
 

@@ -82,16 +82,24 @@ def test_nexus_tool_calls_or_python_call_text():
         said(None, ToolCall("hashtag", {"hashtag": "football", "raw": False})),  # raw=False is dropped, as gold's
     ]
     outcome = evaluate_generations(task, items, generations)
-    assert outcome.predictions[0] == {"id": "cve_cpe_queries-0",
+    assert outcome.predictions[0] == {"id": "cve_cpe_queries-0", "well_formed": True,
                                       "call": "searchCPE(keywordSearch='Microsoft Exchange 2010', limit=2)"}
-    assert outcome.predictions[3] == {"id": "toolalpaca_queries-13-turns_2",
+    assert outcome.predictions[3] == {"id": "toolalpaca_queries-13-turns_2", "well_formed": False,
                                       "tool_calls": "unparseable output (parse: broken)"}
+    assert outcome.metrics["well_formed_rate"] == 5 / 6  # the failed parse is the one answer not read
     errors = [(item["correct"], item["error"]) for item in outcome.result["per_item"]]
     assert errors == [(True, None), (True, None),
                       (False, "vt_get_domain_report() missing required argument(s): 'x_apikey'"),
                       (False, "tool_calls: expected a list, got str"), (False, "no call"), (True, None)]
     assert outcome.metrics["tasks"]["toolllm"] == {"total": 2, "correct": 1, "accuracy": 0.5}
     assert (outcome.metrics["weighted_average"], outcome.metrics["unweighted_average"]) == (0.5, 0.5)
+    toolgt = outcome.metrics["toolgt"]  # of ToolGT's 8 tasks, only cve_cpe and virustotal are V1 files
+    assert toolgt["tasks"] == {"NVDLibrary": {"accuracy": 1.0, "correct": 1, "total": 1},
+                               "VirusTotal": {"accuracy": 0.0, "correct": 0, "total": 1}}
+    # W weighs the two by ToolGT's task sizes (78, 151), U is their plain mean
+    assert (toolgt["weighted_average"], toolgt["unweighted_average"]) == (78 / 229, 0.5)
+    assert toolgt["missing"] == ["Places", "Climate", "OTX", "VT-nested", "VT-parallel", "CVECPE"]
+    assert toolgt["note"].startswith("only NVDLibrary (cve_cpe) and VirusTotal (virustotal) of ToolGT's 8 Nexus")
 
 
 def test_targets_and_unusable_references():

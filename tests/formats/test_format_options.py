@@ -19,9 +19,11 @@ CASES = {c.id: c for c in (Conversation.from_dict(json.loads(line)) for line in 
 
 
 def test_the_registry_lists_and_passes_each_formats_options():
-    assert format_options("llama3_1") == {"tools_in_user_message": True, "date_string": "26 Jul 2024"}
+    assert format_options("llama3_1") == {
+        "tools_in_user_message": True, "date_string": "26 Jul 2024", "answer_style": "native"}
     assert format_options("llama3_1_metatool") == format_options("llama3_1")
-    assert all(format_options(name) == {} for name in ("qwen2_5", "mistral_v3", "mistral_nemo", "chatml"))
+    assert all(format_options(name) == {"answer_style": "native"}
+               for name in ("qwen2_5", "mistral_v3", "mistral_nemo", "chatml"))
     fmt = get_format("llama3_1", {"tools_in_user_message": False, "date_string": "01 Jan 2025"})
     assert (fmt.tools_in_user_message, fmt.date_string) == (False, "01 Jan 2025")
     conv = CASES["single_call_json_result"]
@@ -32,12 +34,13 @@ def test_the_registry_lists_and_passes_each_formats_options():
 
 def test_bad_options_name_the_valid_ones():
     assert check_format_options("llama3_1", {"tools_in_system": True, "date_string": 2025}) == [
-        "chat format 'llama3_1' has no option 'tools_in_system'; valid options: date_string, tools_in_user_message",
+        ("chat format 'llama3_1' has no option 'tools_in_system'; valid options: answer_style, date_string, "
+         "tools_in_user_message"),
         "chat format 'llama3_1' option 'date_string' must be a str, got 2025",
     ]
     assert check_format_options("llama3_1", {"tools_in_user_message": 0}) == [
         "chat format 'llama3_1' option 'tools_in_user_message' must be a bool, got 0"]
-    with pytest.raises(ValueError, match=r"^chat format 'qwen2_5' has no option 'x'; it takes no options$"):
+    with pytest.raises(ValueError, match=r"^chat format 'qwen2_5' has no option 'x'; valid options: answer_style$"):
         get_format("qwen2_5", {"x": 1})
 
 
@@ -80,7 +83,7 @@ def test_render_refuses_an_unknown_option_listing_the_valid_ones(tmp_path, capsy
             "--format-option", "tools=none"]
     assert main(args) == 2
     assert capsys.readouterr().err == (
-        "error: chat format 'llama3_1' has no option 'tools'; valid options: date_string, tools_in_user_message\n")
+        "error: chat format 'llama3_1' has no option 'tools'; valid options: answer_style, date_string, tools_in_user_message\n")
     assert not (tmp_path / "o.jsonl").exists()
 
 
@@ -93,7 +96,7 @@ def test_config_format_options_are_checked_at_compose_time():
         compose(["recipe=mt_llama_tiny", "+data.format_options.tools_in_system=true"])
     assert str(err.value) == (
         "invalid configuration:\n  - data.format_options: chat format 'llama3_1_metatool' has no option "
-        "'tools_in_system'; valid options: date_string, tools_in_user_message")
+        "'tools_in_system'; valid options: answer_style, date_string, tools_in_user_message")
 
 
 def test_format_options_are_part_of_the_dataset_cache_key():

@@ -67,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--temperature", type=float, default=0.0, metavar="T", help="0 (default): greedy")
     arg("--backend", choices=("hf", "vllm"), default="hf", help="hf (default) or vllm (GPU, when installed)")
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
+    arg("--summary", choices=("toolgt",), help="bfcl, nexus: ToolGT's numbers (seed 004 §3.3) beside the paper's "
+        "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; nexus: its ToolGT tasks, W / U")
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
     arg("--predictions", type=output_file, metavar="OUT.jsonl", help="write one prediction row (and its generation) per item")
 
@@ -241,6 +243,31 @@ def bench_problem(bench: str, model: str) -> str | None:
     return f"unknown benchmark {bench!r}; valid: {', '.join(task_names())} (or module:attr for your own)"
 
 
+def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Print ToolGT's numbers for the bench (bfcl or nexus) beside the paper's; returns what was printed."""
+    from train.commands.eval_score_bfcl import toolgt_lines
+    from train.evaluation.bfcl_summary import summarize_bfcl
+    from train.evaluation.toolgt_paper import ARM_LABELS, paper_model
+
+    if args.bench == "bfcl":
+        summary = summarize_bfcl(metrics["by_category"], "toolgt")
+        print("\n" + "\n".join(toolgt_lines(summary, names)))
+        return summary
+    nexus = metrics["toolgt"]
+    print(f"\nToolGT Nexus (seed 004, Table 7): {nexus['note']}")
+    for task, score in nexus["tasks"].items():
+        print(f"  {task:<12} {100 * score['accuracy']:6.2f}  ({score['correct']}/{score['total']})")
+    weighted, unweighted = nexus["weighted_average"], nexus["unweighted_average"]
+    if weighted is not None:
+        print(f"  W / U over these tasks: {100 * weighted:.2f} / {100 * unweighted:.2f}")
+    model = paper_model(*names)
+    if model is not None:
+        print(f"paper, Table 2 (Nexus W / U over all 8 tasks), {model.label}:")
+        for arm, row in model.arms.items():
+            print(f"  {ARM_LABELS[arm]:<22} {row.nexus_w:.2f} / {row.nexus_u:.2f}")
+    return nexus
+
+
 def run(args: argparse.Namespace) -> int:
     from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
@@ -261,6 +288,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
+        return 2
+    if args.summary == "toolgt" and args.bench not in ("bfcl", "nexus"):
+        print(f"error: --summary toolgt is for bfcl and nexus, not {args.bench}", file=sys.stderr)
         return 2
     check_outputs([args.predictions, args.output], args.data or [])  # before the model is loaded
     try:  # an unknown benchmark lists the valid ones
@@ -307,6 +337,7 @@ def run(args: argparse.Namespace) -> int:
           f"{decoding}, max {args.max_new_tokens} new tokens")
     print(metric_tables(outcome.metrics))
     print("\ngeneration  " + ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in summary.items()))
+    toolgt = toolgt_summary(args, outcome.metrics, [args.model, loaded.description]) if args.summary else None
     unused = (("references the task cannot use (not evaluated)", prepared.skipped), ("unreadable references", rejected))
     for title, rows in unused:
         if rows:
@@ -320,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
         "data": [str(p) for p in args.data or []],
         "metrics": outcome.metrics,
         "generation": summary,
+        **({"toolgt_summary": toolgt} if toolgt is not None else {}),
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
     }
     records = prediction_records(outcome, generations) if args.predictions else []

@@ -63,8 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="bfcl only: the category scored (default: from the questions file name); with folders, repeatable: "
              "only these categories",
     )  # fmt: skip
-    parser.add_argument("--summary", choices=("v4", "v2"),
-                        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files)")
+    parser.add_argument("--summary", choices=("v4", "v2", "toolgt"),
+                        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files), "
+                             "or toolgt: ToolGT's W, non-live / live / relevance and exec-free BFCL")
     parser.add_argument("--languages", metavar="CODES", help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29")
     parser.add_argument("--per-item", type=output_file, metavar="OUT.jsonl", help="write one JSON line per scored item")
     parser.add_argument("-o", "--output", type=output_file, metavar="METRICS.json", help="write the metrics and issues as JSON")

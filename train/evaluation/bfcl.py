@@ -85,6 +85,9 @@ Leaderboard aggregation (``summarize_bfcl``; BFCL's ``eval_runner_helper.py``)
   simple AST mean], the 4 exec groups, unweighted(irrelevance, live_irrelevance), live_relevance).
   A missing category counts as accuracy 0 with count 0 (so it drops out of weighted means). Exec and REST
   categories need live execution: supply their accuracies from elsewhere or accept the lower bound.
+* toolgt (seed 004 §3.3, ``bfcl_summary.summarize_toolgt``): the 13 categories above without exec/REST/sql/chatable;
+  W = accuracy over all their items (3,641), non-live / live / relevance = the same per group, BFCL = the v2
+  overall without the exec groups; a category not scored drops out of every mean instead of counting 0.
 """
 
 from __future__ import annotations

@@ -27,6 +27,81 @@ V2_CATEGORIES = (
 )  # fmt: skip
 
 
+# ToolGT (seed 004, §3.3) scores BFCL-v2 without the exec, REST, sql and chatable categories, in three groups.
+# Item counts are the rows of shared/data/bfcl_v2's question files (tests/evaluation/test_toolgt_summary.py counts
+# them): non-live 1,150, live 1,335, relevance 1,156, 3,641 in all, as the paper's W needs.
+TOOLGT_GROUPS = {
+    "non_live": ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple"),
+    "live": ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+    "relevance": ("irrelevance", "live_irrelevance", "live_relevance"),
+}
+TOOLGT_ITEM_COUNTS = {
+    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200, "parallel": 200,
+    "parallel_multiple": 200, "live_simple": 258, "live_multiple": 1037, "live_parallel": 16,
+    "live_parallel_multiple": 24, "irrelevance": 240, "live_irrelevance": 875, "live_relevance": 41,
+}  # fmt: skip
+TOOLGT_GROUP_SIZES = {group: sum(TOOLGT_ITEM_COUNTS[c] for c in names) for group, names in TOOLGT_GROUPS.items()}
+TOOLGT_ITEMS = sum(TOOLGT_GROUP_SIZES.values())
+
+
+def toolgt_weighted(non_live: float, live: float, relevance: float) -> float:
+    """ToolGT's "W" from its three group columns (each a weighted accuracy over its group, Table 6): the
+    accuracy over all 3,641 items."""
+    sizes = TOOLGT_GROUP_SIZES
+    return (non_live * sizes["non_live"] + live * sizes["live"] + relevance * sizes["relevance"]) / TOOLGT_ITEMS
+
+
+def summarize_toolgt(read: Mapping[str, tuple[float, int]]) -> dict:
+    """ToolGT's BFCL-v2 numbers from ``{category: (accuracy, count)}``.
+
+    ``W``: accuracy over every scored item (over all 3,641 when all 13 categories are scored, the paper's W);
+    ``non_live`` / ``live`` / ``relevance``: the same over each group's categories (Table 6's columns);
+    ``bfcl``: the v2 leaderboard overall without its exec groups (exec, REST need live APIs and ToolGT drops
+    them): unweighted(simple, multiple, parallel, parallel_multiple, each unweighted(non-live, live),
+    unweighted(irrelevance, live_irrelevance), live_relevance). The paper's "BFCL" column cannot be
+    recomputed from its tables (its Relevancy column merges categories the formula keeps apart); this is
+    the leaderboard's formula on the categories ToolGT scores. A category not scored drops out of every
+    mean (listed in ``missing``; nothing counts as 0), so a subset gives the numbers of that subset.
+    """
+    names = [name for group in TOOLGT_GROUPS.values() for name in group]
+    scored = {name: read[name] for name in names if name in read}
+    summary: dict[str, Any] = {"version": "toolgt", "W": _weighted_or_none(scored.values())}
+    for group, members in TOOLGT_GROUPS.items():
+        summary[group] = _weighted_or_none([scored[m] for m in members if m in scored])
+    summary["bfcl"] = _exec_free_overall(scored)
+    summary["items"] = sum(count for _, count in scored.values())
+    summary["paper_items"] = TOOLGT_ITEMS
+    summary["categories"] = {name: scored[name][0] for name in scored}
+    summary["missing"] = [name for name in names if name not in scored]
+    return summary
+
+
+def _weighted_or_none(scores: Any) -> float | None:
+    scores = list(scores)
+    total = sum(count for _, count in scores)
+    return sum(accuracy * count for accuracy, count in scores) / total if total else None
+
+
+def _mean_or_none(values: Any) -> float | None:
+    present = [value for value in values if value is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _exec_free_overall(s: Mapping[str, tuple[float, int]]) -> float | None:
+    def acc(name: str) -> float | None:
+        return s[name][0] if name in s else None
+
+    simple_non_live = _mean_or_none([acc("simple_python"), acc("simple_java"), acc("simple_javascript")])
+    ast_totals = [
+        _mean_or_none([simple_non_live, acc("live_simple")]),
+        _mean_or_none([acc("multiple"), acc("live_multiple")]),
+        _mean_or_none([acc("parallel"), acc("live_parallel")]),
+        _mean_or_none([acc("parallel_multiple"), acc("live_parallel_multiple")]),
+    ]
+    irrelevance = _mean_or_none([acc("irrelevance"), acc("live_irrelevance")])
+    return _mean_or_none([*ast_totals, irrelevance, acc("live_relevance")])
+
+
 def _unweighted(*scores: tuple[float, int]) -> tuple[float, int]:
     return sum(accuracy for accuracy, _ in scores) / len(scores), sum(count for _, count in scores)
 
@@ -54,15 +129,17 @@ def summarize_bfcl(scores: Mapping[str, Mapping[str, Any]], version: str = "v4")
 
     Categories may use v2 or v4 names; ones the scorer cannot compute (exec, REST, multi-turn, agentic) may
     be supplied from elsewhere. Returns the summary accuracies (fractions in [0, 1]), ``categories`` (the
-    accuracy used for each category) and ``missing`` (categories counted as 0).
+    accuracy used for each category) and ``missing`` (categories counted as 0; for ``toolgt``, left out).
     """
     read = _read_scores(scores)
+    if version == "toolgt":
+        return summarize_toolgt(read)
     if version == "v4":
         names, default_count = V4_CATEGORIES, V4_DATASET_SIZES
     elif version == "v2":
         names, default_count = V2_CATEGORIES, {}
     else:
-        raise ValueError(f"unknown BFCL version {version!r}; valid versions: v2, v4")
+        raise ValueError(f"unknown BFCL version {version!r}; valid versions: v2, v4, toolgt")
     missing = [name for name in names if name not in read]
     score = {name: read.get(name, (0.0, default_count.get(name, 0))) for name in names}
     summary = _summarize_v4(score) if version == "v4" else _summarize_v2(score)

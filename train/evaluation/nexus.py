@@ -1,6 +1,15 @@
-"""Nexus function-calling benchmark (NexusRaven queries) scored as ToolGT reports it (seed 004, §3.3): accuracy
-per task, its weighted average (by task size) and its unweighted average (mean of the task accuracies).
+"""Nexus function-calling benchmark (NexusRaven queries): accuracy per task, its weighted average (by task size)
+and its unweighted average (mean of the task accuracies), the two averages ToolGT reports (seed 004, §3.3).
 A pure function of prediction and reference rows.
+
+Which tasks
+-----------
+ToolGT's Nexus is the 8 NexusRaven-V2 tasks, 692 queries (``TOOLGT_NEXUS_TASKS``: NVDLibrary 78, VirusTotal 151,
+Places 48, Climate 197, OTX 92, VT-nested 49, VT-parallel 21, CVECPE 56; Table 7). The files here are the
+NexusRaven **V1** evaluation set (cve_cpe, emailrep, virustotal, toolalpaca, toolllm): only two of its tasks are
+ToolGT tasks, cve_cpe = NVDLibrary (78) and virustotal = VirusTotal (151). ``score_nexus`` averages over the
+tasks it is given, so over the V1 files its W / U are *not* ToolGT's; ``toolgt_nexus`` reports the ToolGT tasks
+that were scored, one by one, with W / U over them and the tasks missing (ToolGT's W / U need all eight).
 
 Rows
 ----
@@ -274,7 +283,7 @@ def score_nexus(predictions: Iterable[Any], references: Iterable[Any]) -> dict[s
     """Score every reference query; a query without a prediction is wrong ("no prediction").
 
     Returns ``{"tasks": {task: {"total", "correct", "accuracy"}}, "weighted_average",
-    "unweighted_average", "per_item": [{"id", "task", "correct", "error", "predicted", "expected"}],
+    "unweighted_average", "toolgt" (``toolgt_nexus``: ToolGT's tasks among them), "per_item": [{"id", "task", "correct", "error", "predicted", "expected"}],
     "reference_errors": [{"id", "reason"}], ...id issues}``. A reference without ``meta.dataset`` (its task)
     or whose calls cannot be read or bound is listed in ``reference_errors`` and left out of the counts.
     """
@@ -290,4 +299,47 @@ def score_nexus(predictions: Iterable[Any], references: Iterable[Any]) -> dict[s
         tasks=tasks,
         weighted_average=ratio(sum(item["correct"] for item in per_item), len(per_item)),
         unweighted_average=ratio(sum(accuracies), len(accuracies)),
+        toolgt=toolgt_nexus(tasks),
     )
+
+
+# ---------------------------------------------------------------- ToolGT's task set (seed 004, Table 7)
+
+TOOLGT_NEXUS_TASKS = {
+    "NVDLibrary": 78, "VirusTotal": 151, "Places": 48, "Climate": 197, "OTX": 92, "VT-nested": 49,
+    "VT-parallel": 21, "CVECPE": 56,
+}  # fmt: skip
+TOOLGT_NEXUS_ITEMS = sum(TOOLGT_NEXUS_TASKS.values())  # 692
+V1_TO_TOOLGT = {"cve_cpe": "NVDLibrary", "virustotal": "VirusTotal"}  # the V1 files that are ToolGT tasks
+TOOLGT_NEXUS_NOTE = (
+    "only NVDLibrary (cve_cpe) and VirusTotal (virustotal) of ToolGT's 8 Nexus tasks are in the NexusRaven V1 "
+    "files; W / U here are over the ToolGT tasks scored, not the paper's 8"
+)
+
+
+def toolgt_nexus_averages(accuracies: dict[str, float]) -> tuple[float, float]:
+    """(W, U) over ToolGT tasks: W weights each task's accuracy by its size (TOOLGT_NEXUS_TASKS), U is the
+    plain mean of the task accuracies. Table 7's W / U are this over all eight tasks."""
+    unknown = [task for task in accuracies if task not in TOOLGT_NEXUS_TASKS]
+    if unknown or not accuracies:
+        raise ValueError(f"not ToolGT Nexus tasks: {unknown}; valid: {', '.join(TOOLGT_NEXUS_TASKS)}")
+    size = sum(TOOLGT_NEXUS_TASKS[task] for task in accuracies)
+    weighted = sum(acc * TOOLGT_NEXUS_TASKS[task] for task, acc in accuracies.items()) / size
+    return weighted, sum(accuracies.values()) / len(accuracies)
+
+
+def toolgt_nexus(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """ToolGT's view of ``score_nexus``'s ``tasks``: the ToolGT tasks scored (V1 names mapped), their W / U,
+    and the ToolGT tasks missing; V1 tasks that are not ToolGT's are left out (``not_toolgt``)."""
+    scored = {V1_TO_TOOLGT[name]: summary for name, summary in tasks.items() if name in V1_TO_TOOLGT}
+    scored.update({name: summary for name, summary in tasks.items() if name in TOOLGT_NEXUS_TASKS})
+    accuracies = {name: summary["accuracy"] for name, summary in scored.items()}
+    weighted, unweighted = toolgt_nexus_averages(accuracies) if accuracies else (None, None)
+    return {
+        "tasks": {name: {k: scored[name][k] for k in ("accuracy", "correct", "total")} for name in scored},
+        "weighted_average": weighted,
+        "unweighted_average": unweighted,
+        "missing": [name for name in TOOLGT_NEXUS_TASKS if name not in scored],
+        "not_toolgt": [name for name in tasks if name not in V1_TO_TOOLGT and name not in TOOLGT_NEXUS_TASKS],
+        "note": TOOLGT_NEXUS_NOTE,
+    }

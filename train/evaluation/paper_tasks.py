@@ -11,18 +11,26 @@ toolbench   a new turn after the user's request (the     ``{"id", "program": con
             golds are programs in ``meta``, not a        the program or curl line is the text the model
             message); the last assistant turn when the   wrote; ``tool`` is its first parsed call's name
             reference ends with one                      (left out when it made no call)
-nexus       the last assistant turn (its tool calls are  ``{"id", "tool_calls"}``; a generation without
-            the gold)                                    parsed calls: ``{"id", "call": content}`` (the
-                                                         Python call text NexusRaven models write)
+nexus       the last assistant turn (its tool calls are  ``{"id", "tool_calls", "well_formed"}``; a generation
+            the gold)                                    without parsed calls: ``{"id", "call": content,
+                                                         "well_formed"}`` (the Python call text NexusRaven
+                                                         models write)
 =========== ============================================ ==================================================
 
 A failed generation (a prompt the format cannot render, an output it cannot parse) is wrong for every
 task: itc and nexus get a ``tool_calls`` that is not a list (FM fails / the call cannot be read);
 toolbench gets the error text as its program, which no program runner or request parser accepts.
+
+nexus and bfcl (``train.evaluation.tasks``) also report ``well_formed_rate``: the share of answers the chat format
+read back without error. With ``answer_style=toolgt_text`` (``train.formats.text_answers``) the format strips the
+``<thinking>`` block and decodes the call list, so the rate is the share of well-formed text answers; an answer
+that is not a call list is a parse error, scored as BFCL scores a decode failure (wrong, or "no call" for
+irrelevance) and wrong for Nexus.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from train.evaluation.task_base import EvalItem, Task, failed_calls, last_assistant, new_turn_target
@@ -92,11 +100,27 @@ class NexusTask(Task):
         return last_assistant(conv)  # its tool calls are the gold; meta.turn plays no part
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        read = {"well_formed": well_formed(generation)}
         if generation.error:
-            return {"id": item.id, "tool_calls": failed_calls(generation.error)}
+            return {"id": item.id, "tool_calls": failed_calls(generation.error), **read}
         if generation.tool_calls:
-            return {"id": item.id, "tool_calls": _calls(generation)}
-        return {"id": item.id, "call": generation.content or ""}
+            return {"id": item.id, "tool_calls": _calls(generation), **read}
+        return {"id": item.id, "call": generation.content or "", **read}
+
+    def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**super().score(items, predictions), "well_formed_rate": well_formed_rate(predictions)}
+
+
+def well_formed(generation: Any) -> bool:
+    """Whether the chat format read the model's answer back without error (with ``answer_style=toolgt_text``: the
+    answer was a call list after its reasoning). A prompt the format could not render is not well-formed."""
+    return generation.text is not None and generation.error is None
+
+
+def well_formed_rate(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The share of prediction rows marked ``well_formed``; None when no row says (rows written before the mark)."""
+    marked = [row["well_formed"] for row in rows if isinstance(row, dict) and isinstance(row.get("well_formed"), bool)]
+    return sum(marked) / len(marked) if marked else None
 
 
 __all__ = ["ItcTask", "NexusTask", "ToolBenchTask", "is_itc_answer"]

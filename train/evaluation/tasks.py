@@ -14,7 +14,8 @@ heldout     ``meta.turn``, else the last call turn, else   ``{"id", "content", "
 metabench   ``meta.turn``, else the last assistant turn    ``{"id", "content", "tool_calls"}``, and
                                                            ``"retrieved"`` for meta_tool calls
 toolselect  the last assistant turn                        ``{"id", "content", "tool_calls"}``
-bfcl        the reader's gold turn, else a new turn        ``{"id", "result": [{name: {arg: value}}]}``
+bfcl        the reader's gold turn, else a new turn        ``{"id", "result": [{name: {arg: value}}],
+                                                           "well_formed"}``
 itc, toolbench, nexus: ``train.evaluation.paper_tasks`` (its table)
 =========== ============================================== ==========================================
 
@@ -161,12 +162,16 @@ class BfclTask(Task):
         return last if last >= 0 and conv.messages[last].role == "assistant" else len(conv.messages)
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        from train.evaluation.paper_tasks import well_formed
+
+        read = {"well_formed": well_formed(generation)}
         if generation.error:
-            return {"id": item.id, "result": generation.error}
-        return {"id": item.id, "result": [{call.name: call.arguments} for call in generation.tool_calls]}
+            return {"id": item.id, "result": generation.error, **read}
+        return {"id": item.id, "result": [{call.name: call.arguments} for call in generation.tool_calls], **read}
 
     def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
         from train.evaluation.bfcl import canonical_category, score_bfcl
+        from train.evaluation.paper_tasks import well_formed_rate
 
         by_category: dict[str, list[int]] = {}
         for position, item in enumerate(items):
@@ -183,7 +188,8 @@ class BfclTask(Task):
         correct = sum(section["correct"] for section in sections.values())
         total = sum(section["total"] for section in sections.values())
         overall = {"accuracy": correct / total if total else None, "correct": correct, "total": total}
-        return {"overall": overall, "by_category": sections, "per_item": per_item}
+        rate = well_formed_rate(predictions)
+        return {"overall": overall, "by_category": sections, "well_formed_rate": rate, "per_item": per_item}
 
 
 def task_names() -> list[str]:

@@ -54,7 +54,10 @@ def check_format_options(name: str, options: dict[str, Any]) -> list[str]:
             problems.append(f"chat format {name!r} has no option {key!r}; {valid}")
             continue
         default = accepted[key]
-        if default is not None and not _same_kind(value, default):
+        choices = format_class(name).OPTION_CHOICES.get(key)
+        if choices is not None and value not in choices:
+            problems.append(f"chat format {name!r} option {key!r} must be one of {', '.join(choices)}, got {value!r}")
+        elif default is not None and not _same_kind(value, default):
             problems.append(f"chat format {name!r} option {key!r} must be a {type(default).__name__}, got {value!r}")
     return problems
 

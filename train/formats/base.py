@@ -12,11 +12,13 @@ Turning segments into token ids and labels is the next stage, ``train.formats.to
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
 from train.schema import Conversation, Message, Tool, ToolCall
 
 Part = Literal[
@@ -131,6 +133,31 @@ class ChatFormat:
     #: on its own, but every such piece sits between two control tokens, so merged runs match it
     #: too. A format whose reference splits text elsewhere would set this False.
     merge_text_runs: ClassVar[bool] = True
+    #: Options whose value must be one of a few names (``check_format_options`` checks them at compose time).
+    OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES}
+    #: How the assistant writes calls: the family's own syntax, or ToolGT text (``train.formats.text_answers``).
+    #: The formats take it as a constructor option; their ``render`` hands text answers to ``render_text_answers``.
+    answer_style: str = NATIVE
+
+    @property
+    def text_answers(self) -> bool:
+        return self.answer_style == TOOLGT_TEXT
+
+    def render_text_answers(self, conv: Conversation) -> list[Segment]:
+        """``render`` for text answers: the family's own rendering of ``text_answer_view(conv)`` (no tools, no
+        calls: text turns only), its segments pointing at the conversation's own messages (a system prompt
+        put in front belongs to none, -1)."""
+        view, shifted = text_answer_view(conv)
+        native = copy.copy(self)
+        native.answer_style = NATIVE
+        segments = native.render(view)
+        if not shifted:
+            return segments
+        return [replace(seg, message=seg.message - shifted if seg.message >= shifted else -1) for seg in segments]
+
+    def parse_text(self, text: str) -> tuple[str | None, list[ToolCall]]:
+        """``parse`` for text answers: (reasoning, calls), ValueError when the answer is not a call list."""
+        return parse_as_format(text, self.end_of_turn_texts())
 
     def render(self, conv: Conversation) -> list[Segment]:
         raise NotImplementedError
@@ -186,5 +213,7 @@ class ChatFormat:
                 Message(role="assistant", content="a"),
             ],
         )
+        if self.text_answers:  # every turn is a text turn: a call turn cannot end differently
+            probe = Conversation(id="end-of-turn-probe", messages=probe.messages[:1] + probe.messages[-1:])
         ends = [seg.text for seg in self.render(probe) if seg.part == "end" and seg.special]
         return tuple(dict.fromkeys(ends))

@@ -32,6 +32,7 @@ from typing import ClassVar
 
 from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
+from train.formats.text_answers import NATIVE
 from train.schema import Conversation, Message, ToolCall
 
 START, END = "<|im_start|>", "<|im_end|>"
@@ -53,9 +54,14 @@ class ChatMLFormat(ChatFormat):
     default_tokenizer = "smollm2"
     default_system: ClassVar[str | None] = SMOLLM2_SYSTEM
 
+    def __init__(self, answer_style: str = NATIVE):
+        self.answer_style = answer_style
+
     # ---- rendering -------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
+        if self.text_answers:
+            return self.render_text_answers(conv)
         messages = conv.messages
         segments = self.system_turn(conv)
         first = 1 if messages and messages[0].role == "system" else 0
@@ -92,7 +98,9 @@ class ChatMLFormat(ChatFormat):
     # ---- parsing ---------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        """Assistant text -> (content, calls): the Hermes parser (``train.formats.hermes``)."""
+        """Assistant text -> (content, calls): the Hermes parser (``train.formats.hermes``), or a text answer."""
+        if self.text_answers:
+            return self.parse_text(text)
         return parse_hermes(text, END)
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from train.formats.base import ChatFormat, Segment, to_json
+from train.formats.text_answers import NATIVE
 from train.schema import Conversation, Message, ToolCall
 
 BOS, EOS = "<s>", "</s>"
@@ -409,10 +410,17 @@ class MistralV3Format(ChatFormat):
     name = "mistral_v3"
     default_tokenizer = "mistral_v3"
 
+    def __init__(self, answer_style: str = NATIVE):
+        self.answer_style = answer_style
+
     def render(self, conv: Conversation) -> list[Segment]:
+        if self.text_answers:
+            return self.render_text_answers(conv)
         return render_mistral(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
+        if self.text_answers:
+            return self.parse_text(text)
         return parse_mistral(text)
 
 

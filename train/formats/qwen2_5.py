@@ -28,6 +28,7 @@ from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
 from train.formats.hermes import CALL_OPEN as TOOL_CALL
 from train.formats.hermes import parse_hermes
+from train.formats.text_answers import NATIVE
 from train.schema import Conversation, Message, ToolCall
 
 IM_START = "<|im_start|>"
@@ -59,9 +60,14 @@ class Qwen25Format(ChatFormat):
     name: ClassVar[str] = "qwen2_5"
     default_tokenizer: ClassVar[str] = "qwen2_5"
 
+    def __init__(self, answer_style: str = NATIVE):
+        self.answer_style = answer_style
+
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
+        if self.text_answers:
+            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
         segments = self._system_turn(conv, system)
@@ -128,6 +134,8 @@ class Qwen25Format(ChatFormat):
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
+        if self.text_answers:
+            return self.parse_text(text)
         return parse_hermes(text, IM_END)
 
 
