@@ -280,3 +280,20 @@ def test_the_recipe_path_reports_each_conversation_without_a_sample_once():
     samples = list(build(conversations, seed=0, on_drop=drops.append))
     assert drops == ["split: no call turn"] * 32
     assert len({s.meta["source_id"] for s in samples}) + len(drops) == len(conversations) == 72
+
+
+@pytest.mark.parametrize("family", ["chatml", "qwen2_5", "llama3_1", "mistral_v3"])
+def test_a_built_sample_trains_and_evaluates_under_the_one_table_11_prompt(family):
+    """The builder's samples and answer_style=toolgt_text agree: the sample's system message is the prompt the
+    format composes for the same tools at eval time, so it renders once, as given, and train and eval prompts match."""
+    from train.formats import get_format
+    from train.formats.text_answers import TOOLGT_PROMPT_OPENING, toolgt_system_prompt
+
+    fmt = get_format(family, {"answer_style": "toolgt_text"})
+    sample = next(iter(build(real_conversations(), seed=0, template="detail")))
+    assert sample.messages[0].content == toolgt_system_prompt(sample.tools)
+    text = fmt.render_text(sample)
+    assert text.count(TOOLGT_PROMPT_OPENING) == 1 and sample.messages[0].content in text
+    question = replace(sample, messages=sample.messages[1:2])  # the eval view: tools and a question, no prompt
+    prompt = "".join(segment.text for segment in fmt.render_prompt(question, 1))
+    assert toolgt_system_prompt(sample.tools) in prompt

@@ -37,18 +37,15 @@ ANSWER_STYLES = (NATIVE, TOOLGT_TEXT)
 
 # Table 11's system prompt (ToolACE's BFCL-style prompt), with the functions as one JSON list.
 TOOLGT_PROMPT_OPENING = "You are an expert in composing functions."
-TOOLGT_SYSTEM_PROMPT = (
+TOOLGT_SYSTEM_PROMPT = (  # Table 11's training sample, the prompt of training and of evaluation alike
     TOOLGT_PROMPT_OPENING + " You are given a question and a set of possible functions. Based on the question, you "
     "will need to make one or more function/tool calls to achieve the purpose. If none of the function can be used, "
-    "point it out. If the given question lacks the parameters required by the function, also point it out.\n"
-    "You should only return the function call in tools call sections.\n\n"
-    "If you decide to invoke any of the function(s), you MUST put it in the format of "
-    "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]\n"
-    "You SHOULD NOT include any other text in the response.\n"
-    "Here is a list of functions in JSON format that you can invoke.\n{functions}. \n"
-    "Should you decide to return the function call(s). \n"
-    "Put it in the format of [func1(params_name=params_value, params_name2=params_value2...), func2(params)]\n\n"
-    "NO other text MUST be included. \n"
+    "point it out. If the given question lacks the parameters required by the function, also point it out. You "
+    "should only return the function call in tools call sections.\n"
+    "Here is a list of functions in JSON format that you can invoke\n{functions}\n"
+    "Should you decide to return the function call(s). Put it in the format of [func1(params_name=params_value, "
+    "params_name2=params_value2), func2(params)]\n"
+    "NO other text MUST be included."
 )
 THINK_OPEN, THINK_CLOSE = "<thinking>", "</thinking>"
 FUNCTION_OPEN, FUNCTION_CLOSE = "<function>", "</function>"
@@ -88,11 +85,15 @@ def python_value(value: Any) -> str:
     raise ValueError(f"{type(value).__name__} value has no literal")
 
 
+def _argument_name(name: str) -> str:
+    return name if name.isidentifier() else json.dumps(name)  # pysyntax's lenient reading unquotes it
+
+
 def call_list_text(calls: list[ToolCall]) -> str:
-    """``[func(a=1, b="x"), g()]``: the calls as the Python-style list ToolGT trains on."""
+    """``[func(a=1, b="x"), g()]``: the calls as the Python-style list ToolGT trains on (one line)."""
     written = []
     for call in calls:
-        arguments = ", ".join(f"{name}={python_value(value)}" for name, value in call.arguments.items())
+        arguments = ", ".join(f"{_argument_name(name)}={python_value(value)}" for name, value in call.arguments.items())
         written.append(f"{call.name}({arguments})")
     return "[" + ", ".join(written) + "]"
 

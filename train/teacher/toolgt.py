@@ -19,6 +19,7 @@ import random
 import re
 from typing import Any
 
+from train.formats.text_answers import call_list_text, python_value, toolgt_system_prompt
 from train.schema import Tool, ToolCall
 from train.sources.pysyntax import PyCall, PySyntaxError, parse_call_list
 from train.teacher.backends import TeacherRequest
@@ -84,43 +85,9 @@ JUDGE_SYSTEM = (  # Table 10
 JUDGE_USER = ("User request: {QUERY}\nGround Truth Function Calling:{GOLD}\n"
               "Candidate Function Calling: {CANDIDATE}")
 CAN_REPLACE, TOTALLY_INCORRECT = "CAN REPLACE GROUND TRUTH", "TOTALLY INCORRECT"
-TRAIN_SYSTEM = (  # Table 11: the BFCL prompting system prompt the training samples (and the eval) carry
-    "You are an expert in composing functions. You are given a question and a set of possible functions. Based on "
-    "the question, you will need to make one or more function/tool calls to achieve the purpose. If none of the "
-    "function can be used, point it out. If the given question lacks the parameters required by the function, also "
-    "point it out. You should only return the function call in tools call sections.\n"
-    "Here is a list of functions in JSON format that you can invoke\n{FUNCTIONS}\n"
-    "Should you decide to return the function call(s). Put it in the format of [func1(params_name=params_value, "
-    "params_name2=params_value2), func2(params)]\n"
-    "NO other text MUST be included.")
 
 
 # ---------------------------------------------------------------- Python-style call lists
-
-
-def python_value(value: Any) -> str:
-    """A JSON value as a Python literal (strings as JSON writes them: a valid Python string literal)."""
-    if value is None or isinstance(value, bool):
-        return {None: "None", True: "True", False: "False"}[value]
-    if isinstance(value, (int, float, str)):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(python_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)}: {python_value(v)}"
-                               for k, v in value.items()) + "}"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
-def _argument_name(name: str) -> str:
-    return name if name.isidentifier() else json.dumps(name)  # pysyntax's lenient reading unquotes it
-
-
-def call_list_text(calls: list[ToolCall]) -> str:
-    """``[func(a=1, b="x"), g()]``: the Python-style call list the paper trains on (one line)."""
-    return "[" + ", ".join(f"{call.name}(" + ", ".join(f"{_argument_name(k)}={python_value(v)}"
-                                                        for k, v in call.arguments.items()) + ")"
-                           for call in calls) + "]"
 
 
 def read_call_list(text: str) -> list[PyCall]:
@@ -154,7 +121,8 @@ def judge_prompts(query: str, tools: list[Tool], gold: list[ToolCall], candidate
 
 
 def train_system_prompt(tools: list[Tool]) -> str:
-    return TRAIN_SYSTEM.replace("{FUNCTIONS}", functions_json(tools))
+    """Table 11's system prompt: the one ``answer_style=toolgt_text`` recognises and composes at eval time."""
+    return toolgt_system_prompt(tools)
 
 
 # ---------------------------------------------------------------- the offline writers
@@ -277,6 +245,6 @@ def offline_judge(request: TeacherRequest) -> str:
 OFFLINE_WRITERS = {REASONING_STAGE: offline_reasoning, CALL_STAGE: offline_call, JUDGE_STAGE: offline_judge}
 
 __all__ = ["CALL_STAGE", "CAN_REPLACE", "JUDGE_STAGE", "OFFLINE_VERSION", "OFFLINE_WRITERS", "REASONING_STAGE",
-           "TEMPLATES", "TOTALLY_INCORRECT", "TRAIN_SYSTEM", "call_list_text", "call_prompts", "draft_from_reasoning",
+           "TEMPLATES", "TOTALLY_INCORRECT", "call_list_text", "call_prompts", "draft_from_reasoning",
            "functions_json", "judge_prompts", "python_value", "read_call_list", "reasoning_prompts",
            "train_system_prompt"]
