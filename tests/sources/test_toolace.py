@@ -45,8 +45,8 @@ def test_fixture_counts_and_reject_reasons(fixture_items):
     assert [c.id for c in accepted] == ["records-0", "records-1", "records-2", "records-3"]
     assert [(r.location.rsplit("/", 1)[-1], r.reason) for r in rejected] == [
         ("records.jsonl:5", "conversations[1].value: broken call list: expected ',' or ')', found the end at character 25"),
-        ("records.jsonl:6", "conversations[1].value: broken call list: expected a keyword argument name "
-                            "(positional arguments are not supported) at character 14"),
+        ("records.jsonl:6", ("conversations[1].value: broken call list: expected a keyword argument name "
+                            "(positional arguments are not supported) at character 14")),
         ("records.jsonl:7", "conversations[2].value: invalid JSON at column 1: Expecting value"),
         ("records.jsonl:8", "conversations[1].value: broken call list: unquoted value 'Rome' at character 19"),
     ]
