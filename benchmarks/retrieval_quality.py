@@ -29,11 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from train.retrieval.embed import DEFAULT_EMBEDDER, load_embedder  # noqa: E402
-from train.retrieval.evaluate import evaluate, sample_queries  # noqa: E402
-from train.retrieval.index import ToolIndex  # noqa: E402
-from train.retrieval.teacher import OfflineTeacher  # noqa: E402
-from train.schema import ToolLibrary, ToolQuery  # noqa: E402
+from train.retrieval.embed import DEFAULT_EMBEDDER, load_embedder
+from train.retrieval.evaluate import evaluate, sample_queries
+from train.retrieval.index import ToolIndex
+from train.retrieval.teacher import OfflineTeacher
+from train.schema import ToolLibrary, ToolQuery
 
 DATA = Path(os.environ.get("TOOLTRAIN_SHARED_DATA", REPO.parent / "shared" / "data"))
 KS = (1, 3, 5)

@@ -1,4 +1,5 @@
-"""Shared test fixtures: the real data beside the checkout, an isolated cache, offline mode."""
+"""Shared test fixtures: the real data beside the checkout, an isolated cache, offline mode, and results
+built once per test session (shared by every xdist worker through a file lock)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from session_cache import session_folder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -27,3 +29,13 @@ def shared_data() -> Path:
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def tooltrain_cache(tmp_path_factory) -> Path:
+    """One TOOLTRAIN_CACHE (built tokenizers, dataset builds) for the whole session and all its workers:
+    the training runs of engine/, launch/, evaluation/ and the recipe smoke runs build each tokenizer once.
+    Tests about the cache itself keep their own folder."""
+    cache = session_folder(tmp_path_factory) / "tooltrain-cache"
+    cache.mkdir(exist_ok=True)
+    return cache

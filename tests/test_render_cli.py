@@ -69,8 +69,8 @@ def test_chatml_outputs_rejects_and_summary(smollm2, mixed_input, tmp_path, caps
     assert [(r["location"], r["reason"]) for r in rejects] == [
         (f"{mixed_input}:17", "invalid JSON at column 2: Expecting property name enclosed in double quotes"),
         (f"{mixed_input}:18", "not a canonical conversation: conversation: missing key 'messages'"),
-        (f"{mixed_input}:20", "not a canonical conversation: conversation.messages[0].role: expected one of system, "
-                              "user, assistant, tool, got 'robot'"),
+        (f"{mixed_input}:20", ("not a canonical conversation: conversation.messages[0].role: expected one of system, "
+                              "user, assistant, tool, got 'robot'")),
     ]
     assert rejects[1]["raw"] == json.loads(BAD_LINES[1])
 

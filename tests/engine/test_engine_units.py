@@ -51,13 +51,6 @@ def test_liger_kernels_on_cpu_are_refused_before_any_data_or_model_work(tmp_path
     assert not out.exists()
 
 
-def test_liger_kernels_pass_the_check_on_a_gpu(monkeypatch):
-    monkeypatch.setattr(distributed, "on_gpu", lambda: True)
-    distributed.check_kernels("liger")
-    monkeypatch.setattr(distributed, "on_gpu", lambda: False)
-    distributed.check_kernels("none")
-
-
 def test_single_strategy_in_a_bigger_world_is_refused():
     with pytest.raises(distributed.StrategyError) as err:
         distributed.training_arguments_for(strategy("single"), WORLD_2, 2, 1, 1.0, False)

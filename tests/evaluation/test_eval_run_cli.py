@@ -63,7 +63,7 @@ references the scorer cannot use (not scored): 1
 def test_heldout_per_item_verdicts():
     from train.evaluation.heldout import score_heldout
 
-    read = lambda path: [json.loads(line) for line in path.open(encoding="utf-8")]  # noqa: E731
+    read = lambda path: [json.loads(line) for line in path.open(encoding="utf-8")]
     result = score_heldout(read(HELDOUT / "predictions.jsonl"), read(HELDOUT / "references.jsonl"))
     verdicts = {item["id"]: (item["kind"], item["exact"], item["names"], item["valid_call"], item["error"])
                 for item in result["per_item"]}
@@ -269,8 +269,8 @@ def test_named_base_model_on_bfcls_own_files(capsys, tmp_path, monkeypatch):
         (["heldout", "tiny"], "error: give --data (only heldout on a run directory defaults to the run's eval split)\n"),
         (["heldout", "tiny", "--data", str(HELDOUT / "missing.jsonl")], f"error: {HELDOUT}/missing.jsonl: no such file\n"),
         (["metabench", "tiny", "--data", str(BFCL_FILES[0])],
-         f"error: {BFCL_FILES[0]}: not canonical conversations, and metabench has no reader of its own; "
-         "convert with `tooltrain data convert` or pass --source\n"),
+         (f"error: {BFCL_FILES[0]}: not canonical conversations, and metabench has no reader of its own; "
+          "convert with `tooltrain data convert` or pass --source\n")),
         (["heldout", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--max-new-tokens", "0"],
          "error: --max-new-tokens, --batch-size and --limit must be >= 1\n"),
         (["metabench", "tiny", "--data", str(HELDOUT / "references.jsonl"), "--option", "beta=1"],

@@ -125,5 +125,5 @@ def test_a_category_without_its_questions_or_answers_exits_2(capsys, tmp_path):
     (data / "BFCL_v3_live_simple.json").write_text((DATA / "BFCL_v3_live_simple.json").read_text())
     code, _, err = score(capsys, "--category", "live_simple", data=data)
     missing = data / "possible_answer" / "BFCL_v3_live_simple.json"
-    assert (code, err) == (2, f"error: BFCL category live_simple needs its possible-answer rows ({missing} not found)"
-                              "\n")
+    assert (code, err) == (2, (f"error: BFCL category live_simple needs its possible-answer rows ({missing} not found)"
+                              "\n"))

@@ -98,7 +98,7 @@ def test_overall(result):
 
 
 def test_by_category_and_group(result):
-    pick = lambda metrics: {k: v for k, v in metrics.items() if v is not None and not k.endswith(("turns", "tools"))}  # noqa: E731
+    pick = lambda metrics: {k: v for k, v in metrics.items() if v is not None and not k.endswith(("turns", "tools"))}
     assert {name: pick(m) for name, m in result["by_category"].items()} == {
         "chat": {"irr": 0.5},
         "function_missing": {"t_acc": 1.0, "p_acc": 1.0, "fmd": 2 / 3, "hr@1": 0.25, "hr@3": 0.5, "hr@5": 0.75},

@@ -135,7 +135,7 @@ def official_turn(message) -> str:
     """What the official template makes of an assistant turn, from the canonical record alone."""
     if message.tool_calls:
         call = message.tool_calls[0]
-        body = '{"name": "%s", "parameters": %s}' % (call.name, json.dumps(call.arguments, ensure_ascii=False))
+        body = f'{{"name": "{call.name}", "parameters": {json.dumps(call.arguments, ensure_ascii=False)}}}'
     else:
         body = (message.content or "").strip()
     return body + "<|eot_id|>"
@@ -431,9 +431,9 @@ def test_metatool_prelude_is_llama3_1s(tok):
 def test_metatool_labels_and_control_ids(tok):
     tokenized = tokenize(meta, METATOOL_CASE, tok)
     assert trained_runs(tok, tokenized) == [
-        "You want two cities, so I will call get_weather twice.<|python_tag|>"
+        ("You want two cities, so I will call get_weather twice.<|python_tag|>"
         '[{"name": "get_weather", "parameters": {"city": "Rome"}}, {"name": "get_weather", "parameters": {"city": "Oslo"}}]'
-        "<|eom_id|>",
+        "<|eom_id|>"),
         "Rome is sunny; Oslo is 2 °C.<|eot_id|>",
         '<|python_tag|>[{"name": "get_weather", "parameters": {"city": "Kyiv"}}]<|eom_id|>',
     ]

@@ -121,7 +121,7 @@ def official_turn(message) -> str:
     for position, call in enumerate(message.tool_calls):
         arguments = json.dumps(call.arguments, ensure_ascii=False)
         text += ("\n" if position or message.content else "") + (
-            '<tool_call>\n{"name": "%s", "arguments": %s}\n</tool_call>' % (call.name, arguments)
+            f'<tool_call>\n{{"name": "{call.name}", "arguments": {arguments}}}\n</tool_call>'
         )
     return text + "<|im_end|>"
 

@@ -47,8 +47,8 @@ def small() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def launch_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("launch-cache")
+def launch_cache(tooltrain_cache) -> Path:
+    return tooltrain_cache  # the session's one cache: each tokenizer is built once for every launched run
 
 
 @pytest.fixture(scope="session")

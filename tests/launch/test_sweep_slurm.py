@@ -8,6 +8,7 @@ training, checkpoints, then hands it back to submitit's own handler, which reque
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,6 +51,8 @@ def _sbatch_of_sweep(cfg, monkeypatch) -> tuple[str, object]:
     return submitted.value.args
 
 
+@pytest.mark.slurm
+@pytest.mark.skipif(shutil.which("srun") is None, reason="submitit's SlurmExecutor needs `srun` on PATH")
 def test_a_slurm_sweep_job_gets_one_task_per_gpu_and_submitits_signal_before_the_limit(tmp_path, monkeypatch):
     cfg = _sweep_config(tmp_path, "launcher.gpus_per_node=4", "launcher.signal_lead_s=300")
     assert cfg.launcher.tasks_per_node == 4  # follows gpus_per_node

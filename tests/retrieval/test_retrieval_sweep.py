@@ -42,7 +42,7 @@ def test_an_alpha_sweep_runs_one_job_per_value(capsys, fixtures, tmp_path):
     jobs = json.loads((sweep / "sweep.json").read_text())["jobs"]
     assert [(job["job"], job["overrides"]["retrieval.alpha"], job["HR@1"]) for job in jobs] == [
         (0, "0.5", expected[0]["HR@1"]), (1, "1.0", expected[1]["HR@1"])]
-    cell = lambda row, k: f"{row[f'HR@{k}']:.4f}"  # noqa: E731
+    cell = lambda row, k: f"{row[f'HR@{k}']:.4f}"
     assert out.splitlines()[-3:] == [
         "retrieval.alpha    HR@1    HR@3    HR@5",
         f"            0.5  {cell(expected[0], 1)}  {cell(expected[0], 3)}  {cell(expected[0], 5)}",

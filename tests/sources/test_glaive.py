@@ -115,8 +115,8 @@ def test_raw_fixture_counts_and_reasons(fixtures):
     assert [c.id for c in accepted] == ["raw-0", "raw-1", "raw-2", "raw-3", "raw-6"]
     assert [c.meta["layout"] for c in accepted] == ["raw", "raw", "raw", "raw", "sharegpt"]
     assert [(where(r), r.reason) for r in rejected] == [
-        ("raw.jsonl:5", "chat.turns[1].functioncall[0]: not a call {\"name\": ..., \"arguments\": '...'}: "
-                        "'calculate_tip(bill_amount=10)'"),
+        ("raw.jsonl:5", ("chat.turns[1].functioncall[0]: not a call {\"name\": ..., \"arguments\": '...'}: "
+                        "'calculate_tip(bill_amount=10)'")),
         ("raw.jsonl:6", "chat.turns[1].functioncall[0].arguments: arguments string is JSON list, not an object"),
         ("raw.jsonl:8", "neither layout: expected 'conversations' (ShareGPT) or 'system' + 'chat' (raw)"),
     ]
@@ -124,7 +124,7 @@ def test_raw_fixture_counts_and_reasons(fixtures):
 
 
 def test_raw_plain_chat_keeps_the_whole_system_prose(fixtures):
-    conv = list(read([fixtures / "sources/glaive/raw.jsonl"]))[0]
+    conv = next(iter(read([fixtures / "sources/glaive/raw.jsonl"])))
     assert conv.to_dict() == {
         "id": "raw-0",
         "tools": [],
@@ -188,8 +188,8 @@ def test_broken_lines_are_each_one_reject(fixtures):
         ("broken.jsonl:11", "chat.turns[1].functioncall[0].arguments: invalid JSON at column 8: Expecting ',' delimiter"),
         ("broken.jsonl:12", "chat.turns[1].functioncall[0]: call without a string 'name': '{\"name\": 5, \"arguments\": {}}'"),
         ("broken.jsonl:13", "conversations[0].value: expected a string, got int"),
-        ("broken.jsonl:14", "conversations[0].from: unknown role 'robot'; expected one of human, user, gpt, assistant, "
-                            "system, function_call, observation, tool, function"),
+        ("broken.jsonl:14", ("conversations[0].from: unknown role 'robot'; expected one of human, user, gpt, assistant, "
+                            "system, function_call, observation, tool, function")),
         ("broken.jsonl:15", "tools: invalid JSON at column 11: Expecting value"),
         ("broken.jsonl:16", "conversations[1].value.arguments: arguments string is JSON list, not an object"),
         ("broken.jsonl:17", "conversations: expected a list, got str"),

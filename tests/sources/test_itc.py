@@ -205,7 +205,7 @@ def test_single_call_exact_record(fx):
 
 def test_repeated_parallel_nested_and_empty_actions(fx):
     items = {i.id: i for i in read_fixture(fx) if isinstance(i, Conversation)}
-    calls = lambda conv: [[(c.id, c.name, c.arguments) for c in m.tool_calls] for m in conv.messages if m.role == "assistant"]  # noqa: E731
+    calls = lambda conv: [[(c.id, c.name, c.arguments) for c in m.tool_calls] for m in conv.messages if m.role == "assistant"]
     assert calls(items["itc-repeated-en"]) == [[
         ("call_0", "verify_email", {"opt": "VerifyMailbox: Express", "email": "john.doe@example.com"}),
         ("call_1", "verify_email", {"opt": "VerifyMailbox: ExpressPremium", "email": "jane.smith@sample.com"}),

@@ -1,0 +1,76 @@
+"""One golden-loss smoke run per recipe, in the everyday tier (`.ci/run`): compose recipes/NAME.yaml (its
+NAME_tiny variant where there is one), train a few steps of a tiny model on a few conversations in this
+process, and compare the per-step losses with the ones recorded below, to 4 decimals (and the count of tokens that
+carry loss, exactly).
+
+A change that moves a recipe's data, chat format, masks, packing, model setup or optimizer moves its losses
+and fails here within seconds; the slow tier (`.ci/run --all`) then runs the full-size checks. A recipe
+without an entry in GOLDEN fails `test_every_recipe_has_a_golden_smoke_run`: add one by running the recipe's
+smoke test with an empty ``losses`` list and recording what it prints, after checking the change is meant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Few conversations, short rows, no evaluation (where the recipe allows): the recipe's own data builder, format and model setup, in
+# seconds. The demo recipe's SmolLM2 is swapped for the tiny Llama (same ChatML format; the real model's run
+# is tests/engine/test_demo.py, slow tier).
+SMALL = ["data.overlong=truncate", "eval=none", "peft.dropout=0", "train.max_steps=3", "train.save_steps=100"]
+GOLDEN: dict[str, dict] = {
+    "demo": {
+        # its before/after eval stays (the recipe sets it): 2 of 40 held-out conversations, 4 tokens each
+        "overrides": ["model=tiny_llama", "data.sources.0.limit=40", "data.max_seq_len=256", "data.eval_fraction=0.2", "eval.benchmarks.0.limit=2",
+                      "eval.benchmarks.0.max_new_tokens=4", "train.global_batch_size=2", "train.micro_batch_size=1"],
+        "losses": [6.9457, 6.9469, 6.9451],
+        "trained_tokens": 1230,
+    },
+    "mt_llama_tiny": {
+        # its own 1,024-token rows: at 256 its tool-laden prompts would leave 64 of 70 dialogues nothing to train
+        "overrides": [],
+        "losses": [11.7703, 11.781, 11.7672],
+        "trained_tokens": 22418,
+    },
+    "tiny": {
+        "overrides": ["data.sources.0.limit=16", "data.max_seq_len=256"],
+        "losses": [6.951, 6.9485, 6.9345],
+        "trained_tokens": 781,
+    },
+}
+
+
+def smoke_recipes() -> list[str]:
+    """Every recipe, as its `_tiny` variant where it has one (mt_llama -> mt_llama_tiny)."""
+    names = {path.stem for path in (REPO / "recipes").glob("*.yaml")}
+    return sorted(name for name in names if f"{name}_tiny" not in names)
+
+
+def test_every_recipe_has_a_golden_smoke_run():
+    assert smoke_recipes() == sorted(GOLDEN), "add the new recipe's smoke run to GOLDEN (see this file's docstring)"
+
+
+@pytest.mark.parametrize("recipe", sorted(GOLDEN))
+def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_path, monkeypatch):
+    import torch
+
+    from train.config import compose
+    from train.run import run
+
+    golden = GOLDEN[recipe]
+    cfg = compose([f"recipe={recipe}", *SMALL, *golden["overrides"], f"output_dir={tmp_path / 'run'}"])
+    monkeypatch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the kernels of a launched run (OMP_NUM_THREADS=1), so the same rounding
+    try:
+        result = run(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    assert (result.status, result.global_step) == ("completed", 3)
+    print(f"{recipe}: losses {[round(loss, 4) for loss in result.losses]}, trained tokens {result.summary['trained_tokens']}")
+    # the tokens that carry loss pin the data, format and masks exactly; the losses pin the model and optimizer too
+    assert result.summary["trained_tokens"] == golden["trained_tokens"]
+    assert result.losses == pytest.approx(golden["losses"], abs=1e-4)
