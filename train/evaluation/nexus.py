@@ -262,7 +262,9 @@ def judge(expected: Expected, prediction: dict[str, Any] | None) -> dict[str, An
     return {"task": expected.task, **verdict_of(prediction, expected.records, expected.known)}
 
 
-def verdict_of(prediction: dict[str, Any] | None, expected: list[dict[str, Any]], known: dict[str, Signature]) -> dict[str, Any]:
+def verdict_of(
+    prediction: dict[str, Any] | None, expected: list[dict[str, Any]], known: dict[str, Signature]
+) -> dict[str, Any]:
     """``{"correct", "error", "predicted", "expected"}``: a prediction's problems are its error, never raised."""
     verdict = {"correct": False, "error": None, "predicted": None, "expected": expected}
     if prediction is None:
