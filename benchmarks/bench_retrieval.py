@@ -123,7 +123,10 @@ def main() -> int:
     print(
         json.dumps(
             {
-                "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+                "machine": (
+                    f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+                    f"Python {platform.python_version()}"
+                ),
                 "embedder": args.embedder,
                 "library": {
                     "tools": len(library),

@@ -1,9 +1,10 @@
 """The ``tooltrain`` command: data and eval verbs through argparse, training through Hydra.
 
 ``tooltrain train recipe=NAME key=value ...`` hands its arguments to Hydra untouched; every other
-verb is ``tooltrain GROUP VERB ...`` (or ``tooltrain VERB ...`` for the few in TOP_VERBS) and lives in ``train/commands/<module>.py`` exposing
-``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their verb
-runs, so ``tooltrain data stats`` never pays for importing torch.
+verb is ``tooltrain GROUP VERB ...`` (or ``tooltrain VERB ...`` for the few in TOP_VERBS) and lives
+in ``train/commands/<module>.py`` exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported only when their verb runs, so ``tooltrain data stats`` never pays for
+importing torch.
 """
 
 from __future__ import annotations

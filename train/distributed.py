@@ -182,7 +182,8 @@ def training_arguments_for(
         if not gpu:
             # accelerate only switches to FSDP for GPU-like backends: on CPU it would silently train as DDP.
             raise StrategyError(
-                "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; use distributed=zero3 or ddp"
+                "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; "
+                "use distributed=zero3 or ddp"
             )
         args["fsdp"] = "full_shard auto_wrap"
         args["fsdp_config"] = {

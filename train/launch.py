@@ -353,8 +353,8 @@ def plan(
     output_dir = absolute(str(cfg.output_dir), cwd)
     args = job_overrides(recipe, overrides, output_dir)
     head = (
-        f"# tooltrain launch recipe={recipe}: {launcher}, {nodes} node(s) x {per_node} rank(s) = {world} ranks, {strategy}; "
-        f"run in {output_dir}"
+        f"# tooltrain launch recipe={recipe}: {launcher}, {nodes} node(s) x {per_node} rank(s) = {world} ranks, "
+        f"{strategy}; run in {output_dir}"
     )
 
     if launcher == "slurm":

@@ -35,7 +35,8 @@ def best_fit_pack(lengths: Sequence[int], capacity: int) -> list[list[int]]:
     too_long = [i for i, n in enumerate(lengths) if n > capacity]
     if too_long:
         raise ValueError(
-            f"{len(too_long)} sample(s) longer than {capacity} tokens (first: index {too_long[0]}); truncate or drop them first"
+            f"{len(too_long)} sample(s) longer than {capacity} tokens (first: index {too_long[0]}); "
+            "truncate or drop them first"
         )
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     bins: list[list[int]] = []

@@ -320,7 +320,8 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
     rank_zero_print(
         world,
         f"tooltrain: {cfg.run_name} on {world.world_size} rank(s), {env.strategy}; "
-        f"{len(data.rows)} rows from {pack_info['samples']} samples (padding efficiency {pack_info['padding_efficiency']:.1%}); "
+        f"{len(data.rows)} rows from {pack_info['samples']} samples "
+        f"(padding efficiency {pack_info['padding_efficiency']:.1%}); "
         f"{model.trainable:,} of {model.total:,} parameters trainable"
         + (f"; resuming from {resume.name}" if resume else ""),
     )

@@ -1,4 +1,5 @@
-"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] --out-dir DIR [--seed N]``: a recipe's data, built by its builder.
+"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] --out-dir DIR [--seed N]``: a recipe's data, built by its
+builder.
 
 NAME is a data builder (``train.builders.BUILDERS``, or ``module:attr`` naming a ``BuilderSpec`` of your own).
 INPUT is canonical JSON Lines (``tooltrain data convert`` output), or ``SOURCE:PATH[,PATH...]`` to read source

@@ -38,7 +38,8 @@ def demo_sample() -> Path:
 
 
 def run(args: argparse.Namespace, run_verb: Callable[[list[str]], int]) -> int:
-    """Each step through ``run_verb`` (the CLI's ``main``, handed in by ``train.cli``: a command never imports the CLI)."""
+    """Each step through ``run_verb`` (the CLI's ``main``, handed in by ``train.cli``: a command never imports the
+    CLI)."""
     out: Path = args.out_dir
     canonical = out / "glaive_sample.jsonl"
     steps = [

@@ -91,7 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--summary",
         choices=("toolgt",),
         help="bfcl, nexus: ToolGT's numbers (seed 004 §3.3) beside the paper's "
-        "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; nexus: its ToolGT tasks, W / U",
+        "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; "
+        "nexus: its ToolGT tasks, W / U",
     )
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
     arg(

@@ -172,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
     metrics, issues = split_result(result)
     summary = counts(result, issues, bad)
     print(
-        f"{args.bench}: {summary['items']} items scored from {args.predictions} against {', '.join(map(str, args.references))}"
+        f"{args.bench}: {summary['items']} items scored from {args.predictions} "
+        f"against {', '.join(map(str, args.references))}"
     )
     print(metric_tables(metrics))
     details = issue_lines(issues, {"references": ref_where, "predictions": pred_where}, bad)

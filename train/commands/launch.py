@@ -1,4 +1,5 @@
-"""``tooltrain launch recipe=NAME --nodes N --gpus-per-node G [--launcher slurm|torchrun|deepspeed] [--dry-run] [overrides]``
+"""``tooltrain launch recipe=NAME --nodes N --gpus-per-node G [--launcher slurm|torchrun|deepspeed] [--dry-run]
+[overrides]``
 
 Composes the recipe's config with the overrides (``launcher.*`` settings included), then:
 slurm: renders a batch script (partition, account, time, memory, constraint, log paths from
@@ -57,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def take_recipe(args: argparse.Namespace) -> None:
-    """``recipe=NAME`` out of the overrides into ``args.recipe``; LaunchError for a missing, repeated or old-style one."""
+    """``recipe=NAME`` out of the overrides into ``args.recipe``; LaunchError for a missing, repeated or old-style
+    one."""
     for item in args.overrides:
         if "=" not in item and not item.startswith("~"):  # `tooltrain launch tiny`: the positional spelling
             raise LaunchError(

@@ -8,8 +8,9 @@ loss weight) when ``--weights`` changes any. ``--format-option KEY=VALUE`` sets 
 A line that is not a canonical conversation, or a
 conversation the format cannot express (parallel calls in ``llama3_1``), goes to
 OUT.rejects.jsonl with its location and reason. Prints ``read N, rendered A, rejected R`` with
-N = A + R, and the first rejects with their file:line and reason. ``--show N`` prints the first N rendered conversations with trained and masked tokens
-told apart: colours on a terminal, ⟦trained⟧ brackets when the output is piped.
+N = A + R, and the first rejects with their file:line and reason. ``--show N`` prints the first N
+rendered conversations with trained and masked tokens told apart: colours on a terminal,
+⟦trained⟧ brackets when the output is piped.
 Outputs are replaced only when the render succeeds (``train.commands.outputs``); an output that
 is the input is refused. ``-o -`` writes the rows to stdout and the report to stderr; beside stdout
 or a device (``-o /dev/null``) rejects are written only to the path ``--rejects`` names.

@@ -45,7 +45,8 @@ def parse_severity(text: str) -> tuple[str, str]:
     code, sep, level = text.partition("=")
     if not sep or code not in DEFAULT_SEVERITIES or level not in SETTINGS:
         raise argparse.ArgumentTypeError(
-            f"expected CODE=LEVEL with LEVEL one of {', '.join(SETTINGS)} and CODE one of: {', '.join(DEFAULT_SEVERITIES)}"
+            f"expected CODE=LEVEL with LEVEL one of {', '.join(SETTINGS)} "
+            f"and CODE one of: {', '.join(DEFAULT_SEVERITIES)}"
         )
     return code, level
 

@@ -53,7 +53,8 @@ Rows
 * references: canonical conversations (``tooltrain data convert itc``): the gold turn is
   ``messages[meta["turn"]]``, else the last assistant message that is a {Thought, Action} answer
   (``meta["raw_answers"]`` tells a plain final reply apart; without it, the last assistant message):
-  content = Thought, ``tool_calls`` = the Action. The query is the last user message before it, the offered tools are ``tools`` by name, ``meta["language"]`` is optional and
+  content = Thought, ``tool_calls`` = the Action. The query is the last user message before it, the
+  offered tools are ``tools`` by name, ``meta["language"]`` is optional and
   ``meta["renamed_calls"]`` (the reader's map from an Action's tool name to its API name) is applied
   to predicted names too.
 * predictions: ``{"id", "content": "<the model's whole answer>"}``, scored as above; or, for a model
@@ -314,7 +315,9 @@ def aggregate(items: list[dict[str, Any]]) -> dict[str, Any]:
             "items": n,
         },
         "counts": {"tools": sums["tools"], "params": sums["params"], "errors": errors},
-        "error_shares": {"selection": _shares(errors, SELECTION_ERRORS), "invocation": _shares(errors, INVOCATION_ERRORS)},
+        "error_shares": {
+            "selection": _shares(errors, SELECTION_ERRORS), "invocation": _shares(errors, INVOCATION_ERRORS),
+        },
     }  # fmt: skip
 
 

@@ -182,8 +182,8 @@ REVALIDATIONS = (
         "satisfy the documentation and the user's query."
     ),
     (
-        "Revalidating the composed call(s) against the documentation and the query: the required parameters are present "
-        "and the types match."
+        "Revalidating the composed call(s) against the documentation and the query: the required parameters are "
+        "present and the types match."
     ),
 )
 
