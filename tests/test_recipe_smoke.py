@@ -79,7 +79,8 @@ def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_pat
         torch.set_num_threads(threads)
     assert (result.status, result.global_step) == ("completed", 3)
     print(
-        f"{recipe}: losses {[round(loss, 4) for loss in result.losses]}, trained tokens {result.summary['trained_tokens']}"
+        f"{recipe}: losses {[round(loss, 4) for loss in result.losses]}, trained tokens "
+        f"{result.summary['trained_tokens']}"
     )
     # the tokens that carry loss pin the data, format and masks exactly; the losses pin the model and optimizer too
     assert result.summary["trained_tokens"] == golden["trained_tokens"]

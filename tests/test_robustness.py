@@ -152,8 +152,8 @@ BROKEN: list[tuple[str, bytes, list[str]]] = [
     ("deeply nested line", b"[" * DEEP + b"]" * DEEP, ["unreadable-line"]),
     (
         "deeply nested arguments",
-        b'{"id": "deep", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"type": "function", '
-        + b'"function": {"name": "get_weather", "arguments": '
+        b'{"id": "deep", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"type": '
+        b'"function", "function": {"name": "get_weather", "arguments": '
         + b'{"x": ' * DEEP
         + b"1"
         + b"}" * DEEP
@@ -256,9 +256,18 @@ def test_validate_text_report_on_broken_input(broken, capsys):
     assert main(["data", "validate", str(broken), "--max-report", "3", "--strict"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
-        f"{broken}:4 id=undef error undefined-tool at messages[1].tool_calls[0].function.name: 'get_time' is not a defined tool (defined: get_weather)",
-        f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments: 'city' is a required property",
-        f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments.days: '3' is not of type 'integer'",
+        (
+            f"{broken}:4 id=undef error undefined-tool at messages[1].tool_calls[0].function.name: 'get_time' is not "
+            "a defined tool (defined: get_weather)"
+        ),
+        (
+            f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments: 'city' is a "
+            "required property"
+        ),
+        (
+            f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments.days: '3' is "
+            "not of type 'integer'"
+        ),
         "... and 37 more",
     ]
     assert [line.split() for line in out[4:8]] == [
@@ -284,7 +293,10 @@ def test_validate_report_lines_for_the_nastiest_lines(broken, capsys):
         ),
         (
             "string arguments",
-            "id=w5 error schema at messages[1].tool_calls[0].function.arguments: arguments must be an object, not a JSON string",
+            (
+                "id=w5 error schema at messages[1].tool_calls[0].function.arguments: arguments must be an object, not "
+                "a JSON string"
+            ),
         ),
     ]:
         assert f"{broken}:{line_of[label]} {tail}\n" in out

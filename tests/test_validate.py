@@ -564,8 +564,14 @@ def test_validate_command_reports_lines_and_summary(tmp_path, capsys):
     assert main(["data", "validate", str(path)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
-        f"{path}:2 id=w1 warning consecutive-user at messages[1]: two user messages in a row (messages[0] and messages[1])",
-        f"{path}:4 id=e1 error undefined-tool at messages[1].tool_calls[0].function.name: 'nope' is not a defined tool (defined: get_weather)",
+        (
+            f"{path}:2 id=w1 warning consecutive-user at messages[1]: two user messages in a row (messages[0] and "
+            "messages[1])"
+        ),
+        (
+            f"{path}:4 id=e1 error undefined-tool at messages[1].tool_calls[0].function.name: 'nope' is not a defined "
+            "tool (defined: get_weather)"
+        ),
         f"{path}:5 id=? error unreadable-line at line: invalid JSON at column 26: Expecting value",
         f"{path}:6 id=s error schema at messages[0].content: expected str, got bool",
     ]

@@ -146,8 +146,8 @@ def test_check_lists_every_conflict_at_once():
         "  - train.global_batch_size=6 is not a multiple of train.micro_batch_size=4\n"
         "  - set train.max_steps > 0 or train.epochs > 0\n"
         "  - data.eval_fraction must be in [0, 1), got 1.0\n"
-        "  - data.part_weights has unknown part(s) ['thought']; valid: call_args, call_name, call_syntax, end, reasoning, "
-        "text"
+        "  - data.part_weights has unknown part(s) ['thought']; valid: call_args, call_name, call_syntax, end, "
+        "reasoning, text"
     )
 
 

@@ -51,7 +51,8 @@ def test_an_eval_line_shows_each_benchmarks_top_level_numbers():
         "epoch": 0.0,
     }
     assert eval_line(0, 16, logs) == (
-        "eval step 0/16  heldout (12 items)  exact_match 0.083  name_accuracy 0.250  valid_call_rate 0.500  parse_errors 0"
+        "eval step 0/16  heldout (12 items)  exact_match 0.083  name_accuracy 0.250  valid_call_rate 0.500  "
+        "parse_errors 0"
     )
 
 

@@ -72,7 +72,8 @@ def test_a_held_run_dir_is_refused_naming_the_holder_and_freed_when_the_holder_i
         claim_run_dir(out, MAIN)
     assert str(refused.value) == (
         f"output_dir={out} is in use by another run: pid {process.pid} on host {socket.gethostname()}, started "
-        f"{record['started']}, command: {record['command']}; wait for it to finish or stop it, or choose another output_dir"
+        f"{record['started']}, command: {record['command']}; wait for it to finish or stop it, or choose another "
+        "output_dir"
     )
     assert "-c" in record["command"] and str(out) in record["command"]
 
@@ -150,7 +151,10 @@ def test_inputs_are_checked_together_naming_each_key(tmp_path):
         ),
         (
             RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"),
-            "the write was cut short (torch: unexpected pos 704 vs 598): the disk is full or a file size limit was reached",
+            (
+                "the write was cut short (torch: unexpected pos 704 vs 598): the disk is full or a file size limit "
+                "was reached"
+            ),
         ),
         (
             Exception("Error while serializing: I/O error: No space left on device (os error 28)"),

@@ -132,13 +132,16 @@ def test_eval_configs_are_checked_when_composed():
     problems = [
         (
             ["eval=heldout"],
-            "eval.benchmarks.0 (heldout): evaluates the run's eval split, but data.eval_fraction is 0; set data.eval_fraction > 0",
+            (
+                "eval.benchmarks.0 (heldout): evaluates the run's eval split, but data.eval_fraction is 0; set "
+                "data.eval_fraction > 0"
+            ),
         ),
         (
             ["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=nope"],
             (
-                "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, itc, toolbench, "
-                "nexus"
+                "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, itc, "
+                "toolbench, nexus"
             ),
         ),
         (

@@ -136,7 +136,8 @@ QWEN_TOOLS_PREAMBLE = (
 )
 QWEN_TOOLS_INSTRUCTION = (
     "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
+    '<args-json-object>}\n</tool_call>'
 )
 
 
@@ -321,7 +322,10 @@ def test_parse_tolerates_whitespace_and_a_stop_token():
             "tool call 1: 'arguments' must be a JSON object",
         ),
         (
-            '<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>{"name": 3, "arguments": {}}</tool_call>',
+            (
+                '<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>{"name": 3, "arguments": '
+                '{}}</tool_call>'
+            ),
             "tool call 2: 'name' must be a non-empty string",
         ),
         ('<tool_call>{"name": "f", "arguments": {}}</tool_call> and then', "text after tool call 1: 'and then'"),

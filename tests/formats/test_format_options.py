@@ -115,7 +115,8 @@ def test_render_refuses_an_unknown_option_listing_the_valid_ones(tmp_path, capsy
     ]
     assert main(args) == 2
     assert capsys.readouterr().err == (
-        "error: chat format 'llama3_1' has no option 'tools'; valid options: answer_style, date_string, tools_in_user_message\n"
+        "error: chat format 'llama3_1' has no option 'tools'; valid options: answer_style, date_string, "
+        "tools_in_user_message\n"
     )
     assert not (tmp_path / "o.jsonl").exists()
 

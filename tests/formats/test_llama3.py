@@ -459,7 +459,8 @@ def test_metatool_labels_and_control_ids(tok):
     assert trained_runs(tok, tokenized) == [
         (
             "You want two cities, so I will call get_weather twice.<|python_tag|>"
-            '[{"name": "get_weather", "parameters": {"city": "Rome"}}, {"name": "get_weather", "parameters": {"city": "Oslo"}}]'
+            '[{"name": "get_weather", "parameters": {"city": "Rome"}}, {"name": "get_weather", "parameters": {"city": '
+            '"Oslo"}}]'
             "<|eom_id|>"
         ),
         "Rome is sunny; Oslo is 2 °C.<|eot_id|>",
@@ -521,7 +522,10 @@ def test_metatool_parse_is_tolerant_of_whitespace():
         ),
         (
             '<|python_tag|>[{"name": "f"}]',
-            'llama3_1_metatool calls after <|python_tag|>, item 0: expected an object with exactly "name" and "parameters"',
+            (
+                'llama3_1_metatool calls after <|python_tag|>, item 0: expected an object with exactly "name" and '
+                '"parameters"'
+            ),
         ),
         (
             '<|python_tag|>[{"name": "f", "parameters": {}}] trailing',

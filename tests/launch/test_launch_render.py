@@ -157,7 +157,8 @@ def test_torchrun_commands_for_n_nodes(capsys, tmp_path, repo, nodes, global_bat
     args = f"recipe=tiny distributed=zero3 train.global_batch_size={global_batch} output_dir={run}"
     lines = out.splitlines()
     assert lines[0] == (
-        f"# tooltrain launch recipe=tiny: torchrun, {nodes} node(s) x 2 rank(s) = {2 * nodes} ranks, zero3; run in {run}"
+        f"# tooltrain launch recipe=tiny: torchrun, {nodes} node(s) x 2 rank(s) = {2 * nodes} ranks, zero3; run in "
+        f"{run}"
     )
     commands = [line for line in lines if not line.startswith("#")]
     assert commands == [

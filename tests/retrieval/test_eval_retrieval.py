@@ -105,8 +105,8 @@ def test_alpha_sweep_prints_one_row_per_alpha(capsys, tiny):
     assert code == 0
     assert out.splitlines() == [
         (
-            "method metatool (gold hypothesis), embedder hash-bow, 5 queries, 6 gold tools, 5 rankings, 6 library tools, "
-            "1 gold tools not in the library (misses), 1 queries without gold tools skipped"
+            "method metatool (gold hypothesis), embedder hash-bow, 5 queries, 6 gold tools, 5 rankings, 6 library "
+            "tools, 1 gold tools not in the library (misses), 1 queries without gold tools skipped"
         ),
         "alpha    HR@1    HR@3    HR@5",
         "  0.5  0.8333  0.8333  0.8333",

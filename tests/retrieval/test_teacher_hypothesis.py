@@ -134,8 +134,8 @@ def test_eval_retrieval_with_an_http_teacher(server, capsys, fixtures, tmp_path)
     assert code == 0
     assert out.splitlines() == [
         (
-            "method metatool (teacher hypothesis, http teacher), embedder hash-bow, 3 queries, 4 gold tools, 2 rankings, "
-            "6 library tools, 1 teacher answers not a meta_tool call (their gold tools miss)"
+            "method metatool (teacher hypothesis, http teacher), embedder hash-bow, 3 queries, 4 gold tools, 2 "
+            "rankings, 6 library tools, 1 teacher answers not a meta_tool call (their gold tools miss)"
         ),
         "alpha    HR@1    HR@3    HR@5",
         "  0.5  0.5000  0.5000  0.5000",  # q1 and q3 hit at rank 1; q2's two gold tools have no ranking

@@ -204,7 +204,10 @@ def test_fixture_outcomes(fx):
         ("samples.jsonl:21 (itc-no-user)", "conversations: no user turn"),
         (
             "samples.jsonl:22 (itc-broken-json)",
-            "conversations[1].value: answer is not a json{Thought, Action} object: Expecting ',' delimiter at column 37",
+            (
+                "conversations[1].value: answer is not a json{Thought, Action} object: Expecting ',' delimiter at "
+                "column 37"
+            ),
         ),
         ("apis.json#8", "API record: api.api_list: expected a list, got dict"),
         ("apis.json#9", "API record: api.api_list[0].required_parameters[0].type: expected a string, got int"),

@@ -30,7 +30,10 @@ def test_fixture_outcomes(fx):
         ("train.csv#3", "text: first section does not start with 'User: '"),
         (
             "train.csv#4",
-            "text.choices[1]: expected '<name> = <description>', got 'News: The News tool gets the top news for a particular topic'",
+            (
+                "text.choices[1]: expected '<name> = <description>', got 'News: The News tool gets the top news for a "
+                "particular topic'"
+            ),
         ),
         (
             "train.csv#5",
