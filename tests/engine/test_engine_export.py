@@ -19,7 +19,10 @@ from train.formats.tokenize import tokenize
 from train.model import apply_lora, build_model, expected_adapter_shapes
 from train.schema import Conversation
 
-PROMPT = '<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name": "get_weather"'
+PROMPT = (
+    "<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n"
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather"'
+)
 
 
 def _config(run_dir: Path):

@@ -127,8 +127,10 @@ def test_a_missing_or_partial_adapter_is_reported(lora_model, tmp_path):
     assert saved_adapter_problems(tmp_path, expected) == [f"{tmp_path / 'adapter_model.safetensors'} was not written"]
     save_file({}, str(tmp_path / "adapter_model.safetensors"))
     assert saved_adapter_problems(tmp_path, expected) == [
-        "adapter_model.safetensors lacks 16 of 16 tensors, e.g. "
-        "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight"
+        (
+            "adapter_model.safetensors lacks 16 of 16 tensors, e.g. "
+            "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight"
+        )
     ]
 
 

@@ -87,7 +87,10 @@ def test_neighbouring_golds_rarely_match(references):
 
 
 def test_home_fields_follow_sambanova_rules():
-    program = 'API.set_location("Austin")\nAPI.set_buy_or_rent("rent")\nAPI.select_home_type(["Condo", "House"])\nAPI.set_num_baths(1.5)\nAPI.search()'
+    program = (
+        'API.set_location("Austin")\nAPI.set_buy_or_rent("rent")\nAPI.select_home_type(["Condo", "House"])\n'
+        "API.set_num_baths(1.5)\nAPI.search()"
+    )
     assert run_program(program, "home") == {
         "location": "Austin", "buy_or_rent": "rent", "home_type": "condo,house", "num_baths": 1.5,
         "min_price": 0, "min_square_feet": 0,
@@ -391,7 +394,10 @@ def test_fixture_mix_hand_computed(fixtures):
 def test_average_is_pooled_over_cases_like_toolverifier_table_1():
     # ToolVerifier Table 1: 90 / 84.17 / 88 / 97 on 100 / 120 / 100 / 100 cases -> Average 89.52.
     curl = "curl 'https://api.thecatapi.com/v1/favourites'"
-    booking = 'API.select_booking_type("hotels")\nAPI.set_hotel_location(Loc("x"))\nAPI.set_checkin_date(Date(1, 2, 2023))\nAPI.set_checkout_date(Date(1, 3, 2023))\nAPI.search()'
+    booking = (
+        'API.select_booking_type("hotels")\nAPI.set_hotel_location(Loc("x"))\n'
+        "API.set_checkin_date(Date(1, 2, 2023))\nAPI.set_checkout_date(Date(1, 3, 2023))\nAPI.search()"
+    )
     references, predictions = [], []
     for task, gold, total, right in (
         ("weather", curl, 100, 90),

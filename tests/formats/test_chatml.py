@@ -126,7 +126,10 @@ def test_text_before_a_call_is_separated_by_one_newline():
     body = assistant_bodies(CASES["text_and_call"])[0]
     assert (
         body
-        == 'Let me check the current weather in London.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>'
+        == (
+            "Let me check the current weather in London.\n"
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>'
+        )
     )
 
 
@@ -294,7 +297,10 @@ def test_parse_round_trips_every_assistant_turn(case):
 
 
 def test_parse_tolerates_whitespace_and_a_stop_token():
-    text = 'Checking.\n<tool_call>  {"name": "f", "arguments": {"a": [1, "</tool_call>"]}}\n\n</tool_call>\n \n<tool_call>{"name": "g", "arguments": {}}</tool_call>\n<|im_end|>'
+    text = (
+        'Checking.\n<tool_call>  {"name": "f", "arguments": {"a": [1, "</tool_call>"]}}\n\n</tool_call>\n \n'
+        '<tool_call>{"name": "g", "arguments": {}}</tool_call>\n<|im_end|>'
+    )
     assert fmt.parse(text) == ("Checking.", [ToolCall("f", {"a": [1, "</tool_call>"]}), ToolCall("g", {})])
     assert fmt.parse("Paris.<|im_end|>") == ("Paris.", [])
     assert fmt.parse("") == (None, [])

@@ -24,7 +24,10 @@ WEATHER = Tool(
         "required": ["city"],
     },
 )
-ANSWER = '<thinking>1. The user wants the weather.\n6. get_weather(city="Paris")</thinking>[get_weather(city="Paris", days=2)]'
+ANSWER = (
+    '<thinking>1. The user wants the weather.\n6. get_weather(city="Paris")</thinking>[get_weather(city="Paris", '
+    'days=2)]'
+)
 
 
 def toolgt_sample(answer: str = ANSWER) -> Conversation:

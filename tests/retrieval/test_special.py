@@ -34,8 +34,10 @@ def test_definitions_are_the_papers():
         "type": "function",
         "function": {
             "name": "meta_tool",
-            "description": "Use this tool when no suitable tool is available in the current list, and an external tool is required "
-            "to provide an accurate response to the user.",
+            "description": (
+                "Use this tool when no suitable tool is available in the current list, and an external tool is "
+                "required to provide an accurate response to the user."
+            ),
             "parameters": {
                 "type": "object",
                 "properties": {

@@ -326,7 +326,10 @@ def test_multi_turn_keeps_user_turns_and_holds_out_missed_functions(fx):
     assert isinstance(twitter, Rejected)
     assert (
         twitter.reason
-        == f"involved_classes: no function docs for TwitterAPI: {fx.resolve() / 'multi_turn_func_doc' / 'posting_api.json'} not found"
+        == (
+            "involved_classes: no function docs for TwitterAPI: "
+            f"{fx.resolve() / 'multi_turn_func_doc' / 'posting_api.json'} not found"
+        )
     )
     assert memory.tools == [] and memory.meta["unresolved_classes"] == ["MemoryAPI"]
     assert [m.role for m in memory.messages] == ["user"] and memory.meta["ground_truth"] == ["Michael"]

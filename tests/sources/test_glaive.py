@@ -313,14 +313,20 @@ def test_every_output_round_trips(fixtures, name):
 
 
 def test_split_system_cuts_every_function_object_and_keeps_other_braces():
-    system = 'SYSTEM: Use {curly} words -\n{"name": "a", "parameters": {}}\n\n{"name": "b"}\n\nBe brief. {"not": "a function"}'
+    system = (
+        'SYSTEM: Use {curly} words -\n{"name": "a", "parameters": {}}\n\n{"name": "b"}\n\n'
+        'Be brief. {"not": "a function"}'
+    )
     prose, functions = split_system(system)
     assert functions == [{"name": "a", "parameters": {}}, {"name": "b"}]
     assert prose == 'Use {curly} words -\n\n\n\n\nBe brief. {"not": "a function"}'
 
 
 def test_split_chat_strips_markers_and_end_tokens():
-    chat = "USER: hi <|endoftext|>\n\n\nASSISTANT: Hello!\nUSER: is not a marker here <|endoftext|>\n\nFUNCTION RESPONSE: {}"
+    chat = (
+        "USER: hi <|endoftext|>\n\n\nASSISTANT: Hello!\nUSER: is not a marker here <|endoftext|>\n\n"
+        "FUNCTION RESPONSE: {}"
+    )
     assert split_chat(chat) == [
         ("USER", "hi"),
         ("ASSISTANT", "Hello!\nUSER: is not a marker here"),

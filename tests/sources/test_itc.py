@@ -271,7 +271,10 @@ def test_repeated_parallel_nested_and_empty_actions(fx):
     empty = items["itc-empty-fr"]
     assert empty.messages[-1].to_dict() == {
         "role": "assistant",
-        "content": "Aucun des outils disponibles ne permet de réserver un restaurant. Je vous suggère de contacter directement le restaurant.",
+        "content": (
+            "Aucun des outils disponibles ne permet de réserver un restaurant. Je vous suggère de contacter "
+            "directement le restaurant."
+        ),
     }
     assert empty.tools == []
     japanese = items["itc-multiturn-ja"]

@@ -134,7 +134,10 @@ def test_reference_record_exact(fx):
         "tools": [
             {"type": "function", "function": {
                 "name": "searchCVE",
-                "description": "Build and send GET request then return list of objects containing a collection of CVEs.\n\nArgs:\ncpeName (str): A CPE name.",
+                "description": (
+                    "Build and send GET request then return list of objects containing a collection of CVEs.\n\n"
+                    "Args:\ncpeName (str): A CPE name."
+                ),
                 "parameters": {"type": "object", "properties": {"cpeName": {"default": None}, "keywordSearch": {"default": None}, "limit": {"type": "integer", "default": None}}},
             }},
             {"type": "function", "function": {
