@@ -121,8 +121,7 @@ def test_metabench_metrics_and_table(capsys, tmp_path):
     ]
     assert (
         "multi_call         1.0000  0.0000       -       -       -       -       -           1"
-        "                  0          0              0"
-        in lines
+        "                  0          0              0" in lines
     )
     assert lines[-7:] == [
         "unreadable lines (skipped): 2",

@@ -173,7 +173,7 @@ def test_chatml_prompts_with_tools_have_the_hermes_layout_of_qwen2_5s_template(c
         .replace(
             "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
             '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
-            '<args-json-object>}\n</tool_call>',
+            "<args-json-object>}\n</tool_call>",
             TOOLS_INSTRUCTION,
         )
         .replace("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", SMOLLM2_SYSTEM)

@@ -124,12 +124,9 @@ def test_parallel_calls_and_their_results_share_one_turn_each():
 
 def test_text_before_a_call_is_separated_by_one_newline():
     body = assistant_bodies(CASES["text_and_call"])[0]
-    assert (
-        body
-        == (
-            "Let me check the current weather in London.\n"
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>'
-        )
+    assert body == (
+        "Let me check the current weather in London.\n"
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>'
     )
 
 
@@ -140,7 +137,7 @@ QWEN_TOOLS_PREAMBLE = (
 QWEN_TOOLS_INSTRUCTION = (
     "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
     '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
-    '<args-json-object>}\n</tool_call>'
+    "<args-json-object>}\n</tool_call>"
 )
 
 
@@ -330,7 +327,7 @@ def test_parse_tolerates_whitespace_and_a_stop_token():
         (
             (
                 '<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>{"name": 3, "arguments": '
-                '{}}</tool_call>'
+                "{}}</tool_call>"
             ),
             "tool call 2: 'name' must be a non-empty string",
         ),

@@ -26,7 +26,7 @@ WEATHER = Tool(
 )
 ANSWER = (
     '<thinking>1. The user wants the weather.\n6. get_weather(city="Paris")</thinking>[get_weather(city="Paris", '
-    'days=2)]'
+    "days=2)]"
 )
 
 

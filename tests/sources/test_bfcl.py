@@ -324,12 +324,9 @@ def test_multi_turn_keeps_user_turns_and_holds_out_missed_functions(fx):
     assert [f["name"] for f in first.meta["bfcl_functions"]] == ["add", "square_root"]
     assert first.meta["ground_truth"] == [["add(a=2, b=3)"], [], ["square_root(number=5)"]]
     assert isinstance(twitter, Rejected)
-    assert (
-        twitter.reason
-        == (
-            "involved_classes: no function docs for TwitterAPI: "
-            f"{fx.resolve() / 'multi_turn_func_doc' / 'posting_api.json'} not found"
-        )
+    assert twitter.reason == (
+        "involved_classes: no function docs for TwitterAPI: "
+        f"{fx.resolve() / 'multi_turn_func_doc' / 'posting_api.json'} not found"
     )
     assert memory.tools == [] and memory.meta["unresolved_classes"] == ["MemoryAPI"]
     assert [m.role for m in memory.messages] == ["user"] and memory.meta["ground_truth"] == ["Michael"]
