@@ -17,9 +17,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Few conversations, short rows, no evaluation (where the recipe allows): the recipe's own data builder, format and model setup, in
-# seconds. The demo recipe's SmolLM2 is swapped for the tiny Llama (same ChatML format; the real model's run
-# is tests/engine/test_demo.py, slow tier).
+# Few conversations, short rows, no evaluation (where the recipe allows): the recipe's own data builder, format and
+# model setup, in seconds. The demo recipe's SmolLM2 is swapped for the tiny Llama (same ChatML format; the real
+# model's run is tests/engine/test_demo.py, slow tier).
 SMALL = ["data.overlong=truncate", "eval=none", "peft.dropout=0", "train.max_steps=3", "train.save_steps=100"]
 GOLDEN: dict[str, dict] = {
     "demo": {

@@ -145,7 +145,8 @@ def test_itc_metrics(capsys, tmp_path):
         "items": 3,
     }  # fmt: skip
     assert metrics["counts"]["errors"] == {
-        "hallucinated_tools": 1, "missing_tools": 1, "extra_tools": 0, "incorrect_params": 1, "missing_params": 0, "extra_params": 0,
+        "hallucinated_tools": 1, "missing_tools": 1, "extra_tools": 0,
+        "incorrect_params": 1, "missing_params": 0, "extra_params": 0,
     }  # fmt: skip
     assert (
         "selection                 0.5000         0.5000       0.0000                 -               -             -"

@@ -38,8 +38,10 @@ CONVERSATION = {
             wrapped("meta_tool", "call_0", tool_description="q", param_description=[]),
             wrapped("meta_tool", "call_1", tool_description="r", param_description=[]),
         ]},
-        {"role": "tool", "tool_call_id": "call_0", "name": "meta_tool", "content": json.dumps({"name": "q", "description": "..."})},
-        {"role": "tool", "tool_call_id": "call_1", "name": "meta_tool", "content": json.dumps([{"name": "meta_tool", "function_id": 0, "results": {"name": "r"}}])},
+        {"role": "tool", "tool_call_id": "call_0", "name": "meta_tool",
+         "content": json.dumps({"name": "q", "description": "..."})},
+        {"role": "tool", "tool_call_id": "call_1", "name": "meta_tool",
+         "content": json.dumps([{"name": "meta_tool", "function_id": 0, "results": {"name": "r"}}])},
         {"role": "assistant", "content": "Done."},
     ],
     "meta": {"category": "function_missing", "difficulty": "simple", "world": "open", "turn": 1},
@@ -145,7 +147,9 @@ def test_per_item_verdicts(result):
     assert result["reference_errors"] == [
         {
             "id": "bad",
-            "reason": "meta.category None is not one of chat, function_missing, function_existing, single_call, multi_call",
+            "reason": (
+                "meta.category None is not one of chat, function_missing, function_existing, single_call, multi_call"
+            ),
         }
     ]
     assert result["unknown_prediction_ids"] == ["stray"]

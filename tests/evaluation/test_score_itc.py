@@ -29,11 +29,14 @@ def reference(
 ) -> dict:
     return {
         "id": item_id,
-        "tools": [{"type": "function", "function": {"name": name, "description": "", "parameters": {}}} for name in tools],
+        "tools": [
+            {"type": "function", "function": {"name": name, "description": "", "parameters": {}}} for name in tools
+        ],
         "messages": [
             {"role": "user", "content": query},
             {"role": "assistant", "content": "gold thought", "tool_calls": [
-                {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}} for i, (name, args) in enumerate(calls)
+                {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+                for i, (name, args) in enumerate(calls)
             ]},
         ],
         "meta": {**({"language": language} if language else {}), **meta},
@@ -223,7 +226,8 @@ def test_pathological_model_text_is_wrong_not_a_crash():
 def test_empty_predictions():
     result = score_itc([], REFERENCES[:2], language_of=fake_language)
     assert result["overall"] == {
-        "lm": 0.0, "fm": 0.0, "tool_p": 0.0, "tool_r": 0.0, "tool_f1": 0.0, "ti_p": 0.0, "ti_r": 0.0, "ti_f1": 0.0, "items": 2,
+        "lm": 0.0, "fm": 0.0, "tool_p": 0.0, "tool_r": 0.0, "tool_f1": 0.0,
+        "ti_p": 0.0, "ti_r": 0.0, "ti_f1": 0.0, "items": 2,
     }  # fmt: skip
     assert score_itc([], [], language_of=fake_language)["overall"]["fm"] is None
 

@@ -53,7 +53,8 @@ def reference_text(row: dict) -> str:
 def test_every_reference_string_scores_itself_perfectly(references):
     report = score_nexus([{"id": r["id"], "call": reference_text(r)} for r in references], references)
     assert {task: (agg["total"], agg["correct"]) for task, agg in report["tasks"].items()} == {
-        "cve_cpe": (78, 78), "emailrep": (38, 38), "virustotal": (151, 151), "toolalpaca": (85, 85), "toolllm": (21, 21),
+        "cve_cpe": (78, 78), "emailrep": (38, 38), "virustotal": (151, 151),
+        "toolalpaca": (85, 85), "toolllm": (21, 21),
     }  # fmt: skip
     assert (report["weighted_average"], report["unweighted_average"]) == (1.0, 1.0)
     assert report["reference_errors"] == []
@@ -66,7 +67,8 @@ def test_every_reference_as_canonical_tool_calls_scores_itself_perfectly(referen
 
 def test_toolllm_original_outputs_match_except_the_renamed_json_argument(references):
     rows = [r for r in references if r["meta"]["dataset"] == "toolllm"]
-    # Output_Original writes quoted names and JSON literals ("raw" = false); one names "json" where the stub says json_arg.
+    # Output_Original writes quoted names and JSON literals ("raw" = false); one names "json" where the stub says
+    # json_arg.
     report = score_nexus([{"id": r["id"], "call": r["meta"]["output_original"][0]} for r in rows], rows)
     assert report["tasks"]["toolllm"]["correct"] == 20
     assert [(i["id"], i["error"]) for i in report["per_item"] if not i["correct"]] == [

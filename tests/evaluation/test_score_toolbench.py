@@ -18,7 +18,10 @@ from train.evaluation.toolbench import (
 from train.sources._common import Rejected
 from train.sources.toolbench import read
 
-HOME_GOLD = 'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_num_beds(6)\nAPI.set_min_price(961000)\nAPI.search()'
+HOME_GOLD = (
+    'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_num_beds(6)\nAPI.set_min_price(961000)\n'
+    "API.search()"
+)
 HOME_META = {"task": "home", "completion": [HOME_GOLD], "gold_tool": "home_search", "gold_tool_label": "Home search"}
 
 
@@ -109,7 +112,8 @@ def test_booking_fields_dates_locations_and_defaults():
     assert run_program(program, "booking") == {
         "booking_type": "both", "means_of_transportation": "train", "location_from": "Boston", "location_to": "Albany",
         "location": "Albany", "checkin_date": "3-9-2023", "checkout_date": "3-10-2023",
-        "min_price_ticket": 0, "min_price_room": 0, "departure_date": "3-9-2023", "return_date": "3-10-2023", "num_rooms": 1,
+        "min_price_ticket": 0, "min_price_room": 0, "departure_date": "3-9-2023", "return_date": "3-10-2023",
+        "num_rooms": 1,
     }  # fmt: skip
 
 
@@ -121,7 +125,10 @@ def test_hand_computed_precision_recall_f1_on_perturbations():
     assert _scores(extra_field) == (False, 5 / 6, 1.0, pytest.approx(10 / 11))
     no_search = HOME_GOLD.replace("\nAPI.search()", "")  # no defaults: 4 fields, all right
     assert _scores(no_search) == (False, 1.0, 0.8, pytest.approx(8 / 9))
-    reordered_with_none = 'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_min_price(961000)\nAPI.set_max_price(None)\nAPI.set_num_beds(6)\nAPI.search()'
+    reordered_with_none = (
+        'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_min_price(961000)\n'
+        "API.set_max_price(None)\nAPI.set_num_beds(6)\nAPI.search()"
+    )
     assert _scores(reordered_with_none) == (True, 1.0, 1.0, 1.0)
     assert precision_recall_f1({}, {"a": 1}) == (0.0, 0.0, 0.0)
     assert precision_recall_f1({"a": 2}, {"a": 1}) == (0.0, 0.0, 0.0)
@@ -240,7 +247,8 @@ WEATHER = "curl -X GET 'https://api.openweathermap.org/data/2.5/forecast?q=kansa
 def test_weather_request_fields_add_sambanova_defaults():
     assert request_fields(WEATHER) == {
         "method": "GET", "url": "https://api.openweathermap.org/data/2.5/forecast",
-        "query.appid": "{API_KEY}", "query.lang": "en", "query.mode": "json", "query.q": "kansas city", "query.units": "metric",
+        "query.appid": "{API_KEY}", "query.lang": "en", "query.mode": "json", "query.q": "kansas city",
+        "query.units": "metric",
     }  # fmt: skip
 
 
@@ -282,7 +290,9 @@ def test_weather_numbers_and_air_pollution_without_defaults():
     gold = "curl -X GET 'https://api.openweathermap.org/data/2.5/air_pollution?lat=40.1&lon=35.0&appid={API_KEY}'"
     assert request_fields(gold) == {
         "method": "GET", "url": "https://api.openweathermap.org/data/2.5/air_pollution",
-        "query.appid": "{API_KEY}", "query.lat": request_fields(gold.replace("40.1", "40.10"))["query.lat"], "query.lon": request_fields(gold.replace("35.0", "35"))["query.lon"],
+        "query.appid": "{API_KEY}",
+        "query.lat": request_fields(gold.replace("40.1", "40.10"))["query.lat"],
+        "query.lon": request_fields(gold.replace("35.0", "35"))["query.lon"],
     }  # fmt: skip
     zip_gold = "curl 'https://api.openweathermap.org/data/2.5/weather?zip=02134&appid={API_KEY}'"
     assert (
@@ -373,7 +383,8 @@ def test_fixture_mix_hand_computed(fixtures):
     report = score_toolbench(load_jsonl(folder / "predictions.jsonl"), load_jsonl(folder / "references.jsonl"))
     items = {item["id"]: item for item in report["per_item"]}
     assert items["home/test-1"] == {
-        "id": "home/test-1", "task": "home", "success": False, "precision": 0.8, "recall": 0.8, "f1": pytest.approx(0.8),
+        "id": "home/test-1", "task": "home", "success": False,
+        "precision": 0.8, "recall": 0.8, "f1": pytest.approx(0.8),
         "closest_gold": 0, "error": None, "tool_correct": True,
     }  # fmt: skip
     # booking: 10 predicted fields (num_children extra), 9 gold, 8 shared (return date differs).

@@ -101,7 +101,9 @@ def test_score_counts_malformed_missing_and_duplicated_predictions():
     assert result["reference_errors"] == [
         {
             "id": "bad",
-            "reason": "no gold tool: expected 'gold_tool', meta.gold_tool, one 'gold_tools' name or an assistant answer",
+            "reason": (
+                "no gold tool: expected 'gold_tool', meta.gold_tool, one 'gold_tools' name or an assistant answer"
+            ),
         }
     ]
 

@@ -305,7 +305,10 @@ TINY = Conversation.from_dict(
         ],
     }
 )
-TINY_CALL = ['{"', "name", '":', ' "', "calc", '",', ' "', "parameters", '":', ' {"', "x", '":', ' "', "2", "+", "2", '"}}', "<|eot_id|>"]  # fmt: skip
+TINY_CALL = [
+    '{"', "name", '":', ' "', "calc", '",', ' "', "parameters", '":',
+    ' {"', "x", '":', ' "', "2", "+", "2", '"}}', "<|eot_id|>",
+]  # fmt: skip
 TINY_ANSWER = ["It", " is", " ", "4", ".", "<|eot_id|>"]
 
 
@@ -418,7 +421,10 @@ METATOOL_CASE = Conversation.from_dict(
         ],
     }
 )
-METATOOL_TOOLS = '{\n    "type": "function",\n    "function": {\n        "name": "get_weather",\n        "description": "Weather.",\n        "parameters": {}\n    }\n}\n\n'  # fmt: skip
+METATOOL_TOOLS = (
+    '{\n    "type": "function",\n    "function": {\n        "name": "get_weather",\n'
+    '        "description": "Weather.",\n        "parameters": {}\n    }\n}\n\n'
+)  # fmt: skip
 METATOOL_TEXT = (
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
     "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"

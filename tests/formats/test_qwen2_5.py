@@ -236,7 +236,10 @@ TINY = Conversation.from_dict(
         ],
     }
 )
-TINY_CALL = ["<tool_call>", "\n", '{"', "name", '":', ' "', "calc", '",', ' "', "arguments", '":', ' {"', "x", '":', ' "', "2", "+", "2", '"}}\n', "</tool_call>", "<|im_end|>"]  # fmt: skip
+TINY_CALL = [
+    "<tool_call>", "\n", '{"', "name", '":', ' "', "calc", '",', ' "', "arguments", '":',
+    ' {"', "x", '":', ' "', "2", "+", "2", '"}}\n', "</tool_call>", "<|im_end|>",
+]  # fmt: skip
 TINY_ANSWER = ["It", " is", " ", "4", ".", "<|im_end|>"]
 
 

@@ -223,8 +223,18 @@ def test_fixture_record_exact(fx):
                             "shape": {"type": "string", "enum": ["circle", "square"], "description": "Shape kind."},
                             "size": {"type": "number", "description": "Size in metres."},
                             "origin": {"type": "array", "items": {"type": "integer"}, "description": "Origin point."},
-                            "options": {"type": "object", "properties": {"precision": {"type": "integer"}, "unit": {"type": "string"}}, "description": "Options."},
-                            "layers": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "visible": {"type": "boolean"}}}},
+                            "options": {
+                                "type": "object",
+                                "properties": {"precision": {"type": "integer"}, "unit": {"type": "string"}},
+                                "description": "Options.",
+                            },
+                            "layers": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}, "visible": {"type": "boolean"}},
+                                },
+                            },
                             "payload": {"description": "Anything."},
                         },
                         "required": ["shape", "size"],
@@ -243,7 +253,13 @@ def test_fixture_record_exact(fx):
                         "type": "function",
                         "function": {
                             "name": "geo.area",
-                            "arguments": {"shape": "circle", "size": 2.0, "origin": [0, 0], "options": {"precision": 2, "unit": "m"}, "layers": [{"name": "base", "visible": True}]},
+                            "arguments": {
+                                "shape": "circle",
+                                "size": 2.0,
+                                "origin": [0, 0],
+                                "options": {"precision": 2, "unit": "m"},
+                                "layers": [{"name": "base", "visible": True}],
+                            },
                         },
                     }
                 ],
@@ -465,11 +481,23 @@ def test_real_simple_0_hand_checked(shared_data):
         }}],
         "messages": [
             {"role": "user", "content": "Find the area of a triangle with a base of 10 units and height of 5 units."},
-            {"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5, "unit": "units"}}}]},
+            {"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function", "function": {
+                "name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5, "unit": "units"},
+            }}]},
         ],
         "meta": {
             "source": "bfcl", "bfcl_version": "v2", "category": "simple",
-            "bfcl_functions": [{"name": "calculate_triangle_area", "description": "Calculate the area of a triangle given its base and height.", "parameters": {"type": "dict", "properties": {"base": {"type": "integer", "description": "The base of the triangle."}, "height": {"type": "integer", "description": "The height of the triangle."}, "unit": {"type": "string", "description": "The unit of measure (defaults to 'units' if not specified)"}}, "required": ["base", "height"]}}],
+            "bfcl_functions": [{
+                "name": "calculate_triangle_area",
+                "description": "Calculate the area of a triangle given its base and height.",
+                "parameters": {"type": "dict", "properties": {
+                    "base": {"type": "integer", "description": "The base of the triangle."},
+                    "height": {"type": "integer", "description": "The height of the triangle."},
+                    "unit": {
+                        "type": "string", "description": "The unit of measure (defaults to 'units' if not specified)",
+                    },
+                }, "required": ["base", "height"]},
+            }],
             "ground_truth": [{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}],
         },
     }  # fmt: skip

@@ -1,4 +1,5 @@
-"""ITC reader: API records to JSON Schema, json{Thought, Action} answers, multilingual fixtures from the paper's examples."""
+"""ITC reader: API records to JSON Schema, json{Thought, Action} answers, multilingual fixtures from the paper's
+examples."""
 
 from __future__ import annotations
 
@@ -224,16 +225,26 @@ def test_single_call_exact_record(fx):
         "id": "itc-single-en",
         "tools": [{"type": "function", "function": {
             "name": "translate1",
-            "description": "This API endpoint allows users to perform translations of text from one language to another.",
+            "description": (
+                "This API endpoint allows users to perform translations of text from one language to another."
+            ),
             "parameters": {"type": "object", "properties": {
                 "text": {"type": "string", "description": "The text content to be translated"},
-                "target_lang": {"type": "string", "description": "The target language code (e.g., 'en' for English, 'zh' for Chinese)"},
+                "target_lang": {
+                    "type": "string",
+                    "description": "The target language code (e.g., 'en' for English, 'zh' for Chinese)",
+                },
             }, "required": ["text", "target_lang"]},
         }}],
         "messages": [
-            {"role": "user", "content": "Can you help me translate 'Hello, how are you?' into French for my upcoming trip to Paris?"},
-            {"role": "assistant", "content": "To assist the user with their request for translation, I will utilize the Google Translate API.",
-             "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "translate1", "arguments": {"text": "Hello, how are you?", "target_lang": "fr"}}}]},
+            {"role": "user", "content": (
+                "Can you help me translate 'Hello, how are you?' into French for my upcoming trip to Paris?"
+            )},
+            {"role": "assistant", "content": (
+                "To assist the user with their request for translation, I will utilize the Google Translate API."
+            ), "tool_calls": [{"id": "call_0", "type": "function", "function": {
+                "name": "translate1", "arguments": {"text": "Hello, how are you?", "target_lang": "fr"},
+            }}]},
         ],
         "meta": {
             "language": "en", "task_type": "single", "source": "itc",
@@ -264,7 +275,8 @@ def test_repeated_parallel_nested_and_empty_actions(fx):
         [("call_1", "MD5_Text_Hash", {"dataString": "A1b2C3d4E5f6"})],
     ]
     assert nested.messages[2].to_dict() == {
-        "role": "tool", "content": '{"code": 200, "msg": "Password generated successfully.", "data": {"password": "A1b2C3d4E5f6"}}',
+        "role": "tool",
+        "content": '{"code": 200, "msg": "Password generated successfully.", "data": {"password": "A1b2C3d4E5f6"}}',
         "tool_call_id": "call_0", "name": "Generate_password",
     }  # fmt: skip
     assert nested.meta["renamed_calls"] == {"MD5_Text Hash": "MD5_Text_Hash"}

@@ -138,19 +138,32 @@ def test_reference_record_exact(fx):
                     "Build and send GET request then return list of objects containing a collection of CVEs.\n\n"
                     "Args:\ncpeName (str): A CPE name."
                 ),
-                "parameters": {"type": "object", "properties": {"cpeName": {"default": None}, "keywordSearch": {"default": None}, "limit": {"type": "integer", "default": None}}},
+                "parameters": {"type": "object", "properties": {
+                    "cpeName": {"default": None}, "keywordSearch": {"default": None},
+                    "limit": {"type": "integer", "default": None},
+                }},
             }},
             {"type": "function", "function": {
                 "name": "searchCPE",
                 "description": "Search CPE names.",
-                "parameters": {"type": "object", "properties": {"cpeMatchString": {"type": "string", "default": None}, "keywordSearch": {"type": "string", "default": None}, "limit": {"type": "integer", "default": 10}}},
+                "parameters": {"type": "object", "properties": {
+                    "cpeMatchString": {"type": "string", "default": None},
+                    "keywordSearch": {"type": "string", "default": None},
+                    "limit": {"type": "integer", "default": 10},
+                }},
             }},
         ],
         "messages": [
             {"role": "user", "content": "List two CPEs for Microsoft Exchange 2010."},
-            {"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "searchCPE", "arguments": {"keywordSearch": "Microsoft Exchange 2010", "limit": 2}}}]},
+            {"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function", "function": {
+                "name": "searchCPE", "arguments": {"keywordSearch": "Microsoft Exchange 2010", "limit": 2},
+            }}]},
         ],
-        "meta": {"source": "nexusraven", "dataset": "cve_cpe", "reference": "r = nvdlib.searchCPE(keywordSearch = 'Microsoft Exchange 2010', limit = 2)", "assigned_to": "r"},
+        "meta": {
+            "source": "nexusraven", "dataset": "cve_cpe",
+            "reference": "r = nvdlib.searchCPE(keywordSearch = 'Microsoft Exchange 2010', limit = 2)",
+            "assigned_to": "r",
+        },
     }  # fmt: skip
     positional = read_fixture(fx)[1]
     assert positional.messages[-1].tool_calls[0].arguments == {"cpeName": "cpe:2.3:a:microsoft:exchange_server:2013:"}
@@ -160,7 +173,8 @@ def test_toolalpaca_turn_exact(fx):
     items = {i.id: i for i in read_fixture(fx) if isinstance(i, Conversation)}
     turn = items["toolalpaca_queries-0-turns_1"]
     assert [t.to_dict()["function"] for t in turn.tools] == [
-        {"name": "convertCurrency", "description": "Convert currency values from one currency to another.", "parameters": {
+        {"name": "convertCurrency", "description": "Convert currency values from one currency to another.",
+         "parameters": {
             "type": "object",
             "properties": {
                 "from": {"type": "string", "description": "Required. string. The currency code to convert from."},
@@ -171,7 +185,10 @@ def test_toolalpaca_turn_exact(fx):
         }},
         {"name": "getQuotes", "description": "Get quotes for precious metals.", "parameters": {
             "type": "object",
-            "properties": {"symbols": {"type": "array", "items": {"type": "string"}, "description": "Metal codes."}, "limit": {"type": "integer", "description": "How many."}},
+            "properties": {
+                "symbols": {"type": "array", "items": {"type": "string"}, "description": "Metal codes."},
+                "limit": {"type": "integer", "description": "How many."},
+            },
             "required": ["symbols"],
         }},
     ]  # fmt: skip

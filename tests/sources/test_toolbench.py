@@ -63,7 +63,10 @@ def test_fixture_exact_record(fx):
         "gold_tool": "home_search",
         "gold_tool_label": "Home search",
         "completion": ['API.set_location("Boston")\nAPI.set_buy_or_rent("rent")\nAPI.set_num_beds(2)\nAPI.search()'],
-        "api_program": 'API.set_location("Boston")\nAPI.set_buy_or_rent("rent")\nAPI.set_min_price(\'None\')\nAPI.set_num_beds(2)\nAPI.search()',
+        "api_program": (
+            'API.set_location("Boston")\nAPI.set_buy_or_rent("rent")\nAPI.set_min_price(\'None\')\n'
+            "API.set_num_beds(2)\nAPI.search()"
+        ),
         "compare_string_only": False,
     }
     weather = home.tools[0].to_dict()["function"]
@@ -109,7 +112,8 @@ def test_real_tasks(shared_data):
         ("weather", "current_weather_zipcode"): 13, ("weather", "current_weather_city"): 12,
         ("weather", "forecast_weather_latitude_longitude"): 12, ("weather", "current_weather_latitude_longitude"): 11,
         ("weather", "forecast_weather_city"): 11, ("weather", "forecast_weather_zipcode"): 11,
-        ("weather", "forecast_air_pollution"): 10, ("weather", "current_air_pollution"): 10, ("weather", "geographical_coordinates"): 10,
+        ("weather", "forecast_air_pollution"): 10, ("weather", "current_air_pollution"): 10,
+        ("weather", "geographical_coordinates"): 10,
     }  # fmt: skip
     assert all(len(i.tools) == 17 and [m.role for m in i.messages] == ["user"] for i in items)
     for tool in items[0].tools:

@@ -53,14 +53,28 @@ def test_fixture_exact_record(fx):
     assert first.to_dict() == {
         "id": "train-0",
         "tools": [
-            {"type": "function", "function": {"name": "Book Review", "description": "The Book Review tool gets the top-rated book reviews for a particular book.", "parameters": {"type": "object", "properties": {}}}},
-            {"type": "function", "function": {"name": "News", "description": "The News tool gets the top news for a particular topic or query.", "parameters": {"type": "object", "properties": {}}}},
-            {"type": "function", "function": {"name": "Weather Now", "description": "Current weather at a place.", "parameters": {"type": "object", "properties": {}}}},
+            {"type": "function", "function": {
+                "name": "Book Review",
+                "description": "The Book Review tool gets the top-rated book reviews for a particular book.",
+                "parameters": {"type": "object", "properties": {}},
+            }},
+            {"type": "function", "function": {
+                "name": "News",
+                "description": "The News tool gets the top news for a particular topic or query.",
+                "parameters": {"type": "object", "properties": {}},
+            }},
+            {"type": "function", "function": {
+                "name": "Weather Now",
+                "description": "Current weather at a place.",
+                "parameters": {"type": "object", "properties": {}},
+            }},
         ],
         "messages": [
             {"role": "user", "content": '10 reviews for "Dune".'},
             {"role": "assistant", "content": "The user wants reviews of a book.\nThe Book Review tool fits.",
-             "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "Book Review", "arguments": {}}}]},
+             "tool_calls": [
+                 {"id": "call_0", "type": "function", "function": {"name": "Book Review", "arguments": {}}},
+             ]},
         ],
         "meta": {
             "source": "toolselect",
