@@ -107,19 +107,26 @@ def main() -> None:
     assert run_ours_cases(cases) == run_official_cases(official, cases), "the checkers disagree (corpus)"
 
     scope = "all scorable v4 categories" if not args.categories else ", ".join(categories)
-    print(f"BFCL AST scoring, {scope}; python {platform.python_version()} on {platform.machine()}, "
-          f"best of {args.repeat}")
+    print(
+        f"BFCL AST scoring, {scope}; python {platform.python_version()} on {platform.machine()}, best of {args.repeat}"
+    )
     rows = [
         (f"gold, {items} items", items, lambda: run_ours_gold(workload), lambda: run_official_gold(official, workload)),
-        (f"corpus, {len(cases)} cases", len(cases), lambda: run_ours_cases(cases),
-         lambda: run_official_cases(official, cases)),
+        (
+            f"corpus, {len(cases)} cases",
+            len(cases),
+            lambda: run_ours_cases(cases),
+            lambda: run_official_cases(official, cases),
+        ),
     ]
     columns = ("tooltrain s", "bfcl-eval s", "tooltrain/s", "bfcl-eval/s")
     print(f"{'workload':<24}" + "".join(f"{c:>13}" for c in columns) + f"{'speed-up':>10}")
     for name, count, ours, theirs in rows:
         mine, official_s = _best(ours, args.repeat), _best(theirs, args.repeat)
-        print(f"{name:<24}{mine:>13.3f}{official_s:>13.3f}{count / mine:>13,.0f}{count / official_s:>13,.0f}"
-              f"{official_s / mine:>9.1f}x")
+        print(
+            f"{name:<24}{mine:>13.3f}{official_s:>13.3f}{count / mine:>13,.0f}{count / official_s:>13,.0f}"
+            f"{official_s / mine:>9.1f}x"
+        )
 
 
 if __name__ == "__main__":

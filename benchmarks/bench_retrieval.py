@@ -53,7 +53,9 @@ def real_tools(data: Path) -> tuple[list[Tool], list[str]]:
             tools.update((t.name, t) for t in record.tools)
         elif isinstance(record, ToolQuery) and record.meta.get("split") == "test":
             requests.append(record.query)
-    for record in metatool_source.read([data / "metatool" / "multi_tool_query_golden.json", data / "metatool" / "plugin_des.json"]):
+    for record in metatool_source.read(
+        [data / "metatool" / "multi_tool_query_golden.json", data / "metatool" / "plugin_des.json"]
+    ):
         if isinstance(record, ToolLibrary):
             tools.update((t.name, t) for t in record.tools if t.name not in tools)
     for path in sorted((data / "bfcl_v2").glob("BFCL_v2_*.json")):
@@ -111,21 +113,44 @@ def main() -> int:
         score_s, ranking = best(lambda: metatool.rank(index, encoded, args.alpha, args.k), args.repeat)
 
     n_params = sum(len(h.param_description) for h in hypotheses)
-    print(f"Algorithm 1 (alpha {args.alpha}, top-{args.k}) over {len(library):,} tools, {len(hypotheses)} meta_tool "
-          f"queries, embedder {args.embedder}:")
+    print(
+        f"Algorithm 1 (alpha {args.alpha}, top-{args.k}) over {len(library):,} tools, {len(hypotheses)} meta_tool "
+        f"queries, embedder {args.embedder}:"
+    )
     print(f"  score + top-k: {len(hypotheses) / score_s:,.1f} queries/s ({score_s:.4f} s for the batch)")
     print(f"  end to end (embed the queries, then score): {len(hypotheses) / (encode_s + score_s):,.1f} queries/s")
     print(f"  library index: {cold:.2f} s cold (embedding), {warm:.3f} s warm (from the cache)")
-    print(json.dumps({
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "embedder": args.embedder,
-        "library": {"tools": len(library), "real_tools": len(real), "required_param_rows": len(index.params),
-                    "unique_texts": len({description_text(t) for t in library}) + len({p for t in library for p in required_param_texts(t)})},
-        "queries": {"count": len(hypotheses), "param_phrases": n_params, "alpha": args.alpha, "k": args.k},
-        "seconds": {"index_cold": round(cold, 3), "index_warm": round(warm, 4), "encode": round(encode_s, 4), "score_top_k": round(score_s, 4)},
-        "queries_per_s": {"score_top_k": round(len(hypotheses) / score_s, 1), "end_to_end": round(len(hypotheses) / (encode_s + score_s), 1)},
-        "ranking_shape": list(ranking.shape),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "machine": (
+                    f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+                    f"Python {platform.python_version()}"
+                ),
+                "embedder": args.embedder,
+                "library": {
+                    "tools": len(library),
+                    "real_tools": len(real),
+                    "required_param_rows": len(index.params),
+                    "unique_texts": len({description_text(t) for t in library})
+                    + len({p for t in library for p in required_param_texts(t)}),
+                },
+                "queries": {"count": len(hypotheses), "param_phrases": n_params, "alpha": args.alpha, "k": args.k},
+                "seconds": {
+                    "index_cold": round(cold, 3),
+                    "index_warm": round(warm, 4),
+                    "encode": round(encode_s, 4),
+                    "score_top_k": round(score_s, 4),
+                },
+                "queries_per_s": {
+                    "score_top_k": round(len(hypotheses) / score_s, 1),
+                    "end_to_end": round(len(hypotheses) / (encode_s + score_s), 1),
+                },
+                "ranking_shape": list(ranking.shape),
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -57,8 +57,10 @@ def metatool_single(data: Path) -> tuple[list, list[ToolQuery]]:
 
 def table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-                     for row in [header, *rows])
+    return "\n".join(
+        "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in [header, *rows]
+    )
 
 
 def rates(row: dict) -> list[str]:
@@ -84,22 +86,40 @@ def main() -> int:
         tools, queries = load(DATA)
         queries = sample_queries(queries, args.sample)
         index = ToolIndex(tools, embedder)
-        runs = [("history", "history", None), ("keyword (bm25)", "keyword", None),
-                ("metatool (offline teacher)", "metatool", "teacher")]
+        runs = [
+            ("history", "history", None),
+            ("keyword (bm25)", "keyword", None),
+            ("metatool (offline teacher)", "metatool", "teacher"),
+        ]
         if args.gold:
             runs.append(("metatool (gold, upper bound)", "metatool", "gold"))
         for label, method, hypothesis in runs:
             start = time.perf_counter()
-            result = evaluate(queries, index, method, alphas=alphas if method == "metatool" else alphas[:1],
-                              ks=KS, hypothesis=hypothesis or "teacher", teacher=teacher)
+            result = evaluate(
+                queries,
+                index,
+                method,
+                alphas=alphas if method == "metatool" else alphas[:1],
+                ks=KS,
+                hypothesis=hypothesis or "teacher",
+                teacher=teacher,
+            )
             seconds = time.perf_counter() - start
             first = result["rows"][0]
             main_rows.append([name, label, str(result["queries"]), str(result["pairs"]), *rates(first)])
             for row in result["rows"] if hypothesis == "teacher" else []:
                 sweep_rows.append([name, f"{row['alpha']:g}", *rates(row)])
-            records.append({"dataset": name, "method": label, "queries": result["queries"],
-                            "pairs": result["pairs"], "unknown_gold": result["unknown_gold"], "rows": result["rows"],
-                            "seconds": round(seconds, 1)})
+            records.append(
+                {
+                    "dataset": name,
+                    "method": label,
+                    "queries": result["queries"],
+                    "pairs": result["pairs"],
+                    "unknown_gold": result["unknown_gold"],
+                    "rows": result["rows"],
+                    "seconds": round(seconds, 1),
+                }
+            )
             print(f"  {name}: {label} done in {seconds:.1f} s", file=sys.stderr, flush=True)
     sampled = f", a sample of {args.sample} queries per dataset" if args.sample else ""
     print(f"HR@k, embedder {args.embedder}{sampled}")
@@ -108,8 +128,13 @@ def main() -> int:
         print(f"\nα sweep: metatool, offline-teacher hypotheses (main table: α = {alphas[0]:g})")
         print(table(["dataset", "alpha", *(f"HR@{k}" for k in KS)], sweep_rows))
     if args.json:
-        args.json.write_text(json.dumps({"embedder": args.embedder, "sample": args.sample, "results": records},
-                                        ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                {"embedder": args.embedder, "sample": args.sample, "results": records}, ensure_ascii=False, indent=2
+            )
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 

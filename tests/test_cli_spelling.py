@@ -38,8 +38,18 @@ def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def test_every_verb_is_listed():
-    assert set(PARSERS) >= {"data build", "data convert", "data render", "eval run", "eval score", "eval retrieval",
-                            "bench train", "export", "demo", "launch"}
+    assert set(PARSERS) >= {
+        "data build",
+        "data convert",
+        "data render",
+        "eval run",
+        "eval score",
+        "eval retrieval",
+        "bench train",
+        "export",
+        "demo",
+        "launch",
+    }
     assert len(PARSERS) == sum(map(len, VERBS.values())) + len(TOP_VERBS) + 2
 
 
@@ -57,7 +67,9 @@ def test_o_is_a_file_and_out_dir_a_folder(verb):
 
 
 def test_the_folder_verbs_take_out_dir():
-    folders = {verb for verb, parser in PARSERS.items() if any("--out-dir" in a.option_strings for a in options(parser))}
+    folders = {
+        verb for verb, parser in PARSERS.items() if any("--out-dir" in a.option_strings for a in options(parser))
+    }
     assert folders == {"data build", "export", "bench train", "demo"}
 
 

@@ -35,11 +35,27 @@ def seeded_shuffle(conversations, on_drop):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    cfg = {"name": "split", "sources": [{"name": "glaive", "inputs": [DEMO], "limit": None}], "builder": None,
-           "builder_args": {}, "max_seq_len": 2048, "overlong": "drop", "packing": False, "last_turn_only": False,
-           "part_weights": {}, "eval_fraction": 0.2, "cache_dir": None}
-    return build_dataset(cfg, "chatml", load_tokenizer("tiny_chatml"), tmp_path_factory.mktemp("cache"),
-                         transform=seeded_shuffle, key_extra={"seed": SEED})
+    cfg = {
+        "name": "split",
+        "sources": [{"name": "glaive", "inputs": [DEMO], "limit": None}],
+        "builder": None,
+        "builder_args": {},
+        "max_seq_len": 2048,
+        "overlong": "drop",
+        "packing": False,
+        "last_turn_only": False,
+        "part_weights": {},
+        "eval_fraction": 0.2,
+        "cache_dir": None,
+    }
+    return build_dataset(
+        cfg,
+        "chatml",
+        load_tokenizer("tiny_chatml"),
+        tmp_path_factory.mktemp("cache"),
+        transform=seeded_shuffle,
+        key_extra={"seed": SEED},
+    )
 
 
 def digest(texts) -> str:
@@ -64,8 +80,10 @@ def test_the_pairing_is_the_one_the_build_made_before(built):
 
 
 def test_split_eval_keeps_each_conversation_with_its_row():
-    convs = [Conversation(f"c{i}", [Message(role="user", content="q"), Message(role="assistant", content="a")])
-             for i in range(40)]
+    convs = [
+        Conversation(f"c{i}", [Message(role="user", content="q"), Message(role="assistant", content="a")])
+        for i in range(40)
+    ]
     rows = [(conv, {"id": conv.id, "n": n}) for n, conv in enumerate(convs)]
     split = split_eval(rows, 0.25)
     assert len(split.eval) + len(split.train) == 40 and split.eval

@@ -17,8 +17,20 @@ import pytest
 
 TRAIN = Path(__file__).resolve().parents[1] / "train"
 
-LAYERS = ("base", "schema", "sources", "formats", "retrieval", "builders", "dataset", "evaluation", "run",
-          "command_helpers", "commands", "cli")
+LAYERS = (
+    "base",
+    "schema",
+    "sources",
+    "formats",
+    "retrieval",
+    "builders",
+    "dataset",
+    "evaluation",
+    "run",
+    "command_helpers",
+    "commands",
+    "cli",
+)
 
 # Module -> layer. "pkg.*" covers every module of a package (the package itself included); an exact name wins
 # over a pattern. A module in no entry fails test_every_module_has_a_layer: place it here when you add it.
@@ -86,12 +98,14 @@ LAYER_OF: dict[str, str] = {
 }
 
 # Layers whose modules may not import one another (not only no circle: no edge at all).
-SIBLINGS_APART = {"commands": "a verb never imports another verb; what two verbs share goes in a command_helpers module"}
+SIBLINGS_APART = {
+    "commands": "a verb never imports another verb; what two verbs share goes in a command_helpers module"
+}
 
 # Imports the layer order allows but the design does not: (importer, imported prefix) -> why.
 FORBIDDEN = {
     ("train.dataset", "train.builders"): "the generic dataset never imports a recipe's builder: run.py binds one "
-                                         "and hands it in as the conversation transform",
+    "and hands it in as the conversation transform",
 }
 
 
@@ -228,7 +242,8 @@ def test_every_module_has_a_layer(graph):
     unplaced = sorted(module for module in graph if layer_of(module) is None)
     assert not unplaced, (
         f"{len(unplaced)} module(s) of train/ have no layer: {', '.join(unplaced)}. Add each to LAYER_OF in "
-        f"tests/test_layers.py (layers, lowest first: {' < '.join(LAYERS)})")
+        f"tests/test_layers.py (layers, lowest first: {' < '.join(LAYERS)})"
+    )
     assert set(LAYER_OF.values()) <= set(LAYERS)
 
 
@@ -263,17 +278,22 @@ def _package(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
 
 
 def test_a_lazy_import_inside_a_function_is_an_edge_and_closes_a_circle(tmp_path):
-    edges = _package(tmp_path, {
-        "a.py": "from train.b import x\n",
-        "b.py": "def x():\n    from train import a\n    return a\n",
-        "pkg/__init__.py": "",
-        "pkg/c.py": "from ..a import x\nfrom . import d\n",
-        "pkg/d.py": "import train.pkg.c\n",
-    })
+    edges = _package(
+        tmp_path,
+        {
+            "a.py": "from train.b import x\n",
+            "b.py": "def x():\n    from train import a\n    return a\n",
+            "pkg/__init__.py": "",
+            "pkg/c.py": "from ..a import x\nfrom . import d\n",
+            "pkg/d.py": "import train.pkg.c\n",
+        },
+    )
     assert edges["train.a"] == {"train.b"} and edges["train.b"] == {"train.a"}
     assert edges["train.pkg.c"] == {"train.a", "train.pkg.d"} and edges["train.pkg.d"] == {"train.pkg.c"}
-    assert sorted(map(tuple, import_circles(edges))) == [("train.a", "train.b", "train.a"),
-                                                         ("train.pkg.c", "train.pkg.d", "train.pkg.c")]
+    assert sorted(map(tuple, import_circles(edges))) == [
+        ("train.a", "train.b", "train.a"),
+        ("train.pkg.c", "train.pkg.d", "train.pkg.c"),
+    ]
 
 
 def test_an_upward_import_and_a_verb_importing_a_verb_are_reported():

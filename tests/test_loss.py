@@ -24,7 +24,8 @@ def test_weighted_loss_on_a_hand_built_batch():
     assert weighted_causal_lm_loss(LOGITS, LABELS, WEIGHTS).item() == pytest.approx(expected, rel=1e-6)
     # N comes from the Trainer when given: the trained tokens of the whole global batch
     assert weighted_causal_lm_loss(LOGITS, LABELS, WEIGHTS, torch.tensor(5)).item() == pytest.approx(
-        (2.0 * nll_first + 0.5 * nll_second) / 5, rel=1e-6)
+        (2.0 * nll_first + 0.5 * nll_second) / 5, rel=1e-6
+    )
 
 
 def test_weights_of_one_give_the_models_own_loss():
@@ -49,8 +50,16 @@ def _tiny_model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, use_cache=False)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
     return LlamaForCausalLM(config)
 
 
@@ -58,8 +67,10 @@ def test_the_trainer_computes_the_weighted_loss_and_the_model_never_sees_the_wei
     from transformers import Trainer, TrainingArguments
 
     model = _tiny_model()
-    samples = [{"input_ids": [5, 6, 7, 8, 9], "labels": [-100, -100, 7, 8, 9], "loss_weights": [0, 0, 2.0, 1.0, 0.5]},
-               {"input_ids": [10, 11, 12], "labels": [-100, 11, 12], "loss_weights": [0, 1.0, 3.0]}]
+    samples = [
+        {"input_ids": [5, 6, 7, 8, 9], "labels": [-100, -100, 7, 8, 9], "loss_weights": [0, 0, 2.0, 1.0, 0.5]},
+        {"input_ids": [10, 11, 12], "labels": [-100, 11, 12], "loss_weights": [0, 1.0, 3.0]},
+    ]
     batch = PackedCollator(pad_token_id=0, pad_to=10)([pack_samples(samples, [0, 1])])
     loss_func = WeightedLoss()
     loss_func.attach(model)
@@ -88,8 +99,10 @@ def test_the_weighted_loss_refuses_a_batch_without_weights():
 
 
 def test_pack_samples_carries_weights_and_zeroes_each_first():
-    samples = [{"input_ids": [1, 2, 3], "labels": [1, 2, 3], "loss_weights": [1.0, 2.0, 0.5]},
-               {"input_ids": [4, 5], "labels": [-100, 5]}]  # no weights: 1.0 where trained
+    samples = [
+        {"input_ids": [1, 2, 3], "labels": [1, 2, 3], "loss_weights": [1.0, 2.0, 0.5]},
+        {"input_ids": [4, 5], "labels": [-100, 5]},
+    ]  # no weights: 1.0 where trained
     row = pack_samples(samples, [0, 1])
     assert row["labels"] == [-100, 2, 3, -100, 5]
     assert row["loss_weights"] == [0.0, 2.0, 0.5, 0.0, 1.0]
@@ -103,7 +116,8 @@ def test_collators_pad_weights_with_zero_and_add_none_to_unweighted_batches():
     assert packed["loss_weights"].tolist() == [[0.0, 1.5, 2.0, 0.0, 0.0]]
     plain = {k: v for k, v in row.items() if k != "loss_weights"}
     assert set(PackedCollator(pad_token_id=0, pad_to=5)([plain])) == {"input_ids", "labels", "position_ids"}
-    padded = PaddedCollator(pad_token_id=0)([{"input_ids": [5, 6], "labels": [5, 6], "loss_weights": [0.5, 2.0]},
-                                             {"input_ids": [7], "labels": [-100]}])
+    padded = PaddedCollator(pad_token_id=0)(
+        [{"input_ids": [5, 6], "labels": [5, 6], "loss_weights": [0.5, 2.0]}, {"input_ids": [7], "labels": [-100]}]
+    )
     assert padded["loss_weights"].tolist() == [[0.5, 2.0], [0.0, 0.0]]
     assert "loss_weights" not in PaddedCollator(pad_token_id=0)([{"input_ids": [5], "labels": [5]}])

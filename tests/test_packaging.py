@@ -35,13 +35,20 @@ def test_a_wheel_ships_every_config_and_recipe_and_the_installed_package_compose
     for name in ("train", "conf", "recipes"):
         shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", str(source), "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")],
-                   check=True, cwd=tmp_path, timeout=300)
+    subprocess.run(
+        [*pip, "wheel", str(source), "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")],
+        check=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "dist").glob("tooltrain-*.whl")
 
     shipped = {name for name in zipfile.ZipFile(wheel).namelist() if name.startswith("train/_conf/")}
-    groups = {f"train/_conf/{p.relative_to(REPO / 'conf')}" for p in (REPO / "conf").glob("*/*.yaml")
-              if p.parent.name != "recipe"}
+    groups = {
+        f"train/_conf/{p.relative_to(REPO / 'conf')}"
+        for p in (REPO / "conf").glob("*/*.yaml")
+        if p.parent.name != "recipe"
+    }
     recipes = {f"train/_conf/recipe/{p.name}" for p in (REPO / "recipes").glob("*.yaml")}
     primary = {f"train/_conf/{p.name}" for p in (REPO / "conf").glob("*.yaml")}  # train.yaml, retrieval.yaml
     assert {"train/_conf/train.yaml", "train/_conf/retrieval.yaml"} <= primary
@@ -51,16 +58,23 @@ def test_a_wheel_ships_every_config_and_recipe_and_the_installed_package_compose
     assert templates and templates <= set(zipfile.ZipFile(wheel).namelist())
 
     site = tmp_path / "site"
-    subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], check=True,
-                   timeout=300)
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], check=True, timeout=300
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}  # the installed copy, not this checkout
-    result = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=300, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", CHECK], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     import json
 
     found = json.loads(result.stdout.strip().splitlines()[-1])
     from train.formats import FORMATS
 
-    assert found == {"conf": str(site / "train" / "_conf"), "link": False, "model": "tiny_llama", "run": "tiny",
-                     "templates": sorted(FORMATS)}
+    assert found == {
+        "conf": str(site / "train" / "_conf"),
+        "link": False,
+        "model": "tiny_llama",
+        "run": "tiny",
+        "templates": sorted(FORMATS),
+    }

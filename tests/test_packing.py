@@ -43,7 +43,9 @@ def test_pack_samples_restarts_positions_and_masks_first_label():
 
 
 def test_packed_collator_padding_is_its_own_sequence():
-    batch = PackedCollator(pad_token_id=0, pad_to=6)([{"input_ids": [7, 8, 9], "labels": [-100, 8, 9], "position_ids": [0, 1, 2]}])
+    batch = PackedCollator(pad_token_id=0, pad_to=6)(
+        [{"input_ids": [7, 8, 9], "labels": [-100, 8, 9], "position_ids": [0, 1, 2]}]
+    )
     assert batch["input_ids"].tolist() == [[7, 8, 9, 0, 0, 0]]
     assert batch["labels"].tolist() == [[-100, 8, 9, -100, -100, -100]]
     assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1, 2]]
@@ -54,9 +56,17 @@ def _tiny_model(attn: str):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                         attn_implementation=attn, use_cache=False)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        attn_implementation=attn,
+        use_cache=False,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -87,7 +97,9 @@ def test_packed_loss_equals_token_weighted_unpacked_loss(attn):
 
 
 def test_padded_collator_masks_padding():
-    batch = PaddedCollator(pad_token_id=0)([{"input_ids": [5, 6], "labels": [5, 6]}, {"input_ids": [7], "labels": [-100]}])
+    batch = PaddedCollator(pad_token_id=0)(
+        [{"input_ids": [5, 6], "labels": [5, 6]}, {"input_ids": [7], "labels": [-100]}]
+    )
     assert batch["input_ids"].tolist() == [[5, 6], [7, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1], [1, 0]]
     assert batch["labels"].tolist() == [[5, 6], [-100, -100]]

@@ -17,15 +17,23 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Few conversations, short rows, no evaluation (where the recipe allows): the recipe's own data builder, format and model setup, in
-# seconds. The demo recipe's SmolLM2 is swapped for the tiny Llama (same ChatML format; the real model's run
-# is tests/engine/test_demo.py, slow tier).
+# Few conversations, short rows, no evaluation (where the recipe allows): the recipe's own data builder, format and
+# model setup, in seconds. The demo recipe's SmolLM2 is swapped for the tiny Llama (same ChatML format; the real
+# model's run is tests/engine/test_demo.py, slow tier).
 SMALL = ["data.overlong=truncate", "eval=none", "peft.dropout=0", "train.max_steps=3", "train.save_steps=100"]
 GOLDEN: dict[str, dict] = {
     "demo": {
         # its before/after eval stays (the recipe sets it): 2 of 40 held-out conversations, 4 tokens each
-        "overrides": ["model=tiny_llama", "data.sources.0.limit=40", "data.max_seq_len=256", "data.eval_fraction=0.2", "eval.benchmarks.0.limit=2",
-                      "eval.benchmarks.0.max_new_tokens=4", "train.global_batch_size=2", "train.micro_batch_size=1"],
+        "overrides": [
+            "model=tiny_llama",
+            "data.sources.0.limit=40",
+            "data.max_seq_len=256",
+            "data.eval_fraction=0.2",
+            "eval.benchmarks.0.limit=2",
+            "eval.benchmarks.0.max_new_tokens=4",
+            "train.global_batch_size=2",
+            "train.micro_batch_size=1",
+        ],
         "losses": [6.9457, 6.9469, 6.9451],
         "trained_tokens": 1230,
     },
@@ -70,7 +78,10 @@ def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_pat
     finally:
         torch.set_num_threads(threads)
     assert (result.status, result.global_step) == ("completed", 3)
-    print(f"{recipe}: losses {[round(loss, 4) for loss in result.losses]}, trained tokens {result.summary['trained_tokens']}")
+    print(
+        f"{recipe}: losses {[round(loss, 4) for loss in result.losses]}, trained tokens "
+        f"{result.summary['trained_tokens']}"
+    )
     # the tokens that carry loss pin the data, format and masks exactly; the losses pin the model and optimizer too
     assert result.summary["trained_tokens"] == golden["trained_tokens"]
     assert result.losses == pytest.approx(golden["losses"], abs=1e-4)

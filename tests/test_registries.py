@@ -118,7 +118,9 @@ def test_unknown_names_list_the_valid_ones(tmp_path, conversations, capsys):
     assert capsys.readouterr().err.startswith("error: unknown data builder 'nope'; valid builders: metatool, toolgt")
     assert main(["data", "build", "metatool", str(conversations), "teachr=x", BUILD_OUT, str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith("error: metatool builder: unknown argument 'teachr'; valid: alpha, ")
-    assert main(["data", "build", "metatool", str(conversations), "pool_size=many", BUILD_OUT, str(tmp_path / "out")]) == 2
+    assert (
+        main(["data", "build", "metatool", str(conversations), "pool_size=many", BUILD_OUT, str(tmp_path / "out")]) == 2
+    )
     assert capsys.readouterr().err == "error: metatool builder: pool_size must be int, got 'many'\n"
     assert not (tmp_path / "out").exists()
 
@@ -135,25 +137,44 @@ def test_score_help_lists_every_registered_scorer(capsys):
 
 
 def test_a_format_from_outside(plugin, conversations, tmp_path):
-    plugin("my_formats", """
+    plugin(
+        "my_formats",
+        """
         from train.formats.chatml import ChatMLFormat
 
         class TinyChatML(ChatMLFormat):
             default_tokenizer = "tiny_chatml"  # what tells it apart: it needs no --tokenizer for the tiny one
-    """)
+    """,
+    )
     cfg = compose(["recipe=tiny", "model.chat_format=my_formats:TinyChatML"])
     assert cfg.model.chat_format == "my_formats:TinyChatML"
     mine, theirs = tmp_path / "mine.jsonl", tmp_path / "theirs.jsonl"
     assert main(["data", "render", str(conversations), "--format", "my_formats:TinyChatML", "-o", str(mine)]) == 0
-    assert main(["data", "render", str(conversations), "--format", "chatml", "--tokenizer", "tiny_chatml",
-                 "-o", str(theirs)]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "render",
+                str(conversations),
+                "--format",
+                "chatml",
+                "--tokenizer",
+                "tiny_chatml",
+                "-o",
+                str(theirs),
+            ]
+        )
+        == 0
+    )
     assert mine.read_bytes() == theirs.read_bytes() and len(mine.read_text().splitlines()) == 3
     assert "my_formats has no Nope" in compose_error(["model.chat_format=my_formats:Nope"])
     assert "os:getcwd is not a chat format" in compose_error(["model.chat_format=os:getcwd"])
 
 
 def test_a_source_reader_from_outside(plugin, tmp_path, capsys):
-    plugin("my_readers", """
+    plugin(
+        "my_readers",
+        """
         from train.schema import Conversation
         from train.sources import Rejected
 
@@ -166,7 +187,8 @@ def test_a_source_reader_from_outside(plugin, tmp_path, capsys):
                         continue
                     yield Conversation.from_dict({"id": f"line{n}", "messages": [
                         {"role": "user", "content": question}, {"role": "assistant", "content": answer}]})
-    """)
+    """,
+    )
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("hi|hello\nbroken\nbye|see you\n")
     out = tmp_path / "out.jsonl"
@@ -177,15 +199,19 @@ def test_a_source_reader_from_outside(plugin, tmp_path, capsys):
     from train.dataset import BuildReport, read_conversations
 
     report = BuildReport()
-    read = [c.id for c in read_conversations([{"name": s.name, "inputs": list(s.inputs)} for s in cfg.data.sources],
-                                             report)]
+    read = [
+        c.id for c in read_conversations([{"name": s.name, "inputs": list(s.inputs)} for s in cfg.data.sources], report)
+    ]
     assert read == ["line1", "line3"] and (report.read, report.rejected_by_reader) == (3, 1)
     assert "data.sources.0.name: source 'my_readers:reed': my_readers has no reed" in compose_error(
-        ["data.sources.0.name=my_readers:reed"])
+        ["data.sources.0.name=my_readers:reed"]
+    )
 
 
 def test_a_scorer_and_its_task_from_outside(plugin, tmp_path, conversations, capsys):
-    plugin("my_bench", '''
+    plugin(
+        "my_bench",
+        """
         from train.evaluation import ScorerSpec
         from train.evaluation.task_base import Task
 
@@ -200,13 +226,29 @@ def test_a_scorer_and_its_task_from_outside(plugin, tmp_path, conversations, cap
 
         SPEC = ScorerSpec(score=score, task=EchoTask, layout="references: conversations. predictions: {id, content}.")
         ROWS_ONLY = ScorerSpec(score=score, layout="rows only")
-    ''')
+    """,
+    )
     predictions = tmp_path / "predictions.jsonl"
-    predictions.write_text('{"id": "c0", "content": "a0"}\n{"id": "c1", "content": "wrong"}\n'
-                           '{"id": "c2", "content": "a2"}\n')
+    predictions.write_text(
+        '{"id": "c0", "content": "a0"}\n{"id": "c1", "content": "wrong"}\n{"id": "c2", "content": "a2"}\n'
+    )
     metrics = tmp_path / "metrics.json"
-    assert main(["eval", "score", "my_bench:SPEC", "--predictions", str(predictions), "--references",
-                 str(conversations), "-o", str(metrics)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "score",
+                "my_bench:SPEC",
+                "--predictions",
+                str(predictions),
+                "--references",
+                str(conversations),
+                "-o",
+                str(metrics),
+            ]
+        )
+        == 0
+    )
     assert json.loads(metrics.read_text())["metrics"] == {"accuracy": 2 / 3}
     assert capsys.readouterr().out.startswith("my_bench:SPEC: 3 items scored")
     eval_overrides = ["eval=heldout", "data.eval_fraction=0.2", f"eval.benchmarks.0.data={conversations}"]
@@ -222,7 +264,9 @@ def test_a_scorer_and_its_task_from_outside(plugin, tmp_path, conversations, cap
 
 
 def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
-    plugin("my_builders", """
+    plugin(
+        "my_builders",
+        """
         from dataclasses import dataclass
         from train.builders import BuilderSpec
 
@@ -240,13 +284,31 @@ def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
                     on_drop("past keep")
 
         SPEC = BuilderSpec(build=first, args=FirstArgs)
-    """)
+    """,
+    )
     out = tmp_path / "out"
-    assert main(["data", "build", "my_builders:SPEC", str(conversations), "keep=2", "tag=mine", "--seed", "3",
-                 BUILD_OUT, str(out)]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "build",
+                "my_builders:SPEC",
+                str(conversations),
+                "keep=2",
+                "tag=mine",
+                "--seed",
+                "3",
+                BUILD_OUT,
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
-    assert [(r["id"], r["meta"]) for r in rows] == [("c0", {"tag": "mine", "seed": 3}),
-                                                    ("c1", {"tag": "mine", "seed": 3})]
+    assert [(r["id"], r["meta"]) for r in rows] == [
+        ("c0", {"tag": "mine", "seed": 3}),
+        ("c1", {"tag": "mine", "seed": 3}),
+    ]
     report = json.loads((out / "report.json").read_text())
     assert (report["read"], report["dropped"], report["train"]) == (3, {"past keep": 1}, {"rows": 2})
     assert capsys.readouterr().out.startswith("read 3: training rows 2, dropped 1, rejected 0\n")
@@ -255,10 +317,15 @@ def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
     cfg = compose(["recipe=tiny", "data.builder=my_builders:SPEC", "+data.builder_args.keep=2"])
     from train.builders import bind
 
-    assert [c.id for c in bind(cfg.data.builder, 0, dict(cfg.data.builder_args))(
-        [Conversation.from_dict(c) for c in CONVERSATIONS])] == ["c0", "c1"]
+    assert [
+        c.id
+        for c in bind(cfg.data.builder, 0, dict(cfg.data.builder_args))(
+            [Conversation.from_dict(c) for c in CONVERSATIONS]
+        )
+    ] == ["c0", "c1"]
     assert "my_builders:SPEC builder: keep must be int, got 'two'" in compose_error(
-        ["data.builder=my_builders:SPEC", "+data.builder_args.keep=two"])
+        ["data.builder=my_builders:SPEC", "+data.builder_args.keep=two"]
+    )
     problems = compose_error(["data.builder=my_builders:SPEC", "+data.builder_args.nope=1"])
     expected = "data.builder=my_builders:SPEC: my_builders:SPEC builder: unknown argument(s) ['nope']; valid: keep, tag"
     assert expected in problems
@@ -274,9 +341,14 @@ def test_the_three_canonical_readers_are_one(tmp_path, plugin):
     from train.evaluation.tasks import get_task, read_references
 
     path = tmp_path / "mixed.jsonl"
-    lines = [json.dumps(CONVERSATIONS[0]), '{"id": "q1", "query": "weather?", "gold_tools": ["get_weather"]}',
-             '{"id": "n", "x": NaN}', '{"id": "d", "id": "e"}', json.dumps(CONVERSATIONS[1]),
-             '{"id": "robot", "messages": [{"role": "robot", "content": "beep"}]}']
+    lines = [
+        json.dumps(CONVERSATIONS[0]),
+        '{"id": "q1", "query": "weather?", "gold_tools": ["get_weather"]}',
+        '{"id": "n", "x": NaN}',
+        '{"id": "d", "id": "e"}',
+        json.dumps(CONVERSATIONS[1]),
+        '{"id": "robot", "messages": [{"role": "robot", "content": "beep"}]}',
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     report = BuildReport()
     trained = [c.id for c in read_conversations([{"name": "canonical", "inputs": [str(path)]}], report)]
@@ -284,7 +356,9 @@ def test_the_three_canonical_readers_are_one(tmp_path, plugin):
     references, rejected = read_references([path], None, get_task("heldout"))
     assert [c.id for c in references] == trained and len(rejected) == 4
     assert rejected[0] == {"location": f"{path}:2", "reason": "a tool_query, not a conversation"}
-    plugin("keep_all", """
+    plugin(
+        "keep_all",
+        """
         from dataclasses import dataclass
         from train.builders import BuilderSpec
 
@@ -296,7 +370,8 @@ def test_the_three_canonical_readers_are_one(tmp_path, plugin):
             yield from conversations
 
         SPEC = BuilderSpec(build=build, args=NoArgs)
-    """)
+    """,
+    )
     assert main(["data", "build", "keep_all:SPEC", str(path), BUILD_OUT, str(tmp_path / "out")]) == 0
     built = json.loads((tmp_path / "out" / "report.json").read_text())
     assert (built["read"], sum(built["rejected"].values()), built["train"]["rows"]) == (6, 4, 2)

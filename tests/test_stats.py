@@ -41,8 +41,11 @@ EXPECTED_CONVERSATIONS = {
 }
 EXPECTED_UNREADABLE = [
     {"line": 3, "reason": "invalid JSON at column 31: Expecting value"},
-    {"line": 6, "reason": "not a canonical record: record.messages[0].role: expected one of system, user, assistant, "
-                          "tool, got 'robot'"},
+    {
+        "line": 6,
+        "reason": "not a canonical record: record.messages[0].role: expected one of system, user, assistant, "
+        "tool, got 'robot'",
+    },
     {"line": 8, "reason": "not UTF-8 at byte 62"},
     {"line": 9, "reason": "not a canonical record: record: expected dict, got list"},
 ]
@@ -114,7 +117,9 @@ def test_only_the_first_ten_unreadable_lines_are_listed(tmp_path: Path) -> None:
 def test_cli_plain_text(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = here / "queries.jsonl"
     assert main(["data", "stats", str(path)]) == 0
-    assert capsys.readouterr().out == f"""{path}
+    assert (
+        capsys.readouterr().out
+        == f"""{path}
 
 [file]
 records                                7
@@ -140,6 +145,7 @@ libraries                              1
 tools                                  3
 distinct tools                         3
 """
+    )
 
 
 def test_cli_json_with_languages(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -179,7 +185,11 @@ def test_stats_of_converted_rectools_match_the_source(shared_data: Path, tmp_pat
     assert (stats.records, stats.unreadable) == (len(source), 0) == (1000, 0)
     assert stats.queries.to_dict() == {
         "queries": len(source),
-        "gold_per_query": {"min": min(sizes), "mean": sum(k * n for k, n in sizes.items()) / len(source), "max": max(sizes)},
+        "gold_per_query": {
+            "min": min(sizes),
+            "mean": sum(k * n for k, n in sizes.items()) / len(source),
+            "max": max(sizes),
+        },
         "gold_size_histogram": {str(k): sizes[k] for k in sorted(sizes)},
         "distinct_gold_tools": len({name for item in source for name in item["tool"]}),
         "splits": {},
@@ -192,14 +202,19 @@ def test_stats_of_converted_rectools_match_the_source(shared_data: Path, tmp_pat
 
 def test_hostile_lines_are_unreadable_not_raised(tmp_path: Path) -> None:
     path = tmp_path / "hostile.jsonl"
-    path.write_bytes(b"\n".join([
-        b'{"id": "nan", "messages": [], "meta": {"score": NaN}}',
-        b'{"id": "big", "messages": [], "meta": {"n": ' + b"9" * 5000 + b"}}",
-        "\ufeff".encode() + b'{"id": "bom", "messages": []}',
-        b"[" * 10_000 + b"]" * 10_000,
-        b'{"id": "deep", "messages": [], "meta": ' + b'{"x": ' * 10_000 + b"1" + b"}" * 10_000 + b"}",
-        b"   \t",
-    ]) + b"\n")
+    path.write_bytes(
+        b"\n".join(
+            [
+                b'{"id": "nan", "messages": [], "meta": {"score": NaN}}',
+                b'{"id": "big", "messages": [], "meta": {"n": ' + b"9" * 5000 + b"}}",
+                "\ufeff".encode() + b'{"id": "bom", "messages": []}',
+                b"[" * 10_000 + b"]" * 10_000,
+                b'{"id": "deep", "messages": [], "meta": ' + b'{"x": ' * 10_000 + b"1" + b"}" * 10_000 + b"}",
+                b"   \t",
+            ]
+        )
+        + b"\n"
+    )
     stats = count_file(path)
     assert (stats.records, stats.unreadable) == (5, 5)
     assert [item["reason"][:48] for item in stats.unreadable_lines] == [

@@ -31,8 +31,9 @@ def test_bfcl_simple(shared_data, tmp_path, capsys):
     folder = shared_data / "bfcl_v2"
     questions = [json.loads(line) for line in (folder / "BFCL_v2_simple.json").open(encoding="utf-8")]
     answers = [json.loads(line) for line in (folder / "possible_answer" / "BFCL_v2_simple.json").open(encoding="utf-8")]
-    stats = convert_then_stats(capsys, tmp_path, "bfcl", folder / "BFCL_v2_simple.json",
-                               folder / "possible_answer" / "BFCL_v2_simple.json")
+    stats = convert_then_stats(
+        capsys, tmp_path, "bfcl", folder / "BFCL_v2_simple.json", folder / "possible_answer" / "BFCL_v2_simple.json"
+    )
     user_turns = sum(len(q["question"]) for q in questions)
     calls = sum(len(a["ground_truth"]) for a in answers)
     assert (stats["conversations"], stats["tool_calls"], calls) == (len(questions), calls, 400)
@@ -40,8 +41,11 @@ def test_bfcl_simple(shared_data, tmp_path, capsys):
     assert stats["distinct_tools"] == len({f["name"] for q in questions for f in q["function"]}) == 370
     assert stats["distinct_called_tools"] == len({name for a in answers for call in a["ground_truth"] for name in call})
     sizes = [len(q["function"]) for q in questions]
-    assert stats["tools_per_conversation"] == {"min": min(sizes), "mean": round(sum(sizes) / len(sizes), 4),
-                                               "max": max(sizes)}
+    assert stats["tools_per_conversation"] == {
+        "min": min(sizes),
+        "mean": round(sum(sizes) / len(sizes), 4),
+        "max": max(sizes),
+    }
 
 
 def test_glaive_en_demo(shared_data, tmp_path, capsys):
@@ -51,13 +55,24 @@ def test_glaive_en_demo(shared_data, tmp_path, capsys):
     turns = Counter(turn["from"] for record in records for turn in record["conversations"])
     tools = [json.loads(record["tools"]) for record in records]
     assert stats["conversations"] == len(records) == 300
-    assert stats["messages_by_role"] == {"system": 0, "user": turns["human"], "tool": turns["observation"],
-                                         "assistant": turns["gpt"] + turns["function_call"]}
+    assert stats["messages_by_role"] == {
+        "system": 0,
+        "user": turns["human"],
+        "tool": turns["observation"],
+        "assistant": turns["gpt"] + turns["function_call"],
+    }
     # each function_call turn of the demo holds one call (json object, not a list)
-    assert all(isinstance(json.loads(t["value"]), dict) for r in records for t in r["conversations"]
-               if t["from"] == "function_call")
-    assert (stats["tool_calls"], stats["tool_results"], stats["parallel_turns"]) == (
-        turns["function_call"], turns["observation"], 0) == (211, 211, 0)
+    assert all(
+        isinstance(json.loads(t["value"]), dict)
+        for r in records
+        for t in r["conversations"]
+        if t["from"] == "function_call"
+    )
+    assert (
+        (stats["tool_calls"], stats["tool_results"], stats["parallel_turns"])
+        == (turns["function_call"], turns["observation"], 0)
+        == (211, 211, 0)
+    )
     assert stats["conversations_without_tools"] == sum(1 for t in tools if not t) == 109
     assert stats["distinct_tools"] == len({tool["name"] for ts in tools for tool in ts})
     called = [r for r in records if any(t["from"] == "function_call" for t in r["conversations"])]
@@ -83,14 +98,19 @@ def test_toolselect(shared_data, tmp_path, capsys):
     offered = [tool_choices(row["text"]) for row in rows]
     sizes = [len(names) for names in offered]
     assert stats["distinct_tools"] == len({name for names in offered for name in names}) == 173
-    assert stats["tools_per_conversation"] == {"min": min(sizes), "mean": round(sum(sizes) / len(sizes), 4),
-                                               "max": max(sizes)}
+    assert stats["tools_per_conversation"] == {
+        "min": min(sizes),
+        "mean": round(sum(sizes) / len(sizes), 4),
+        "max": max(sizes),
+    }
 
 
 def test_toolbench_four_tasks(shared_data, tmp_path, capsys):
     folder = shared_data / "toolbench_sambanova_toolverifier"
-    cases = {task: len((folder / task / "test.jsonl").read_text(encoding="utf-8").splitlines())
-             for task in ("booking", "cat", "home", "weather")}
+    cases = {
+        task: len((folder / task / "test.jsonl").read_text(encoding="utf-8").splitlines())
+        for task in ("booking", "cat", "home", "weather")
+    }
     apis = json.loads((folder / "sambanova.json").read_text(encoding="utf-8"))["api_list"]
     stats = convert_then_stats(capsys, tmp_path, "toolbench", folder)
     assert stats["conversations"] == sum(cases.values()) == 420

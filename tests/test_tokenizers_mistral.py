@@ -9,8 +9,17 @@ import pytest
 
 from train.tokenizers.mistral import TEKKEN_FILE, V3_FILE, build_mistral_tekken, build_mistral_v3, mistral_data_file
 
-CONTROL = ["<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
-           "[TOOL_RESULTS]", "[/TOOL_RESULTS]"]
+CONTROL = [
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[TOOL_CALLS]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+]
 
 
 @cache
@@ -39,20 +48,75 @@ def encode(tokenizer, text: str) -> list[int]:
 def varied_strings() -> list[str]:
     """300 strings: whitespace runs, leading spaces, scripts, emoji, code, control-token look-alikes."""
     fixed = [
-        "", " ", "  ", "   ", "\n", "\n\n", " \n ", "\t", "\t\tx", "a\tb", "  leading", "trailing  ", "   \n\n   ",
-        "hello world", "Hello, World!", "multiple   spaces   inside", "line one\nline two\n", "\r\nwindows\r\n",
-        "多语言文本处理", "帮我订机票。", "日本語のテキスト", "한국어 문장", "مرحبا بالعالم", "احجز لي رحلة",
-        "emoji 🛫🇫🇷✅", "👩‍👩‍👧‍👦 family", "ÆØÅ-42 ß é ñ", "Ω≈ç√∫", "\u200b zero width", "ﬁ ligature", "Ｆｕｌｌ width",
-        "e\u0301 combining", "1234567890", "3.14159 -0.0 1e10", "▁already underlined", "<0x0A>",
-        'def f(x):\n    return x  # comment\n', "for (int i = 0; i < n; ++i) { sum += a[i]; }",
-        '{"name": "get_weather", "arguments": {"city": "Paris"}}', '[{"type": "function"}]',
-        "<s> literal bos", "</s>", "<unk>", "[INST] x [/INST]", "[TOOL_CALLS] [{\"a\": 1}]",
-        "[AVAILABLE_TOOLS][/AVAILABLE_TOOLS]", "[TOOL_RESULTS] r [/TOOL_RESULTS]", "<|eot_id|><|im_end|>",
+        "",
+        " ",
+        "  ",
+        "   ",
+        "\n",
+        "\n\n",
+        " \n ",
+        "\t",
+        "\t\tx",
+        "a\tb",
+        "  leading",
+        "trailing  ",
+        "   \n\n   ",
+        "hello world",
+        "Hello, World!",
+        "multiple   spaces   inside",
+        "line one\nline two\n",
+        "\r\nwindows\r\n",
+        "多语言文本处理",
+        "帮我订机票。",
+        "日本語のテキスト",
+        "한국어 문장",
+        "مرحبا بالعالم",
+        "احجز لي رحلة",
+        "emoji 🛫🇫🇷✅",
+        "👩‍👩‍👧‍👦 family",
+        "ÆØÅ-42 ß é ñ",
+        "Ω≈ç√∫",
+        "\u200b zero width",
+        "ﬁ ligature",
+        "Ｆｕｌｌ width",
+        "e\u0301 combining",
+        "1234567890",
+        "3.14159 -0.0 1e10",
+        "▁already underlined",
+        "<0x0A>",
+        "def f(x):\n    return x  # comment\n",
+        "for (int i = 0; i < n; ++i) { sum += a[i]; }",
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        '[{"type": "function"}]',
+        "<s> literal bos",
+        "</s>",
+        "<unk>",
+        "[INST] x [/INST]",
+        '[TOOL_CALLS] [{"a": 1}]',
+        "[AVAILABLE_TOOLS][/AVAILABLE_TOOLS]",
+        "[TOOL_RESULTS] r [/TOOL_RESULTS]",
+        "<|eot_id|><|im_end|>",
     ]
     rng = random.Random(20240718)
-    alphabet = list("abcxyzXYZ  \n\t,.;:!?{}[]\"'0123456789_-/\\<>|") + list("中文日本語한국어عربي") + [
-        "🙂", "🇫🇷", "é", "ß", "▁", "<s>", "</s>", "[INST]", "[TOOL_CALLS]", "    ", "\n\n", "def ", "return ",
-    ]
+    alphabet = (
+        list("abcxyzXYZ  \n\t,.;:!?{}[]\"'0123456789_-/\\<>|")
+        + list("中文日本語한국어عربي")
+        + [
+            "🙂",
+            "🇫🇷",
+            "é",
+            "ß",
+            "▁",
+            "<s>",
+            "</s>",
+            "[INST]",
+            "[TOOL_CALLS]",
+            "    ",
+            "\n\n",
+            "def ",
+            "return ",
+        ]
+    )
     strings = list(fixed)
     while len(strings) < 300:
         strings.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))))

@@ -34,12 +34,12 @@ CODE = [
     'print(json.dumps({"a": [1, 2.5, None]}, indent=2))',
     "for (int i = 0; i < n; ++i) { sum += a[i]; }",
     "SELECT name, COUNT(*) FROM t WHERE x >= 10 GROUP BY name;",
-    "<div class=\"box\"><p>Hi &amp; bye</p></div>",
+    '<div class="box"><p>Hi &amp; bye</p></div>',
     "^\\s*(?P<key>[A-Za-z_]\\w*)\\s*=\\s*(.+?)$",
     "x=>x*2; const y = `tpl ${x}`;",
     '{"name": "get_weather", "arguments": {"city": "Paris"}}',
     "if __name__ == '__main__':\n\tmain()\r\n",
-    "#include <stdio.h>\nint main(void){printf(\"%d\\n\", 42);}",
+    '#include <stdio.h>\nint main(void){printf("%d\\n", 42);}',
 ]
 WHITESPACE = [
     "  two leading",

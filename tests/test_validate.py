@@ -40,7 +40,10 @@ def tool(name: str = "get_weather", parameters: Any = None) -> dict:
 
 
 def call(name: str = "get_weather", arguments: dict | None = None, call_id: str | None = None) -> dict:
-    out: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": {"city": "Paris"} if arguments is None else arguments}}
+    out: dict[str, Any] = {
+        "type": "function",
+        "function": {"name": name, "arguments": {"city": "Paris"} if arguments is None else arguments},
+    }
     if call_id is not None:
         out["id"] = call_id
     return out
@@ -72,7 +75,9 @@ def result(call_id: str | None = None, name: str | None = "get_weather", content
 
 
 def conv(*messages: dict, tools: list | None = None, meta: dict | None = None) -> Conversation:
-    return Conversation.from_dict({"id": "c1", "tools": [tool()] if tools is None else tools, "messages": list(messages), "meta": meta or {}})
+    return Conversation.from_dict(
+        {"id": "c1", "tools": [tool()] if tools is None else tools, "messages": list(messages), "meta": meta or {}}
+    )
 
 
 def problems(*messages: dict, **kwargs: Any) -> list[Problem]:
@@ -92,7 +97,11 @@ def test_a_rich_valid_conversation_has_no_problems():
     found = problems(
         system(),
         user("Weather in Paris and Oslo, and the time in Tokyo?"),
-        calls(call(call_id="a"), call(arguments={"city": "Oslo", "unit": "celsius", "days": [1, 2]}, call_id="b"), call("get_time", {"tz": "Asia/Tokyo"}, "c")),
+        calls(
+            call(call_id="a"),
+            call(arguments={"city": "Oslo", "unit": "celsius", "days": [1, 2]}, call_id="b"),
+            call("get_time", {"tz": "Asia/Tokyo"}, "c"),
+        ),
         result("a"),
         result("b"),
         result("c", name="get_time", content="09:00"),
@@ -109,14 +118,22 @@ def test_a_rich_valid_conversation_has_no_problems():
 
 def test_undefined_tool():
     assert problems(user(), calls(call("get_time", {})), tools=[tool()]) == [
-        E("undefined-tool", "messages[1].tool_calls[0].function.name", "'get_time' is not a defined tool (defined: get_weather)")
+        E(
+            "undefined-tool",
+            "messages[1].tool_calls[0].function.name",
+            "'get_time' is not a defined tool (defined: get_weather)",
+        )
     ]
     assert problems(user(), calls(call("get_weather")), tools=[tool()]) == []
 
 
 def test_undefined_tool_when_the_conversation_defines_none():
     assert problems(user(), calls(call()), tools=[]) == [
-        E("undefined-tool", "messages[1].tool_calls[0].function.name", "'get_weather' is not a defined tool (the conversation defines no tools)")
+        E(
+            "undefined-tool",
+            "messages[1].tool_calls[0].function.name",
+            "'get_weather' is not a defined tool (the conversation defines no tools)",
+        )
     ]
 
 
@@ -127,9 +144,17 @@ def test_arguments_schema_reports_each_violation_at_its_json_path():
     bad = {"unit": "kelvin", "days": [1, "two"], "extra": True}
     assert problems(user(), calls(call(arguments=bad))) == [
         E("arguments-schema", "messages[1].tool_calls[0].function.arguments", "'city' is a required property"),
-        E("arguments-schema", "messages[1].tool_calls[0].function.arguments", "Additional properties are not allowed ('extra' was unexpected)"),
+        E(
+            "arguments-schema",
+            "messages[1].tool_calls[0].function.arguments",
+            "Additional properties are not allowed ('extra' was unexpected)",
+        ),
         E("arguments-schema", "messages[1].tool_calls[0].function.arguments.days[1]", "'two' is not of type 'integer'"),
-        E("arguments-schema", "messages[1].tool_calls[0].function.arguments.unit", "'kelvin' is not one of ['celsius', 'fahrenheit']"),
+        E(
+            "arguments-schema",
+            "messages[1].tool_calls[0].function.arguments.unit",
+            "'kelvin' is not one of ['celsius', 'fahrenheit']",
+        ),
     ]
 
 
@@ -143,7 +168,9 @@ def test_arguments_schema_wrong_type():
 def test_arguments_schema_names_odd_keys_in_brackets_and_clips_huge_values():
     params = {"type": "object", "properties": {"two words": {"type": "integer"}}}
     found = problems(user(), calls(call("f", {"two words": "x" * 10_000})), tools=[tool("f", params)])
-    assert [(p.code, p.where) for p in found] == [("arguments-schema", 'messages[1].tool_calls[0].function.arguments["two words"]')]
+    assert [(p.code, p.where) for p in found] == [
+        ("arguments-schema", 'messages[1].tool_calls[0].function.arguments["two words"]')
+    ]
     assert len(found[0].message) == 200 and found[0].message.endswith("... (10027 chars)")
 
 
@@ -164,18 +191,28 @@ def test_arguments_too_deep_for_a_recursive_schema_are_reported_not_raised():
 def test_invalid_tool_schema_not_a_json_schema_and_its_calls_go_unchecked():
     bfcl_style = {"type": "dict", "properties": {"city": {"type": "string"}}}
     assert problems(user(), calls(call(arguments={"city": 1})), tools=[tool(parameters=bfcl_style)]) == [
-        E("invalid-tool-schema", "tools[0].function.parameters.type", "'get_weather': not a valid JSON Schema: 'dict' is not valid under any of the given schemas")
+        E(
+            "invalid-tool-schema",
+            "tools[0].function.parameters.type",
+            "'get_weather': not a valid JSON Schema: 'dict' is not valid under any of the given schemas",
+        )
     ]
 
 
 def test_invalid_tool_schema_nested_fault_has_its_path():
     params = {"type": "object", "properties": {"n": {"type": "float"}}}
-    assert [p.where for p in problems(user(), tools=[tool(parameters=params)])] == ["tools[0].function.parameters.properties.n.type"]
+    assert [p.where for p in problems(user(), tools=[tool(parameters=params)])] == [
+        "tools[0].function.parameters.properties.n.type"
+    ]
 
 
 def test_invalid_tool_schema_top_level_type_must_be_object():
     assert problems(user(), tools=[tool(parameters={"type": "string"})]) == [
-        E("invalid-tool-schema", "tools[0].function.parameters.type", "'get_weather': top-level type 'string', expected 'object'")
+        E(
+            "invalid-tool-schema",
+            "tools[0].function.parameters.type",
+            "'get_weather': top-level type 'string', expected 'object'",
+        )
     ]
     assert problems(user(), tools=[tool(parameters={"properties": {}})]) == [
         E("invalid-tool-schema", "tools[0].function.parameters", "'get_weather': no top-level type, expected 'object'")
@@ -206,21 +243,40 @@ def test_duplicate_tool():
 def test_orphan_result_whose_id_matches_no_call():
     assert problems(user(), calls(call(call_id="a")), result("b"), answer()) == [
         E("orphan-tool-result", "messages[2]", "tool_call_id 'b' matches no earlier call"),
-        W("unanswered-call", "messages[1].tool_calls[0]", "call to 'get_weather' has no result: the conversation ends without its result"),
+        W(
+            "unanswered-call",
+            "messages[1].tool_calls[0]",
+            "call to 'get_weather' has no result: the conversation ends without its result",
+        ),
     ]
     assert problems(user(), calls(call(call_id="a")), result("a"), answer()) == []
 
 
 def test_orphan_result_without_id_while_calls_have_ids():
     assert problems(user(), calls(call(call_id="a")), result(None)) == [
-        E("orphan-tool-result", "messages[2]", "no tool_call_id, but the call it would answer (messages[1].tool_calls[0]) has id 'a'"),
-        W("unanswered-call", "messages[1].tool_calls[0]", "call to 'get_weather' has no result: the conversation ends without its result"),
+        E(
+            "orphan-tool-result",
+            "messages[2]",
+            "no tool_call_id, but the call it would answer (messages[1].tool_calls[0]) has id 'a'",
+        ),
+        W(
+            "unanswered-call",
+            "messages[1].tool_calls[0]",
+            "call to 'get_weather' has no result: the conversation ends without its result",
+        ),
     ]
 
 
 def test_results_without_ids_answer_the_earliest_unanswered_call_of_their_name():
     two = [tool(), tool("get_time", {"type": "object"})]
-    messages = [user(), calls(call(), call("get_time", {}), call(arguments={"city": "Oslo"})), result(name="get_time"), result(), result(), answer()]
+    messages = [
+        user(),
+        calls(call(), call("get_time", {}), call(arguments={"city": "Oslo"})),
+        result(name="get_time"),
+        result(),
+        result(),
+        answer(),
+    ]
     assert problems(*messages, tools=two) == []
     linking = link_results(conv(*messages, tools=two).messages)
     assert [(m, ref.where) for m, ref in linking.answered] == [
@@ -242,16 +298,34 @@ def test_orphan_result_answering_an_already_answered_or_closed_call():
     assert problems(user(), calls(call(call_id="a")), result("a"), result("a"), answer()) == [
         E("orphan-tool-result", "messages[3]", "tool_call_id 'a': that call was already answered at messages[2]")
     ]
-    assert problems(user(), calls(call(call_id="a")), user("never mind"), calls(call(call_id="b")), result("a"), answer()) == [
-        E("orphan-tool-result", "messages[4]", "tool_call_id 'a': that call was left unanswered before the user turn at messages[2]"),
-        W("unanswered-call", "messages[1].tool_calls[0]", "call to 'get_weather' has no result: the user turn at messages[2] came first"),
-        W("unanswered-call", "messages[3].tool_calls[0]", "call to 'get_weather' has no result: the conversation ends without its result"),
+    assert problems(
+        user(), calls(call(call_id="a")), user("never mind"), calls(call(call_id="b")), result("a"), answer()
+    ) == [
+        E(
+            "orphan-tool-result",
+            "messages[4]",
+            "tool_call_id 'a': that call was left unanswered before the user turn at messages[2]",
+        ),
+        W(
+            "unanswered-call",
+            "messages[1].tool_calls[0]",
+            "call to 'get_weather' has no result: the user turn at messages[2] came first",
+        ),
+        W(
+            "unanswered-call",
+            "messages[3].tool_calls[0]",
+            "call to 'get_weather' has no result: the conversation ends without its result",
+        ),
     ]
 
 
 def test_result_name_mismatch_is_a_warning():
     assert problems(user(), calls(call(call_id="a")), result("a", name="get_time"), answer()) == [
-        W("result-name-mismatch", "messages[2].name", "result names 'get_time' but answers messages[1].tool_calls[0], a call to 'get_weather'")
+        W(
+            "result-name-mismatch",
+            "messages[2].name",
+            "result names 'get_time' but answers messages[1].tool_calls[0], a call to 'get_weather'",
+        )
     ]
 
 
@@ -260,7 +334,11 @@ def test_result_name_mismatch_is_a_warning():
 
 def test_unanswered_call_before_the_next_user_turn():
     assert problems(user(), calls(call(call_id="a")), user("hello?"), answer()) == [
-        W("unanswered-call", "messages[1].tool_calls[0]", "call to 'get_weather' has no result: the user turn at messages[2] came first")
+        W(
+            "unanswered-call",
+            "messages[1].tool_calls[0]",
+            "call to 'get_weather' has no result: the user turn at messages[2] came first",
+        )
     ]
 
 
@@ -270,7 +348,11 @@ def test_a_trailing_call_turn_is_an_sft_target_not_a_loose_end():
 
 def test_a_partly_answered_call_turn_leaves_the_rest_unanswered():
     assert problems(user(), calls(call(call_id="a"), call(arguments={"city": "Oslo"}, call_id="b")), result("a")) == [
-        W("unanswered-call", "messages[1].tool_calls[1]", "call to 'get_weather' has no result: the conversation ends without its result")
+        W(
+            "unanswered-call",
+            "messages[1].tool_calls[1]",
+            "call to 'get_weather' has no result: the conversation ends without its result",
+        )
     ]
 
 
@@ -288,9 +370,15 @@ def test_role_order_tool_result_not_after_a_call_turn():
         E("orphan-tool-result", "messages[1]", "no unanswered earlier call to 'get_weather'"),
     ]
     assert problems(user(), calls(call()), answer("checking"), result()) == [
-        E("role-order", "messages[3]", "a tool result must follow an assistant call turn, not an assistant message without tool calls")
+        E(
+            "role-order",
+            "messages[3]",
+            "a tool result must follow an assistant call turn, not an assistant message without tool calls",
+        )
     ]
-    assert problems(result(None, name=None), user(), answer())[0] == E("role-order", "messages[0]", "a tool result must follow an assistant call turn, not nothing")
+    assert problems(result(None, name=None), user(), answer())[0] == E(
+        "role-order", "messages[0]", "a tool result must follow an assistant call turn, not nothing"
+    )
 
 
 def test_role_order_no_user_message_or_no_messages():
@@ -301,14 +389,18 @@ def test_role_order_no_user_message_or_no_messages():
 def test_legitimate_endings_and_openings_are_not_flagged():
     assert problems(system(), user()) == []  # an eval prompt without an answer (BFCL)
     assert problems(user(), calls(call()), result()) == []  # a prompt waiting for the reply to a result
-    assert problems(user(), answer("Let me check."), calls(call()), result(), answer()) == []  # two assistant turns in a row
+    assert (
+        problems(user(), answer("Let me check."), calls(call()), result(), answer()) == []
+    )  # two assistant turns in a row
 
 
 def test_assistant_first_is_a_warning():
     """An assistant greeting before any user message renders in qwen2_5/chatml/mistral, but Llama 3.1's
     template would relabel it as the user message carrying the tools: a warning, not silence."""
-    why = ("the conversation opens with an assistant turn, before any user message "
-           "(llama3_1 refuses it when the tools go in the first user message)")
+    why = (
+        "the conversation opens with an assistant turn, before any user message "
+        "(llama3_1 refuses it when the tools go in the first user message)"
+    )
     greeting = answer("Hi! How can I help?")
     assert problems(greeting, user(), answer()) == [W("assistant-first", "messages[0]", why)]
     assert problems(system(), greeting, user(), answer()) == [W("assistant-first", "messages[1]", why)]
@@ -338,9 +430,26 @@ def test_empty_assistant():
 
 
 def test_duplicate_call_id():
-    found = problems(user(), calls(call(call_id="x"), call(arguments={"city": "Oslo"}, call_id="x")), result("x"), result("x"), answer())
-    assert found == [E("duplicate-call-id", "messages[1].tool_calls[1].id", "id 'x' is already used by messages[1].tool_calls[0]")]
-    assert problems(user(), calls(call(call_id="x"), call(arguments={"city": "Oslo"}, call_id="y")), result("x"), result("y"), answer()) == []
+    found = problems(
+        user(),
+        calls(call(call_id="x"), call(arguments={"city": "Oslo"}, call_id="x")),
+        result("x"),
+        result("x"),
+        answer(),
+    )
+    assert found == [
+        E("duplicate-call-id", "messages[1].tool_calls[1].id", "id 'x' is already used by messages[1].tool_calls[0]")
+    ]
+    assert (
+        problems(
+            user(),
+            calls(call(call_id="x"), call(arguments={"city": "Oslo"}, call_id="y")),
+            result("x"),
+            result("y"),
+            answer(),
+        )
+        == []
+    )
 
 
 # ------------------------------------------------------------------ text-encoding, replacement-char
@@ -364,7 +473,11 @@ def test_text_encoding_lone_surrogate_and_nul_anywhere():
 
 def test_replacement_char_is_a_warning():
     assert problems(user("caf\ufffd"), answer()) == [
-        W("replacement-char", "messages[0].content", "replacement character U+FFFD (text decoded lossily upstream) at character 3")
+        W(
+            "replacement-char",
+            "messages[0].content",
+            "replacement character U+FFFD (text decoded lossily upstream) at character 3",
+        )
     ]
 
 
@@ -373,8 +486,13 @@ def test_replacement_char_is_a_warning():
 
 def test_severities_override_defaults_and_ignore_drops_a_code():
     c = conv(user("a"), user("b"), calls(call(call_id="a")), user("c"))
-    assert [(p.severity, p.code) for p in check_conversation(c)] == [("warning", "consecutive-user"), ("warning", "unanswered-call")]
-    assert [(p.severity, p.code) for p in check_conversation(c, {"unanswered-call": "error", "consecutive-user": "ignore"})] == [("error", "unanswered-call")]
+    assert [(p.severity, p.code) for p in check_conversation(c)] == [
+        ("warning", "consecutive-user"),
+        ("warning", "unanswered-call"),
+    ]
+    assert [
+        (p.severity, p.code) for p in check_conversation(c, {"unanswered-call": "error", "consecutive-user": "ignore"})
+    ] == [("error", "unanswered-call")]
 
 
 def test_severity_settings_are_checked_and_strict_raises_warnings_but_explicit_wins():
@@ -432,12 +550,28 @@ BAD = conv(user(), calls(call("nope", {}))).to_dict() | {"id": "e1"}
 
 
 def test_validate_command_reports_lines_and_summary(tmp_path, capsys):
-    path = write_lines(tmp_path / "d.jsonl", [GOOD, WARNS, "", BAD, '{"id": "t", "messages": [', {"id": "s", "messages": [{"role": "user", "content": True}]}])
+    path = write_lines(
+        tmp_path / "d.jsonl",
+        [
+            GOOD,
+            WARNS,
+            "",
+            BAD,
+            '{"id": "t", "messages": [',
+            {"id": "s", "messages": [{"role": "user", "content": True}]},
+        ],
+    )
     assert main(["data", "validate", str(path)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
-        f"{path}:2 id=w1 warning consecutive-user at messages[1]: two user messages in a row (messages[0] and messages[1])",
-        f"{path}:4 id=e1 error undefined-tool at messages[1].tool_calls[0].function.name: 'nope' is not a defined tool (defined: get_weather)",
+        (
+            f"{path}:2 id=w1 warning consecutive-user at messages[1]: two user messages in a row (messages[0] and "
+            "messages[1])"
+        ),
+        (
+            f"{path}:4 id=e1 error undefined-tool at messages[1].tool_calls[0].function.name: 'nope' is not a defined "
+            "tool (defined: get_weather)"
+        ),
         f"{path}:5 id=? error unreadable-line at line: invalid JSON at column 26: Expecting value",
         f"{path}:6 id=s error schema at messages[0].content: expected str, got bool",
     ]
@@ -478,17 +612,41 @@ def test_validate_command_max_report_and_json(tmp_path, capsys):
     assert main(["data", "validate", str(path), "--max-report", "1", "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert document["summary"] == {
-        "records": 5, "valid": 0, "with_errors": 5, "with_warnings": 0, "blank_lines": 0,
+        "records": 5,
+        "valid": 0,
+        "with_errors": 5,
+        "with_warnings": 0,
+        "blank_lines": 0,
         "problems": [{"severity": "error", "code": "undefined-tool", "count": 5}],
     }
-    assert document["reports"] == [{"line": 1, "id": "e1", "severity": "error", "code": "undefined-tool", "where": "messages[1].tool_calls[0].function.name", "message": "'nope' is not a defined tool (defined: get_weather)"}]
+    assert document["reports"] == [
+        {
+            "line": 1,
+            "id": "e1",
+            "severity": "error",
+            "code": "undefined-tool",
+            "where": "messages[1].tool_calls[0].function.name",
+            "message": "'nope' is not a defined tool (defined: get_weather)",
+        }
+    ]
     assert document["more"] == 4
 
 
 def test_validate_command_checks_queries_against_a_library(tmp_path, capsys):
-    library = write_lines(tmp_path / "lib.jsonl", [{"id": "lib", "tools": [tool("OpenTable"), tool("Weather")], "meta": {}}])
-    queries = write_lines(tmp_path / "q.jsonl", [{"id": "q1", "query": "Book a table", "gold_tools": ["OpenTable"]}, {"id": "q2", "query": "Fly me", "gold_tools": ["Kayak"]}])
+    library = write_lines(
+        tmp_path / "lib.jsonl", [{"id": "lib", "tools": [tool("OpenTable"), tool("Weather")], "meta": {}}]
+    )
+    queries = write_lines(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "q1", "query": "Book a table", "gold_tools": ["OpenTable"]},
+            {"id": "q2", "query": "Fly me", "gold_tools": ["Kayak"]},
+        ],
+    )
     assert main(["data", "validate", str(queries)]) == 0
     assert main(["data", "validate", str(queries), "--library", str(library)]) == 1
-    assert f"{queries}:2 id=q2 error unknown-gold-tool at gold_tools[0]: 'Kayak' is not in the tool library" in capsys.readouterr().out
+    assert (
+        f"{queries}:2 id=q2 error unknown-gold-tool at gold_tools[0]: 'Kayak' is not in the tool library"
+        in capsys.readouterr().out
+    )
     assert main(["data", "validate", str(queries), "--library", str(tmp_path / "nope.jsonl")]) == 2

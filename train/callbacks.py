@@ -80,7 +80,11 @@ class MetricsFile(TrainerCallback):
             return
         from train.report import read_metrics
 
-        kept = [row for row in read_metrics(self.path) if isinstance(row.get("step"), int) and row["step"] <= state.global_step]
+        kept = [
+            row
+            for row in read_metrics(self.path)
+            if isinstance(row.get("step"), int) and row["step"] <= state.global_step
+        ]
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
         tmp.replace(self.path)
@@ -105,8 +109,9 @@ class Throughput(TrainerCallback):
     tokens only, attention by each sample's own length) per second, over the device's peak FLOP/s.
     """
 
-    def __init__(self, meter: TokenMeter, flops: Callable[[list[int]], float] | None, peak_flops: float | None,
-                 world_size: int):
+    def __init__(
+        self, meter: TokenMeter, flops: Callable[[list[int]], float] | None, peak_flops: float | None, world_size: int
+    ):
         self.meter = meter
         self.flops = flops
         self.peak_flops = peak_flops
@@ -197,8 +202,11 @@ class Preemption(TrainerCallback):
                 return
             self._interrupted_at = now
             # os.write, not print: a signal handler may run in the middle of a print to the same stream
-            os.write(2, b"\ntooltrain: Ctrl-C: saving a checkpoint after this step, then stopping "
-                        b"(Ctrl-C again to stop at once without it)\n")
+            os.write(
+                2,
+                b"\ntooltrain: Ctrl-C: saving a checkpoint after this step, then stopping "
+                b"(Ctrl-C again to stop at once without it)\n",
+            )
         if self.received is None:
             self.received = signum
 

@@ -1,9 +1,10 @@
 """The ``tooltrain`` command: data and eval verbs through argparse, training through Hydra.
 
 ``tooltrain train recipe=NAME key=value ...`` hands its arguments to Hydra untouched; every other
-verb is ``tooltrain GROUP VERB ...`` (or ``tooltrain VERB ...`` for the few in TOP_VERBS) and lives in ``train/commands/<module>.py`` exposing
-``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their verb
-runs, so ``tooltrain data stats`` never pays for importing torch.
+verb is ``tooltrain GROUP VERB ...`` (or ``tooltrain VERB ...`` for the few in TOP_VERBS) and lives
+in ``train/commands/<module>.py`` exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported only when their verb runs, so ``tooltrain data stats`` never pays for
+importing torch.
 """
 
 from __future__ import annotations
@@ -27,12 +28,20 @@ VERBS: dict[str, dict[str, tuple[str, str]]] = {
         "retrieval": ("eval_retrieval", "HR@k of meta_tool, history and keyword tool retrieval on tool-query files"),
     },
     "bench": {
-        "render": ("bench_render", "conversations/s of tooltrain's render+tokenize+mask next to trl's chat-template path"),
-        "train": ("bench_train", "training tokens/s, padding efficiency and peak memory: packed, padded and trl's SFTTrainer"),
+        "render": (
+            "bench_render",
+            "conversations/s of tooltrain's render+tokenize+mask next to trl's chat-template path",
+        ),
+        "train": (
+            "bench_train",
+            "training tokens/s, padding efficiency and peak memory: packed, padded and trl's SFTTrainer",
+        ),
     },
 }
-DEMO_HELP = ("a tour of the data verbs (convert, validate, stats, render) on a sample the package ships, in seconds; "
-             "no training: the training demo is `tooltrain train recipe=demo`")
+DEMO_HELP = (
+    "a tour of the data verbs (convert, validate, stats, render) on a sample the package ships, in seconds; "
+    "no training: the training demo is `tooltrain train recipe=demo`"
+)
 # verbs without a group: tooltrain VERB ... -> (module under train.commands, one-line help)
 TOP_VERBS: dict[str, tuple[str, str]] = {
     "export": ("export", "merge a run's LoRA adapter into its base model: safetensors weights + tokenizer"),
@@ -40,15 +49,23 @@ TOP_VERBS: dict[str, tuple[str, str]] = {
 
 
 def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tooltrain", description="Train tool-use language models; prepare, check and score their data.")
+    parser = argparse.ArgumentParser(
+        prog="tooltrain", description="Train tool-use language models; prepare, check and score their data."
+    )
     # read (and removed) by main before this parser runs; here for --help
-    parser.add_argument("--verbose", action="store_true", help="show the libraries' warnings, log lines and progress "
-                        "bars (hidden by default; also TOOLTRAIN_VERBOSE=1)")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the libraries' warnings, log lines and progress bars (hidden by default; also TOOLTRAIN_VERBOSE=1)",
+    )
     groups = parser.add_subparsers(dest="group", metavar="{demo,train,launch," + ",".join([*TOP_VERBS, *VERBS]) + "}")
     groups.add_parser("demo", help=DEMO_HELP)
     groups.add_parser("train", help="train a recipe: tooltrain train recipe=NAME [key=value ...]")
-    groups.add_parser("launch", help="launch a recipe on N nodes: tooltrain launch recipe=NAME [--nodes N ...]; Slurm batch "
-                      "script, torchrun or deepspeed (--dry-run prints it and writes the sbatch file; starts nothing)")
+    groups.add_parser(
+        "launch",
+        help="launch a recipe on N nodes: tooltrain launch recipe=NAME [--nodes N ...]; Slurm batch "
+        "script, torchrun or deepspeed (--dry-run prints it and writes the sbatch file; starts nothing)",
+    )
     for verb, (module_name, help_text) in TOP_VERBS.items():
         verb_parser = groups.add_parser(verb, help=help_text, description=help_text)
         if argv[:1] == [verb]:

@@ -92,8 +92,9 @@ def format_duration(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s"
 
 
-def step_line(step: int, max_steps: int, logs: dict[str, Any], world_size: int = 1,
-              eta_seconds: float | None = None) -> str:
+def step_line(
+    step: int, max_steps: int, logs: dict[str, Any], world_size: int = 1, eta_seconds: float | None = None
+) -> str:
     """``step 4/16  loss 1.2031  lr 2.0e-03  tok/s 101  eta 3 min 10 s`` from one logged step's numbers.
     Several ranks: ``tok/s`` is rank 0's count times the world size (the ranks run the same batch shapes)."""
     parts = [f"step {step}/{max_steps}"]
@@ -128,6 +129,9 @@ def eval_line(step: int, max_steps: int, logs: dict[str, Any]) -> str:
         total = metrics.pop("total", None)
         metrics.pop("correct", None)  # a count the rate beside it already says
         head = bench if total is None else f"{bench} ({total:,} items)"
-        shown = [f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value:,}" for name, value in metrics.items()]
+        shown = [
+            f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value:,}"
+            for name, value in metrics.items()
+        ]
         sections.append("  ".join([head, *shown]))
     return f"eval step {step}/{max_steps}  " + "  |  ".join(sections)

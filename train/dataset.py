@@ -108,8 +108,15 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
                 yield item
 
 
-def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: int, overlong: str, report: BuildReport,
-                  weights: list[float] | None = None) -> dict[str, Any] | None:
+def length_policy(
+    conv_id: str,
+    ids: list[int],
+    labels: list[int],
+    max_seq_len: int,
+    overlong: str,
+    report: BuildReport,
+    weights: list[float] | None = None,
+) -> dict[str, Any] | None:
     """Truncate or drop an over-long sample; drop one with nothing left to train. Counted.
     ``weights`` (per-token loss weights) are kept as the row's ``loss_weights`` when given."""
     if len(ids) > max_seq_len:
@@ -130,12 +137,20 @@ def length_policy(conv_id: str, ids: list[int], labels: list[int], max_seq_len: 
 
 
 def tokenize_conversations(
-    conversations: Iterable[Conversation], fmt: ChatFormat, tokenizer: Any, policy: MaskPolicy,
-    max_seq_len: int, overlong: str, report: BuildReport, chunk: int = 256,
+    conversations: Iterable[Conversation],
+    fmt: ChatFormat,
+    tokenizer: Any,
+    policy: MaskPolicy,
+    max_seq_len: int,
+    overlong: str,
+    report: BuildReport,
+    chunk: int = 256,
 ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
     """Validate, render + mask + tokenize (a chunk at a time: one batched encode), apply the length policy.
     Yields each kept conversation with its row."""
-    for batch in itertools.batched(conversations, chunk) if hasattr(itertools, "batched") else _batched(conversations, chunk):
+    for batch in (
+        itertools.batched(conversations, chunk) if hasattr(itertools, "batched") else _batched(conversations, chunk)
+    ):
         valid = []
         for conv in batch:
             # tools a meta_tool result returned are defined from then on (open-world Meta-Tool dialogues)
@@ -193,8 +208,18 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     from train.tokenizers import BUILD_VERSION
 
     digest = hashlib.sha256()
-    digest.update(json.dumps({"data": data_cfg, "format": format_name, "pipeline": PIPELINE_VERSION, "extra": extra or {},
-                              "tokenizer_build": BUILD_VERSION}, sort_keys=True).encode())
+    digest.update(
+        json.dumps(
+            {
+                "data": data_cfg,
+                "format": format_name,
+                "pipeline": PIPELINE_VERSION,
+                "extra": extra or {},
+                "tokenizer_build": BUILD_VERSION,
+            },
+            sort_keys=True,
+        ).encode()
+    )
     # The whole tokenizer definition, not only its vocabulary: normalizer, pre-tokenizer, model and
     # merges, added and special tokens (a fast tokenizer serializes them deterministically), and
     # which tokens play eos/pad/... for transformers.
@@ -222,10 +247,20 @@ class BuiltDataset:
     eval_conversations: list[Conversation] = field(default_factory=list)  # one per eval row, same order
 
 
-def build_rows(conversations: Iterable[Conversation], fmt: ChatFormat, tokenizer: Any, data_cfg: dict[str, Any], report: BuildReport) -> Split:
-    policy = MaskPolicy(last_turn_only=data_cfg.get("last_turn_only", False), weights=dict(data_cfg.get("part_weights") or {}))
+def build_rows(
+    conversations: Iterable[Conversation],
+    fmt: ChatFormat,
+    tokenizer: Any,
+    data_cfg: dict[str, Any],
+    report: BuildReport,
+) -> Split:
+    policy = MaskPolicy(
+        last_turn_only=data_cfg.get("last_turn_only", False), weights=dict(data_cfg.get("part_weights") or {})
+    )
     conversations = progress(conversations, desc=f"build dataset ({fmt.name})", unit="conv")
-    rows = tokenize_conversations(conversations, fmt, tokenizer, policy, data_cfg["max_seq_len"], str(data_cfg["overlong"]), report)
+    rows = tokenize_conversations(
+        conversations, fmt, tokenizer, policy, data_cfg["max_seq_len"], str(data_cfg["overlong"]), report
+    )
     split = split_eval(rows, data_cfg.get("eval_fraction", 0.0))
     report.train_rows, report.eval_rows = len(split.train), len(split.eval)
     return split
@@ -277,11 +312,19 @@ def build_dataset(
         tmp.mkdir(parents=True)
         _save_rows(tmp / "train.jsonl", train_rows)
         _save_rows(tmp / "eval.jsonl", eval_rows)
-        (tmp / "eval_conversations.jsonl").write_text("".join(dumps(conv) + "\n" for conv in eval_conversations), encoding="utf-8")
+        (tmp / "eval_conversations.jsonl").write_text(
+            "".join(dumps(conv) + "\n" for conv in eval_conversations), encoding="utf-8"
+        )
         (tmp / "report.json").write_text(json.dumps(report.to_dict(), indent=1))
         tmp.rename(target)  # the report appears only with complete rows
-    return BuiltDataset(train=train_rows, eval=eval_rows, report=report, cache_dir=target, from_cache=False,
-                        eval_conversations=eval_conversations)
+    return BuiltDataset(
+        train=train_rows,
+        eval=eval_rows,
+        report=report,
+        cache_dir=target,
+        from_cache=False,
+        eval_conversations=eval_conversations,
+    )
 
 
 def _save_rows(path: Path, rows: list[dict[str, Any]]) -> None:

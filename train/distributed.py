@@ -46,7 +46,9 @@ class World:
         local_rank = int(env.get("LOCAL_RANK", env.get("SLURM_LOCALID", 0)))
         local_world = int(env.get("LOCAL_WORLD_SIZE", env.get("SLURM_NTASKS_PER_NODE", world_size)))
         node_rank = int(env.get("GROUP_RANK", env.get("SLURM_NODEID", rank // max(local_world, 1))))
-        return cls(rank=rank, local_rank=local_rank, world_size=world_size, local_world_size=local_world, node_rank=node_rank)
+        return cls(
+            rank=rank, local_rank=local_rank, world_size=world_size, local_world_size=local_world, node_rank=node_rank
+        )
 
 
 def adopt_submitit_tasks() -> dict[str, str]:
@@ -68,9 +70,15 @@ def adopt_submitit_tasks() -> dict[str, str]:
     if job.num_tasks <= 1:
         return {}
     dist = TorchDistributedEnvironment()
-    values = {"RANK": str(dist.rank), "WORLD_SIZE": str(dist.world_size), "LOCAL_RANK": str(dist.local_rank),
-              "LOCAL_WORLD_SIZE": str(dist.local_world_size), "GROUP_RANK": str(job.node),
-              "MASTER_ADDR": dist.master_addr, "MASTER_PORT": str(dist.master_port)}
+    values = {
+        "RANK": str(dist.rank),
+        "WORLD_SIZE": str(dist.world_size),
+        "LOCAL_RANK": str(dist.local_rank),
+        "LOCAL_WORLD_SIZE": str(dist.local_world_size),
+        "GROUP_RANK": str(job.node),
+        "MASTER_ADDR": dist.master_addr,
+        "MASTER_PORT": str(dist.master_port),
+    }
     os.environ.update(values)
     return values
 
@@ -121,7 +129,9 @@ def gradient_accumulation_steps(global_batch: int, micro_batch: int, world_size:
     return global_batch // per_step
 
 
-def deepspeed_config(dist_cfg: Any, micro_batch: int, grad_accum: int, world_size: int, max_grad_norm: float, bf16: bool) -> dict[str, Any]:
+def deepspeed_config(
+    dist_cfg: Any, micro_batch: int, grad_accum: int, world_size: int, max_grad_norm: float, bf16: bool
+) -> dict[str, Any]:
     """A DeepSpeed ZeRO config with explicit batch sizes (DeepSpeed asserts they multiply out)."""
     stage = int(dist_cfg.zero_stage or (3 if str(dist_cfg.strategy).endswith(("zero3", "zero3_offload")) else 2))
     zero: dict[str, Any] = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
@@ -148,12 +158,16 @@ def deepspeed_config(dist_cfg: Any, micro_batch: int, grad_accum: int, world_siz
     }
 
 
-def training_arguments_for(dist_cfg: Any, world: World, micro_batch: int, grad_accum: int, max_grad_norm: float, bf16: bool) -> dict[str, Any]:
+def training_arguments_for(
+    dist_cfg: Any, world: World, micro_batch: int, grad_accum: int, max_grad_norm: float, bf16: bool
+) -> dict[str, Any]:
     """The TrainingArguments fields that depend on the strategy and the hardware."""
     strategy = choice(dist_cfg.strategy)
     gpu = on_gpu()
     if strategy == "single" and world.world_size > 1:
-        raise StrategyError(f"distributed=single but WORLD_SIZE={world.world_size}; use distributed=ddp, zero2 or zero3")
+        raise StrategyError(
+            f"distributed=single but WORLD_SIZE={world.world_size}; use distributed=ddp, zero2 or zero3"
+        )
     args: dict[str, Any] = {
         # Without use_cpu, each CPU rank runs as a world of its own (FINDINGS); with it, gloo joins them.
         "use_cpu": not gpu,
@@ -167,9 +181,16 @@ def training_arguments_for(dist_cfg: Any, world: World, micro_batch: int, grad_a
     elif strategy == "fsdp2":
         if not gpu:
             # accelerate only switches to FSDP for GPU-like backends: on CPU it would silently train as DDP.
-            raise StrategyError("distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; use distributed=zero3 or ddp")
+            raise StrategyError(
+                "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; "
+                "use distributed=zero3 or ddp"
+            )
         args["fsdp"] = "full_shard auto_wrap"
-        args["fsdp_config"] = {"fsdp_version": 2, "reshard_after_forward": True, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}
+        args["fsdp_config"] = {
+            "fsdp_version": 2,
+            "reshard_after_forward": True,
+            "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        }
     if gradient_checkpointing_needs_reentrant_off(args):
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
     return args
@@ -253,7 +274,15 @@ def gather_shards(share: list[tuple[int | None, Any]]) -> list[Any]:
 
 
 # Dense bf16 peak FLOP/s per GPU, from the vendors' data sheets (no sparsity).
-_PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "H800": 989e12, "A100": 312e12, "A800": 312e12, "L40S": 362e12, "A10G": 70e12}
+_PEAK_BF16 = {
+    "H100": 989e12,
+    "H200": 989e12,
+    "H800": 989e12,
+    "A100": 312e12,
+    "A800": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+}
 
 
 def peak_flops() -> float | None:

@@ -88,16 +88,21 @@ def _main(cfg: DictConfig) -> None:
         if failure is None:
             raise
         started = time.time() - seconds_since_start()
-        _fail(write_failure_message(_output_dir, *failure, remove_partial=world.is_main, since=started),
-              WRITE_FAILED_EXIT_CODE, mid_line=True)
+        _fail(
+            write_failure_message(_output_dir, *failure, remove_partial=world.is_main, since=started),
+            WRITE_FAILED_EXIT_CODE,
+            mid_line=True,
+        )
         return
     if world.is_main:
         print(format_summary(result.summary, result.losses, result.output_dir, seconds_since_start()), flush=True)
     if result.status != "preempted":
         return
     if result.stop_signal in INTERRUPT_SIGNALS:
-        _fail(f"interrupted (Ctrl-C) after step {result.global_step}: {kept_checkpoint_hint(_output_dir)}",
-              INTERRUPT_EXIT_CODE)
+        _fail(
+            f"interrupted (Ctrl-C) after step {result.global_step}: {kept_checkpoint_hint(_output_dir)}",
+            INTERRUPT_EXIT_CODE,
+        )
     # saved and stopped by a signal: a sweep job hands it back to submitit, which requeues it and ends this
     # process; otherwise the exit code asks the scheduler script (launch/slurm/train.sbatch) to requeue.
     elif not requeue_submitit_job(result.stop_signal):

@@ -116,23 +116,41 @@ def probe_conversation() -> Any:
     """A short conversation with a system prompt, tools, a call, its result and an answer."""
     from train.schema import Conversation
 
-    return Conversation.from_dict({
-        "id": "export-probe",
-        "tools": [{"type": "function", "function": {
-            "name": "get_weather", "description": "Current weather for a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        }}],
-        "messages": [
-            {"role": "system", "content": "You are a helpful assistant."},
-            {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "tool_calls": [{
-                "id": "call0000a", "type": "function",
-                "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
-            }]},
-            {"role": "tool", "tool_call_id": "call0000a", "name": "get_weather", "content": '{"temperature": 18}'},
-            {"role": "assistant", "content": "18 degrees in Paris."},
-        ],
-    })
+    return Conversation.from_dict(
+        {
+            "id": "export-probe",
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "description": "Current weather for a city.",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}},
+                            "required": ["city"],
+                        },
+                    },
+                }
+            ],
+            "messages": [
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "call0000a",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call0000a", "name": "get_weather", "content": '{"temperature": 18}'},
+                {"role": "assistant", "content": "18 degrees in Paris."},
+            ],
+        }
+    )
 
 
 def check_chat_template(tokenizer: Any, fmt: ChatFormat) -> None:
@@ -260,13 +278,19 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
     tokenizer.save_pretrained(str(output_dir))
     parameters = sum(p.numel() for p in model.parameters())
     provenance = {
-        "run_dir": str(run_dir), "weights": weights.name, "merged_adapter": merged,
+        "run_dir": str(run_dir),
+        "weights": weights.name,
+        "merged_adapter": merged,
         "dtype": str(torch_dtype).removeprefix("torch."),
     }
     metadata = {**provenance, **serving_metadata(fmt, output_dir, model.generation_config.eos_token_id, tokenizer)}
     (output_dir / "tooltrain_export.json").write_text(json.dumps(metadata, indent=1), encoding="utf-8")
     write_serving_readme(output_dir, metadata)
     return ExportResult(
-        output_dir=output_dir, source=weights, merged_adapter=merged, dtype=provenance["dtype"], parameters=parameters,
+        output_dir=output_dir,
+        source=weights,
+        merged_adapter=merged,
+        dtype=provenance["dtype"],
+        parameters=parameters,
         serve=metadata["serve"]["vllm"],
     )

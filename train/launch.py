@@ -353,8 +353,8 @@ def plan(
     output_dir = absolute(str(cfg.output_dir), cwd)
     args = job_overrides(recipe, overrides, output_dir)
     head = (
-        f"# tooltrain launch recipe={recipe}: {launcher}, {nodes} node(s) x {per_node} rank(s) = {world} ranks, {strategy}; "
-        f"run in {output_dir}"
+        f"# tooltrain launch recipe={recipe}: {launcher}, {nodes} node(s) x {per_node} rank(s) = {world} ranks, "
+        f"{strategy}; run in {output_dir}"
     )
 
     if launcher == "slurm":
@@ -394,5 +394,9 @@ def plan(
     hostfile = str(absolute(str(lc.hostfile), cwd)) if lc.hostfile else None
     node = deepspeed_node(repo, python, nodes, per_node, lc.master_addr, int(lc.master_port), hostfile, args)
     where = "on this machine" if nodes == 1 else "on the first host of the hostfile; it starts the others over ssh"
-    return Plan(launcher, f"{head}\n# run {where}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}\n", nodes=[node],
-                job_cwd=cwd)
+    return Plan(
+        launcher,
+        f"{head}\n# run {where}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}\n",
+        nodes=[node],
+        job_cwd=cwd,
+    )

@@ -39,7 +39,9 @@ def weighted_causal_lm_loss(
     vocab = logits.shape[-1]
     shift_labels = labels[..., 1:].reshape(-1)
     nll = F.cross_entropy(
-        logits[..., :-1, :].float().reshape(-1, vocab), shift_labels.to(logits.device), ignore_index=IGNORE_INDEX,
+        logits[..., :-1, :].float().reshape(-1, vocab),
+        shift_labels.to(logits.device),
+        ignore_index=IGNORE_INDEX,
         reduction="none",
     )
     shift_weights = weights[..., 1:].reshape(-1).to(nll)

@@ -13,7 +13,13 @@ import torch
 
 from train.config import choice
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+}
 
 
 def resolve_dtype(name: str, on_gpu: bool) -> torch.dtype:
@@ -38,7 +44,9 @@ def resolve_attn_implementation(name: str, on_gpu: bool) -> str:
     return "sdpa"
 
 
-def build_model(model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implementation: str, seed: int | None = None) -> Any:
+def build_model(
+    model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implementation: str, seed: int | None = None
+) -> Any:
     """The base model. ``seed`` seeds the global RNGs first: random init (source=config) and LoRA's
     A matrices draw from them, so a run, each of its ranks and its export all get the same weights."""
     from transformers import AutoConfig, AutoModelForCausalLM, set_seed
@@ -61,12 +69,20 @@ def build_model(model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implem
         gguf = smollm2_gguf()
         # dequantize=True: float weights and no quantizer left on the model; otherwise the Trainer
         # sees a GGUF-quantized model and refuses to train it (same weights either way).
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=dtype, attn_implementation=attn_implementation,
-                                                     quantization_config=GgufConfig(dequantize=True))
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent),
+            gguf_file=gguf.name,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            quantization_config=GgufConfig(dequantize=True),
+        )
     elif source == "pretrained":
         model = AutoModelForCausalLM.from_pretrained(
-            model_cfg.path, dtype=dtype, attn_implementation=attn_implementation,
-            trust_remote_code=bool(model_cfg.trust_remote_code), use_safetensors=True,
+            model_cfg.path,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            trust_remote_code=bool(model_cfg.trust_remote_code),
+            use_safetensors=True,
         )
     else:
         raise ValueError(f"unknown model source {source!r}; valid: config, pretrained, smollm2_gguf")
@@ -84,8 +100,13 @@ def apply_lora(model: Any, peft_cfg: Any, default_targets: list[str]) -> Any:
     if kind == "none":
         return model
     targets = list(peft_cfg.target_modules or default_targets)
-    config = LoraConfig(r=peft_cfg.r, lora_alpha=peft_cfg.alpha, lora_dropout=peft_cfg.dropout,
-                        target_modules=targets, task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=peft_cfg.r,
+        lora_alpha=peft_cfg.alpha,
+        lora_dropout=peft_cfg.dropout,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, config)
 
 

@@ -34,7 +34,10 @@ def best_fit_pack(lengths: Sequence[int], capacity: int) -> list[list[int]]:
         raise ValueError(f"capacity must be positive, got {capacity}")
     too_long = [i for i, n in enumerate(lengths) if n > capacity]
     if too_long:
-        raise ValueError(f"{len(too_long)} sample(s) longer than {capacity} tokens (first: index {too_long[0]}); truncate or drop them first")
+        raise ValueError(
+            f"{len(too_long)} sample(s) longer than {capacity} tokens (first: index {too_long[0]}); "
+            "truncate or drop them first"
+        )
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     bins: list[list[int]] = []
     # free[k] is the free space of bin ids[k]; kept sorted for bisect. (free, bin id) pairs.

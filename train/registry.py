@@ -52,8 +52,10 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The object registered as ``name``, or the ``module:attr`` it names; ``error`` when there is none."""
         if name not in self._entries and not is_target(name):
-            raise self.error(f"unknown {self.kind} {name!r}; valid {self.plural}: {', '.join(self._entries)} "
-                             "(or module:attr for your own)")
+            raise self.error(
+                f"unknown {self.kind} {name!r}; valid {self.plural}: {', '.join(self._entries)} "
+                "(or module:attr for your own)"
+            )
         target = self._entries.get(name, name)
         obj = load(target, self.kind, self.error) if isinstance(target, str) else target
         if not self.accepts(obj):

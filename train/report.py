@@ -154,7 +154,7 @@ def write_report(metrics_path: Path, out_path: Path, identity: dict[str, Any] | 
         ax.grid(alpha=0.3)
         if len(panel.series) > 1:
             ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(report_title(identity))
     fig.tight_layout()

@@ -89,8 +89,10 @@ def no_training_rows_message(report: BuildReport) -> str:
     """Why a build gave nothing to train on: the counts, then the commonest reasons (an input error, not a crash)."""
     reasons = sorted(report.reasons.items(), key=lambda item: -item[1])[:3]
     why = "; ".join(f"{count} x {reason}" for reason, count in reasons) or "no conversation was read"
-    return (f"no training rows: {report.read} conversations read, {report.accepted} accepted, "
-            f"{report.eval_rows} held out for eval ({why})")
+    return (
+        f"no training rows: {report.read} conversations read, {report.accepted} accepted, "
+        f"{report.eval_rows} held out for eval ({why})"
+    )
 
 
 def data_builder(cfg: DictConfig) -> tuple[Any, dict[str, Any] | None]:
@@ -124,11 +126,20 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
 
 
 def already_completed(cfg: DictConfig, world: distributed.World, out: Path, done: dict[str, Any]) -> RunResult:
-    rank_zero_print(world, f"tooltrain: {out} already holds a completed run ({done.get('steps')} steps, final model in "
-                    f"{out / 'final'}); nothing to do. Use another output_dir to train again." + evaluation_hint(out, cfg))
+    rank_zero_print(
+        world,
+        f"tooltrain: {out} already holds a completed run ({done.get('steps')} steps, final model in "
+        f"{out / 'final'}); nothing to do. Use another output_dir to train again." + evaluation_hint(out, cfg),
+    )
     losses = [row["loss"] for row in read_metrics(out / "metrics.jsonl") if "loss" in row]
-    return RunResult(output_dir=out, status="completed", global_step=int(done.get("steps") or 0), losses=losses,
-                     adapter_dir=out / "final", summary=done)
+    return RunResult(
+        output_dir=out,
+        status="completed",
+        global_step=int(done.get("steps") or 0),
+        losses=losses,
+        adapter_dir=out / "final",
+        summary=done,
+    )
 
 
 # ---- setup ----------------------------------------------------------------------------------------
@@ -151,11 +162,14 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
     work, creates RUN_DIR and records the resolved config in it. Returns what later stages read."""
     check_inputs(cfg)  # one error naming every input that cannot be opened
     gpu = distributed.on_gpu()
-    grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size)
+    grad_accum = distributed.gradient_accumulation_steps(
+        cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size
+    )
     dtype = resolve_dtype(cfg.model.dtype, gpu)
     # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
-    strategy_args = distributed.training_arguments_for(cfg.distributed, world, cfg.train.micro_batch_size, grad_accum,
-                                                       cfg.optim.max_grad_norm, dtype == torch.bfloat16)
+    strategy_args = distributed.training_arguments_for(
+        cfg.distributed, world, cfg.train.micro_batch_size, grad_accum, cfg.optim.max_grad_norm, dtype == torch.bfloat16
+    )
     kernels = choice(cfg.kernels)
     distributed.check_kernels(kernels)
     out.mkdir(parents=True, exist_ok=True)
@@ -186,8 +200,15 @@ def prepare_data(cfg: DictConfig, env: Environment) -> Data:
     transform, key_extra = data_builder(cfg)
     # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
     # node's other ranks wait for the cache and load it.
-    built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, Path(cfg.data.cache_dir or cache_root() / "datasets"),
-                          transform=transform, key_extra=key_extra, may_build=env.world.is_local_main)
+    built = build_dataset(
+        data_cfg,
+        cfg.model.chat_format,
+        tokenizer,
+        Path(cfg.data.cache_dir or cache_root() / "datasets"),
+        transform=transform,
+        key_extra=key_extra,
+        may_build=env.world.is_local_main,
+    )
     if not built.train:
         raise RunSetupError(no_training_rows_message(built.report))
     rows, pack_info = make_rows(built, cfg.data)
@@ -245,33 +266,48 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
     from train.training_args import training_arguments
 
     world, out = env.world, env.out
-    args = TrainingArguments(**training_arguments(
-        cfg, out, env.grad_accum, env.dtype == torch.bfloat16,
-        save_strategy="steps",
-        save_steps=cfg.train.save_steps,
-        save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
-        report_to=report_to(cfg.tracking, out),
-        run_name=cfg.tracking.run_name or cfg.run_name,
-        remove_unused_columns=False,
-        disable_tqdm=not world.is_main,
-        **env.strategy_args,
-    ))
+    args = TrainingArguments(
+        **training_arguments(
+            cfg,
+            out,
+            env.grad_accum,
+            env.dtype == torch.bfloat16,
+            save_strategy="steps",
+            save_steps=cfg.train.save_steps,
+            save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
+            report_to=report_to(cfg.tracking, out),
+            run_name=cfg.tracking.run_name or cfg.run_name,
+            remove_unused_columns=False,
+            disable_tqdm=not world.is_main,
+            **env.strategy_args,
+        )
+    )
     preemption = Preemption(distributed.any_rank)
     peak = distributed.peak_flops() if env.gpu else None
-    throughput = Throughput(data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size)
+    throughput = Throughput(
+        data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size
+    )
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
     # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.loss)
     weighted_loss = WeightedLoss() if any("loss_weights" in row for row in data.rows) else None
     if weighted_loss is not None:
         weighted_loss.attach(model.model)
-    trainer = Trainer(model=model.model, args=args, train_dataset=data.rows, data_collator=data.collator,
-                      callbacks=callbacks, compute_loss_func=weighted_loss)
+    trainer = Trainer(
+        model=model.model,
+        args=args,
+        train_dataset=data.rows,
+        data_collator=data.collator,
+        callbacks=callbacks,
+        compute_loss_func=weighted_loss,
+    )
     # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
     trainer.callback_handler.callbacks.insert(0, throughput)
     use_step_lines(trainer)  # formatted per-step lines on rank 0, not the Trainer's bar and dicts
     # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.
-    evaluation = build_eval_callback(cfg, data.built, data.tokenizer, world, log=trainer.log, exclude_time=throughput.exclude)
+    evaluation = build_eval_callback(
+        cfg, data.built, data.tokenizer, world, log=trainer.log, exclude_time=throughput.exclude
+    )
     if evaluation is not None:
         trainer.add_callback(evaluation)
 
@@ -281,9 +317,14 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
             shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
     distributed.barrier()
     pack_info = data.pack_info
-    rank_zero_print(world, f"tooltrain: {cfg.run_name} on {world.world_size} rank(s), {env.strategy}; "
-                    f"{len(data.rows)} rows from {pack_info['samples']} samples (padding efficiency {pack_info['padding_efficiency']:.1%}); "
-                    f"{model.trainable:,} of {model.total:,} parameters trainable" + (f"; resuming from {resume.name}" if resume else ""))
+    rank_zero_print(
+        world,
+        f"tooltrain: {cfg.run_name} on {world.world_size} rank(s), {env.strategy}; "
+        f"{len(data.rows)} rows from {pack_info['samples']} samples "
+        f"(padding efficiency {pack_info['padding_efficiency']:.1%}); "
+        f"{model.trainable:,} of {model.total:,} parameters trainable"
+        + (f"; resuming from {resume.name}" if resume else ""),
+    )
     started = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return Trained(trainer, preemption, started)
@@ -297,7 +338,11 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
     and the report on the main rank, and returns what happened: completed, preempted or stopped."""
     world, out, state = env.world, env.out, trained.trainer.state
     preemption = trained.preemption
-    status = "preempted" if preemption.stopped_by_signal else ("completed" if state.global_step >= state.max_steps else "stopped")
+    status = (
+        "preempted"
+        if preemption.stopped_by_signal
+        else ("completed" if state.global_step >= state.max_steps else "stopped")
+    )
     adapter_dir = None
     if status == "completed":
         adapter_dir = out / "final"
@@ -330,9 +375,15 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
 
         write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
     distributed.barrier()
-    return RunResult(output_dir=out, status=status, global_step=state.global_step, losses=losses,
-                     adapter_dir=adapter_dir, summary=summary,
-                     stop_signal=preemption.received if preemption.stopped_by_signal else None)
+    return RunResult(
+        output_dir=out,
+        status=status,
+        global_step=state.global_step,
+        losses=losses,
+        adapter_dir=adapter_dir,
+        summary=summary,
+        stop_signal=preemption.received if preemption.stopped_by_signal else None,
+    )
 
 
 def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]], world: distributed.World) -> None:

@@ -38,8 +38,15 @@ HOLDER_NAME = ".tooltrain-run.json"  # who holds the lock: pid, host, start time
 WAIT_FOR_MAIN_RANK_S = 600.0  # how long other ranks wait for global rank 0 to take the lock
 # The launcher's variables every rank of one launch shares and two live launches cannot: the ranks other
 # than 0 recognise their own rank 0's claim by them (a torchrun restart or a Slurm requeue is a new launch).
-LAUNCH_VARIABLES = ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "MASTER_ADDR", "MASTER_PORT",
-                    "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT")
+LAUNCH_VARIABLES = (
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_RESTART_COUNT",
+)
 
 
 class RunSetupError(Exception):
@@ -127,8 +134,10 @@ def read_holder(out: Path) -> dict[str, Any] | None:
 def describe_holder(holder: dict[str, Any] | None) -> str:
     if not holder:
         return "another process (it left no record of itself)"
-    return (f"pid {holder.get('pid')} on host {holder.get('host')}, started {holder.get('started')}, "
-            f"command: {holder.get('command')}")
+    return (
+        f"pid {holder.get('pid')} on host {holder.get('host')}, started {holder.get('started')}, "
+        f"command: {holder.get('command')}"
+    )
 
 
 def claim_run_dir(out: Path, world: Any) -> None:
@@ -150,8 +159,10 @@ def claim_run_dir(out: Path, world: Any) -> None:
         try:
             lock.acquire()
         except Timeout:
-            raise RunSetupError(f"output_dir={out} is in use by another run: {describe_holder(read_holder(out))}; "
-                                "wait for it to finish or stop it, or choose another output_dir") from None
+            raise RunSetupError(
+                f"output_dir={out} is in use by another run: {describe_holder(read_holder(out))}; "
+                "wait for it to finish or stop it, or choose another output_dir"
+            ) from None
         _write_holder(out, world)
         _held[key] = lock
     elif world.world_size > 1:
@@ -184,7 +195,12 @@ def hold_run_dir(out: Path, world: Any) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if created and not claimed_before and world.is_main and {p.name for p in out.iterdir()} <= {LOCK_NAME, HOLDER_NAME}:
+        if (
+            created
+            and not claimed_before
+            and world.is_main
+            and {p.name for p in out.iterdir()} <= {LOCK_NAME, HOLDER_NAME}
+        ):
             (out / LOCK_NAME).unlink(missing_ok=True)  # still held: a run starting now finds it in use, not free
         raise
     finally:
@@ -201,8 +217,14 @@ def _write_holder(out: Path, world: Any) -> None:
         command = shlex.join(psutil.Process().cmdline())
     except Exception:  # noqa: BLE001 - no psutil or no /proc
         command = shlex.join(sys.argv)
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-              "command": command, "world_size": world.world_size, "launch": launch_id()}
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "command": command,
+        "world_size": world.world_size,
+        "launch": launch_id(),
+    }
     tmp = out / (HOLDER_NAME + ".tmp")
     tmp.write_text(json.dumps(holder), encoding="utf-8")
     tmp.replace(out / HOLDER_NAME)
@@ -216,10 +238,14 @@ def _wait_for_main_rank(out: Path) -> None:
         if holder is not None and holder.get("launch") == launch:
             return
         if EarlySignals.received is not None:  # the launcher stops the job: rank 0 was refused, or it ended
-            raise RunSetupError(f"stopped before training: global rank 0 did not take output_dir={out} (its error says why)")
+            raise RunSetupError(
+                f"stopped before training: global rank 0 did not take output_dir={out} (its error says why)"
+            )
         if time.monotonic() > deadline:
-            raise RunSetupError(f"global rank 0 did not lock output_dir={out} within {WAIT_FOR_MAIN_RANK_S:.0f} s "
-                                "(see its log; RUN_DIR must be on a file system every node sees)")
+            raise RunSetupError(
+                f"global rank 0 did not lock output_dir={out} within {WAIT_FOR_MAIN_RANK_S:.0f} s "
+                "(see its log; RUN_DIR must be on a file system every node sees)"
+            )
         time.sleep(0.2)
 
 
@@ -235,7 +261,9 @@ WRITE_ERRNOS = {
 }
 # How torch.save and safetensors report a failed write: torch drops the errno ("unexpected pos 704 vs 598",
 # "PytorchStreamWriter failed writing file"), safetensors keeps it in its message ("(os error 28)").
-TORCH_WRITE_FAILED = re.compile(r"unexpected pos \d+ vs \d+|PytorchStreamWriter failed writing file[^\n]*|file write failed")
+TORCH_WRITE_FAILED = re.compile(
+    r"unexpected pos \d+ vs \d+|PytorchStreamWriter failed writing file[^\n]*|file write failed"
+)
 OS_ERROR_IN_TEXT = re.compile(r"([A-Z][a-z ]+) \(os error (\d+)\)")
 
 
@@ -253,7 +281,9 @@ def write_failure_reason(err: BaseException) -> tuple[str, str] | None:
             return found.group(1).lower(), WRITE_ERRNOS[int(found.group(2))]
         found = TORCH_WRITE_FAILED.search(text)
         if found:
-            reason = f"the write was cut short (torch: {found.group(0)}): the disk is full or a file size limit was reached"
+            reason = (
+                f"the write was cut short (torch: {found.group(0)}): the disk is full or a file size limit was reached"
+            )
             return reason, "free some space or raise the limit"
         err, seen = err.__cause__ or err.__context__, seen + 1
     return None

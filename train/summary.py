@@ -56,7 +56,11 @@ def data_line(data: dict[str, Any]) -> str:
 
 
 # how the summary names a benchmark's top-level metrics, in the order it prints them; others keep their key
-METRIC_NAMES = {"exact_match": "call exact match", "name_accuracy": "name accuracy", "valid_call_rate": "valid-call rate"}
+METRIC_NAMES = {
+    "exact_match": "call exact match",
+    "name_accuracy": "name accuracy",
+    "valid_call_rate": "valid-call rate",
+}
 
 
 def run_identity(cfg: Any, recipe: str | None = None) -> dict[str, Any]:
@@ -69,8 +73,12 @@ def run_identity(cfg: Any, recipe: str | None = None) -> dict[str, Any]:
             recipe = HydraConfig.get().runtime.choices.get("recipe") if HydraConfig.initialized() else None
         except (ImportError, ValueError):
             recipe = None
-    return {"name": str(cfg.run_name), "model": str(cfg.model.name), "chat_format": str(cfg.model.chat_format),
-            "recipe": recipe}
+    return {
+        "name": str(cfg.run_name),
+        "model": str(cfg.model.name),
+        "chat_format": str(cfg.model.chat_format),
+        "recipe": recipe,
+    }
 
 
 def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -124,10 +132,16 @@ def eval_lines(evals: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def format_summary(summary: dict[str, Any], losses: Sequence[float], output_dir: Path, total_seconds: float | None = None) -> str:
+def format_summary(
+    summary: dict[str, Any], losses: Sequence[float], output_dir: Path, total_seconds: float | None = None
+) -> str:
     """The lines printed after a run, from its summary dict (RUN_DIR/summary.json) and per-step losses."""
     status, steps = summary.get("status", "unknown"), summary.get("steps", 0)
-    took = f"{format_duration(summary['seconds'])} of training" if summary.get("seconds") is not None else "training time unknown"
+    took = (
+        f"{format_duration(summary['seconds'])} of training"
+        if summary.get("seconds") is not None
+        else "training time unknown"
+    )
     if total_seconds is not None:
         took += f", {format_duration(total_seconds)} since the command started"
     lines = [f"tooltrain: run {status} after {steps:,} steps ({took})"]
@@ -137,17 +151,23 @@ def format_summary(summary: dict[str, Any], losses: Sequence[float], output_dir:
     trained, masked = summary.get("trained_tokens"), summary.get("masked_tokens")
     if trained is not None and masked is not None:
         share = trained / (trained + masked) if trained + masked else 0.0
-        lines.append(f"  tokens    {trained:,} trained, {masked:,} masked in the built samples ({share:.1%} carry loss)")
+        lines.append(
+            f"  tokens    {trained:,} trained, {masked:,} masked in the built samples ({share:.1%} carry loss)"
+        )
     packing = summary.get("packing") or {}
     if packing:
-        lines.append(f"  rows      {packing['samples']:,} samples in {packing['rows']:,} rows; "
-                     f"padding efficiency {packing['padding_efficiency']:.1%}")
+        lines.append(
+            f"  rows      {packing['samples']:,} samples in {packing['rows']:,} rows; "
+            f"padding efficiency {packing['padding_efficiency']:.1%}"
+        )
     lines.append(f"  loss      {loss_line(losses)}")
     lines += eval_lines(summary.get("eval") or {})
     params = summary.get("parameters") or {}
     if params.get("total"):
-        lines.append(f"  params    {params['trainable']:,} of {params['total']:,} trainable "
-                     f"({params['trainable'] / params['total']:.2%}), {summary.get('dtype', 'float32')}")
+        lines.append(
+            f"  params    {params['trainable']:,} of {params['total']:,} trainable "
+            f"({params['trainable'] / params['total']:.2%}), {summary.get('dtype', 'float32')}"
+        )
     # LoRA (some parameters frozen) saves an adapter; full fine-tuning saves the model
     saved = "adapter" if params.get("total") and params.get("trainable", 0) < params["total"] else "model"
     if summary.get("final"):  # relative to the run folder (an absolute path in summaries written before)

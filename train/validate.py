@@ -227,7 +227,11 @@ def check_duplicate_tools(tools: list[Tool]) -> Iterator[Finding]:
     first: dict[str, int] = {}
     for i, tool in enumerate(tools):
         if tool.name in first:
-            yield "duplicate-tool", f"tools[{i}].function.name", f"{tool.name!r} is already defined at tools[{first[tool.name]}]"
+            yield (
+                "duplicate-tool",
+                f"tools[{i}].function.name",
+                f"{tool.name!r} is already defined at tools[{first[tool.name]}]",
+            )
         else:
             first[tool.name] = i
 
@@ -238,7 +242,11 @@ def check_tool_schemas(tools: list[Tool]) -> Iterator[Finding]:
         fault = schema_fault(tool.parameters)
         if fault:
             segments, reason = fault
-            yield "invalid-tool-schema", json_path(f"tools[{i}].function.parameters", segments), f"{tool.name!r}: {reason}"
+            yield (
+                "invalid-tool-schema",
+                json_path(f"tools[{i}].function.parameters", segments),
+                f"{tool.name!r}: {reason}",
+            )
 
 
 # ---------------------------------------------------------------- calls
@@ -295,7 +303,11 @@ def check_arguments(conv: Conversation) -> Iterator[Finding]:
             errors = sorted(_validator(key).iter_errors(ref.call.arguments), key=_error_order)
         except referencing.exceptions.Unresolvable as err:
             broken.add(tool_index)
-            yield "invalid-tool-schema", f"tools[{tool_index}].function.parameters", f"{tool.name!r}: unresolvable $ref ({err})"
+            yield (
+                "invalid-tool-schema",
+                f"tools[{tool_index}].function.parameters",
+                f"{tool.name!r}: unresolvable $ref ({err})",
+            )
             continue
         except RecursionError:
             yield "arguments-schema", base, "arguments nested too deeply to check"
@@ -375,7 +387,10 @@ def _match(result: Message, pending: list[CallRef], fate: dict[str, str]) -> tup
         target = f" to {result.name!r}" if result.name is not None else ""
         return None, f"no unanswered earlier call{target}"
     if candidates[0].call.id is not None:
-        return None, f"no tool_call_id, but the call it would answer ({candidates[0].where}) has id {candidates[0].call.id!r}"
+        return (
+            None,
+            f"no tool_call_id, but the call it would answer ({candidates[0].where}) has id {candidates[0].call.id!r}",
+        )
     return candidates[0], ""
 
 
@@ -387,7 +402,11 @@ def check_tool_results(messages: list[Message]) -> Iterator[Finding]:
     for m, ref in linking.answered:
         name = messages[m].name
         if name is not None and name != ref.call.name:
-            yield "result-name-mismatch", f"messages[{m}].name", f"result names {name!r} but answers {ref.where}, a call to {ref.call.name!r}"
+            yield (
+                "result-name-mismatch",
+                f"messages[{m}].name",
+                f"result names {name!r} but answers {ref.where}, a call to {ref.call.name!r}",
+            )
     for ref, why in sorted(linking.unanswered, key=lambda item: (item[0].message, item[0].index)):
         yield "unanswered-call", ref.where, f"call to {ref.call.name!r} has no result: {why}"
 
@@ -405,20 +424,30 @@ def check_role_order(messages: list[Message]) -> Iterator[Finding]:
     else:
         opening = next((m for m, msg in enumerate(messages) if msg.role != "system"), None)
         if opening is not None and messages[opening].role == "assistant":
-            yield "assistant-first", f"messages[{opening}]", (
-                "the conversation opens with an assistant turn, before any user message "
-                "(llama3_1 refuses it when the tools go in the first user message)"
+            yield (
+                "assistant-first",
+                f"messages[{opening}]",
+                (
+                    "the conversation opens with an assistant turn, before any user message "
+                    "(llama3_1 refuses it when the tools go in the first user message)"
+                ),
             )
     for m, msg in enumerate(messages):
         previous = messages[m - 1] if m else None
         if msg.role == "system" and m > 0:
             yield "role-order", f"messages[{m}]", "a system message must come first"
         elif msg.role == "tool" and not (previous and (previous.role == "tool" or previous.tool_calls)):
-            after = f"{'an' if previous.role == 'assistant' else 'a'} {previous.role} message" if previous else "nothing"
+            after = (
+                f"{'an' if previous.role == 'assistant' else 'a'} {previous.role} message" if previous else "nothing"
+            )
             what = " without tool calls" if previous and previous.role == "assistant" else ""
             yield "role-order", f"messages[{m}]", f"a tool result must follow an assistant call turn, not {after}{what}"
         elif msg.role == "user" and previous and previous.role == "user":
-            yield "consecutive-user", f"messages[{m}]", f"two user messages in a row (messages[{m - 1}] and messages[{m}])"
+            yield (
+                "consecutive-user",
+                f"messages[{m}]",
+                f"two user messages in a row (messages[{m - 1}] and messages[{m}])",
+            )
 
 
 def check_empty_assistant(messages: list[Message]) -> Iterator[Finding]:
@@ -464,12 +493,18 @@ def query_findings(query: ToolQuery, library: set[str] | None = None) -> Iterato
             yield "unknown-gold-tool", f"gold_tools[{i}]", f"{name!r} is not in the tool library"
 
 
-def check_query(query: ToolQuery, severities: Mapping[str, Setting] | None = None, library: set[str] | None = None) -> list[Problem]:
+def check_query(
+    query: ToolQuery, severities: Mapping[str, Setting] | None = None, library: set[str] | None = None
+) -> list[Problem]:
     """A retrieval query: non-empty text, a gold set without repeats, gold names known to ``library``."""
     return _apply(query_findings(query, library), severities)
 
 
 def check_library(library: ToolLibrary, severities: Mapping[str, Setting] | None = None) -> list[Problem]:
     """A tool library: unique names, usable schemas, clean text."""
-    findings = [*check_text(library.to_dict()), *check_duplicate_tools(library.tools), *check_tool_schemas(library.tools)]
+    findings = [
+        *check_text(library.to_dict()),
+        *check_duplicate_tools(library.tools),
+        *check_tool_schemas(library.tools),
+    ]
     return _apply(findings, severities)

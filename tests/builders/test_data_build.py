@@ -117,7 +117,9 @@ def test_shipped_tiny_bench_is_what_the_command_builds(tmp_path):
             f"{name}: rerun the command in conf/data/mt_llama_tiny.yaml"
         )
     header = (Path(__file__).resolve().parents[2] / "conf" / "data" / "mt_llama_tiny.yaml").read_text()
-    assert "holdout_fraction=0.15 embedder=hash-bow pool_size=30 --out-dir train/assets/metatool_tiny --seed 42" in header
+    assert (
+        "holdout_fraction=0.15 embedder=hash-bow pool_size=30 --out-dir train/assets/metatool_tiny --seed 42" in header
+    )
 
 
 def test_the_recipe_trains_on_exactly_the_commands_training_rows(tmp_path):

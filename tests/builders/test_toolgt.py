@@ -49,11 +49,15 @@ def test_every_kept_sample_regenerates_its_gold_from_its_reasoning_under_the_off
             reasoning, _, answer = assistant.content.partition("</thinking>\n")
             assert reasoning.startswith("<thinking>") and answer == prompts.call_list_text(gold)  # trains on gold
             assert not leaks(reasoning)
-            request = TeacherRequest(prompts.CALL_STAGE, None, "", context={
-                "query": user.content, "tools": sample.tools, "reasoning": reasoning[len("<thinking>"):]})
+            request = TeacherRequest(
+                prompts.CALL_STAGE,
+                None,
+                "",
+                context={"query": user.content, "tools": sample.tools, "reasoning": reasoning[len("<thinking>") :]},
+            )
             regenerated = prompts.offline_call(request)
             assert regenerated.startswith("<function>[") and regenerated.endswith("]</function>")
-            calls = parse_call_list(regenerated[len("<function>"):-len("</function>")], lenient=True)
+            calls = parse_call_list(regenerated[len("<function>") : -len("</function>")], lenient=True)
             assert equivalent(calls, gold, {t.name: t for t in sample.tools})
             assert sample.meta["template"] == template and sample.meta["arm"] == "template"
 
@@ -78,8 +82,11 @@ def test_the_arms_share_the_kept_query_set_and_differ_only_in_the_reasoning():
 
     arms = {}
     for arm in ("none", "cot", "template"):
-        builder = ToolGTBuilder(ToolGTOptions.from_args({"template": "simple", "arm": arm}), seed=0,
-                                teacher=offline_teacher({prompts.REASONING_STAGE: no_cot_draft}))
+        builder = ToolGTBuilder(
+            ToolGTOptions.from_args({"template": "simple", "arm": arm}),
+            seed=0,
+            teacher=offline_teacher({prompts.REASONING_STAGE: no_cot_draft}),
+        )
         arms[arm] = {s.id: s for s in builder.build(conversations)}
         assert builder.report()["stages"]["cot"]["stage2"] == {"dropped: no call": 1, "passed": 52}
     assert set(arms["none"]) == set(arms["cot"]) == set(arms["template"])
@@ -95,7 +102,11 @@ def test_the_arms_share_the_kept_query_set_and_differ_only_in_the_reasoning():
 
 def test_the_arm_and_template_spelling_from_the_cli_and_the_checks():
     assert parse_args("toolgt", ["arm=none", "template=claude", "judge=false", "teacher.kind=offline"]) == {
-        "arm": "none", "template": "claude", "judge": False, "teacher": {"kind": "offline"}}
+        "arm": "none",
+        "template": "claude",
+        "judge": False,
+        "teacher": {"kind": "offline"},
+    }
     assert make_args("toolgt", {"arm": "cot"}).verified_templates() == ("detail", "cot")
     with pytest.raises(ValueError, match=r"unknown template 'none'.*No-Thought is arm=none"):
         make_args("toolgt", {"template": "none"})
@@ -169,21 +180,52 @@ def test_decontamination_drops_and_counts_samples_matching_an_eval_item(tmp_path
     (bfcl / "possible_answer").mkdir(parents=True)
     functions = [{"name": "x", "description": "", "parameters": {"type": "dict", "properties": {}}}]
     (bfcl / "BFCL_v2_simple.json").write_text(
-        json.dumps({"id": "simple_0", "question": [[{"role": "user", "content":
-                    "what will the weather be like in LISBON over the next 3 days"}]], "function": functions}) + "\n"
-        + json.dumps({"id": "simple_1", "question": [[{"role": "user", "content": "unrelated"}]],
-                      "function": [{"name": "get_timezone", "description": "",
-                                    "parameters": {"type": "dict", "properties": {"city": {"type": "string"}}}}]})
-        + "\n", encoding="utf-8")
+        json.dumps(
+            {
+                "id": "simple_0",
+                "question": [
+                    [{"role": "user", "content": "what will the weather be like in LISBON over the next 3 days"}]
+                ],
+                "function": functions,
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "id": "simple_1",
+                "question": [[{"role": "user", "content": "unrelated"}]],
+                "function": [
+                    {
+                        "name": "get_timezone",
+                        "description": "",
+                        "parameters": {"type": "dict", "properties": {"city": {"type": "string"}}},
+                    }
+                ],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     (bfcl / "possible_answer" / "BFCL_v2_simple.json").write_text(
-        json.dumps({"id": "simple_0", "ground_truth": [{"x": {}}]}) + "\n"
-        + json.dumps({"id": "simple_1", "ground_truth": [{"get_timezone": {"city": ["Nairobi"]}},
-                                                         {"get_timezone": {"city": ["Sydney"]}}]}) + "\n",
-        encoding="utf-8")
+        json.dumps({"id": "simple_0", "ground_truth": [{"x": {}}]})
+        + "\n"
+        + json.dumps(
+            {
+                "id": "simple_1",
+                "ground_truth": [{"get_timezone": {"city": ["Nairobi"]}}, {"get_timezone": {"city": ["Sydney"]}}],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     assert run_cli(tmp_path / "out", f"decontaminate=bfcl:{bfcl}") == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["decontamination"] == {"checked": [f"bfcl:{bfcl}"], "eval_items": 2, "eval_rejected": 0,
-                                         "matched": {"query": 1, "calls": 1}}
+    assert report["decontamination"] == {
+        "checked": [f"bfcl:{bfcl}"],
+        "eval_items": 2,
+        "eval_rejected": 0,
+        "matched": {"query": 1, "calls": 1},
+    }
     assert report["kept"] == 51 and report["dropped"]["decontaminated: query match an eval item"] == 1
     assert report["dropped"]["decontaminated: calls match an eval item"] == 1  # Sydney + Nairobi, in any order
     assert main(["data", "build", "toolgt", *INPUTS, "decontaminate=squad:/x", "--out-dir", str(tmp_path / "e")]) == 2
@@ -199,23 +241,36 @@ def test_the_shipped_samples_do_not_match_bfcl_v2_or_nexus(shared_data, tmp_path
 
 # ---------------------------------------------------------------- stage 3 and the filters, by hand
 
-WEATHER = Tool("get_weather", "", {"type": "object", "properties": {
-    "city": {"type": "string"}, "unit": {"type": "string", "default": "celsius"}, "days": {"type": "integer"}},
-    "required": ["city"]})
+WEATHER = Tool(
+    "get_weather",
+    "",
+    {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "default": "celsius"},
+            "days": {"type": "integer"},
+        },
+        "required": ["city"],
+    },
+)
 
 
-@pytest.mark.parametrize(("candidate", "same"), [
-    ('[get_weather(unit="celsius", city="Oslo", days=3)]', True),  # optional argument at its default
-    ('[get_weather(city="Oslo")]', False),  # an argument of the gold missing
-    ('[get_weather(days=3.0, city="Oslo")]', True),  # order of arguments; 3 == 3.0
-    ('[get_weather("Oslo")]', False),  # positional: named by the schema's order, but days is missing
-    ('[get_weather("Oslo", "celsius", 3)]', True),
-    ('[get_weather(city="Oslo", unit="fahrenheit", days=3)]', False),  # an optional argument NOT at its default
-    ('[get_weather(city="oslo", days=3)]', False),  # strings compare exactly
-    ('[get_weather(city="Oslo", days=True)]', False),  # True is not 1
-    ('[get_weather(city="Oslo", days=3), get_weather(city="Oslo", days=3)]', False),  # another number of calls
-    ('[get_weather("Oslo", city="Oslo", days=3)]', False),  # one argument given twice
-])
+@pytest.mark.parametrize(
+    ("candidate", "same"),
+    [
+        ('[get_weather(unit="celsius", city="Oslo", days=3)]', True),  # optional argument at its default
+        ('[get_weather(city="Oslo")]', False),  # an argument of the gold missing
+        ('[get_weather(days=3.0, city="Oslo")]', True),  # order of arguments; 3 == 3.0
+        ('[get_weather("Oslo")]', False),  # positional: named by the schema's order, but days is missing
+        ('[get_weather("Oslo", "celsius", 3)]', True),
+        ('[get_weather(city="Oslo", unit="fahrenheit", days=3)]', False),  # an optional argument NOT at its default
+        ('[get_weather(city="oslo", days=3)]', False),  # strings compare exactly
+        ('[get_weather(city="Oslo", days=True)]', False),  # True is not 1
+        ('[get_weather(city="Oslo", days=3), get_weather(city="Oslo", days=3)]', False),  # another number of calls
+        ('[get_weather("Oslo", city="Oslo", days=3)]', False),  # one argument given twice
+    ],
+)
 def test_ast_equivalence_rules(candidate, same):
     gold = [ToolCall("get_weather", {"city": "Oslo", "days": 3})]
     assert equivalent(parse_call_list(candidate), gold, {"get_weather": WEATHER}) is same
@@ -238,8 +293,9 @@ def verify_with(writers: dict, judge: bool = True) -> tuple[list[Conversation], 
     return kept, {"report": builder.report(), "drops": drops}
 
 
-@pytest.mark.parametrize(("phrase", "found"), [("the GROUND TRUTH says", "ground truth"),
-                                               ("So The Answer Is", "the answer is")])
+@pytest.mark.parametrize(
+    ("phrase", "found"), [("the GROUND TRUTH says", "ground truth"), ("So The Answer Is", "the answer is")]
+)
 def test_reasoning_that_leaks_the_answer_is_dropped(phrase, found):
     def leaky(request):
         return prompts.offline_reasoning(request).replace("Let me think step by step.", phrase)
@@ -256,7 +312,9 @@ def test_a_different_call_goes_to_the_judge_and_the_sample_trains_on_the_gold():
     kept, seen = verify_with({prompts.CALL_STAGE: other_city})  # the offline judge: TOTALLY INCORRECT
     assert kept == [] and seen["drops"] == ["cot stage3: judge says TOTALLY INCORRECT"]
     assert seen["report"]["stages"]["cot"]["stage3"] == {"dropped: judge says TOTALLY INCORRECT": 1}
-    kept, seen = verify_with({prompts.CALL_STAGE: other_city, prompts.JUDGE_STAGE: lambda r: "CAN REPLACE GROUND TRUTH"})
+    kept, seen = verify_with(
+        {prompts.CALL_STAGE: other_city, prompts.JUDGE_STAGE: lambda r: "CAN REPLACE GROUND TRUTH"}
+    )
     assert [s.meta["verified"] for s in kept] == [{"cot": "judge"}]
     assert kept[0].messages[2].content.endswith('\n[Weather Forecast API(city="Lisbon", days=3)]')  # the gold
     kept, seen = verify_with({prompts.CALL_STAGE: other_city}, judge=False)

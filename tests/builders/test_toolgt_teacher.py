@@ -45,8 +45,13 @@ def test_server_errors_and_timeouts_are_retried_with_exponential_backoff():
     request = TeacherRequest("toolgt.call", "SYS", "USER", StageParams(temperature=0.2, max_tokens=64, seed=5))
     assert backend(opener, sleeps).complete(request) == "ok"
     assert sleeps == [1.0, 2.0, 4.0]
-    assert opener.bodies[0] == {"model": "gpt-4o-mini", "temperature": 0.2, "max_tokens": 64, "seed": 5,
-                                "messages": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "USER"}]}
+    assert opener.bodies[0] == {
+        "model": "gpt-4o-mini",
+        "temperature": 0.2,
+        "max_tokens": 64,
+        "seed": 5,
+        "messages": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "USER"}],
+    }
 
 
 def test_a_client_error_is_not_retried_and_spent_retries_name_the_last_failure():
@@ -59,20 +64,34 @@ def test_a_client_error_is_not_retried_and_spent_retries_name_the_last_failure()
 
 
 def dialogue() -> Conversation:
-    tool = Tool("get_weather", "Weather for a city.", {"type": "object", "properties": {"city": {"type": "string"}},
-                                                       "required": ["city"]})
-    return Conversation(id="w", tools=[tool], messages=[
-        Message(role="user", content="Weather in Oslo?"),
-        Message(role="assistant", tool_calls=[ToolCall("get_weather", {"city": "Oslo"}, "c0")]),
-    ])
+    tool = Tool(
+        "get_weather",
+        "Weather for a city.",
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
+    return Conversation(
+        id="w",
+        tools=[tool],
+        messages=[
+            Message(role="user", content="Weather in Oslo?"),
+            Message(role="assistant", tool_calls=[ToolCall("get_weather", {"city": "Oslo"}, "c0")]),
+        ],
+    )
 
 
 def test_http_failures_in_a_build_become_counted_drops_and_answers_are_used_per_stage():
     sleeps: list[float] = []
     reasoning = '<thinking>1. The weather tool fits.\n6. Draft: [get_weather(city="Oslo")]</thinking>'
-    opener = FakeOpener(500, 500, 500, 500,  # sample 1: stage 1 fails after its retries
-                        reasoning, '<function>[get_weather(city="Oslo")]</function>',  # sample 2, template
-                        reasoning, '<function>[get_weather(city="Oslo")]</function>')  # sample 2, cot
+    opener = FakeOpener(
+        500,
+        500,
+        500,
+        500,  # sample 1: stage 1 fails after its retries
+        reasoning,
+        '<function>[get_weather(city="Oslo")]</function>',  # sample 2, template
+        reasoning,
+        '<function>[get_weather(city="Oslo")]</function>',
+    )  # sample 2, cot
     options = ToolGTOptions.from_args({"template": "detail", "reasoning_temperature": 0.9, "call_max_tokens": 99})
     builder = ToolGTBuilder(options, seed=3, teacher=Teacher(backend(opener, sleeps)))
     drops: list[str] = []
@@ -81,25 +100,32 @@ def test_http_failures_in_a_build_become_counted_drops_and_answers_are_used_per_
     kept = list(builder.build([first, second], drops.append))
     assert drops == [f"detail stage1: teacher failed: HTTP 500 from {URL}/chat/completions"]
     assert [s.id for s in kept] == ["w2#1"] and kept[0].messages[2].content == (
-        "<thinking>1. The weather tool fits.\n6. Draft: [get_weather(city=\"Oslo\")]</thinking>\n"
-        '[get_weather(city="Oslo")]')
+        '<thinking>1. The weather tool fits.\n6. Draft: [get_weather(city="Oslo")]</thinking>\n'
+        '[get_weather(city="Oslo")]'
+    )
     assert builder.report()["stages"]["detail"]["stage1"] == {
-        f"dropped: teacher failed: HTTP 500 from {URL}/chat/completions": 1, "passed": 1}
+        f"dropped: teacher failed: HTTP 500 from {URL}/chat/completions": 1,
+        "passed": 1,
+    }
     stage1, stage2 = opener.bodies[4], opener.bodies[5]
     assert (stage1["temperature"], stage1["max_tokens"], stage1["seed"]) == (0.9, 1024, 3)
     assert (stage2["temperature"], stage2["max_tokens"]) == (0.0, 99)
     assert prompts.TEMPLATES["detail"] in stage1["messages"][0]["content"]
     assert prompts.TEMPLATES["detail"] not in stage2["messages"][0]["content"]  # stage 2 never sees the template
-    assert stage1["messages"][1]["content"] == 'User request: Weather in Oslo?\nGround truth function calling(s):' \
-                                              '[get_weather(city="Oslo")]'
+    assert (
+        stage1["messages"][1]["content"] == "User request: Weather in Oslo?\nGround truth function calling(s):"
+        '[get_weather(city="Oslo")]'
+    )
     assert stage2["messages"][1]["content"].startswith("User request: Weather in Oslo?\nGiven Thinking Process")
     assert builder.teacher.counts["failures"] == 1 and not opener.script
 
 
 def test_the_cache_key_is_the_sha256_of_a_canonical_json():
     request = TeacherRequest("toolgt.judge", "S", "U", StageParams(0.0, 16, 1), context={"ignored": True})
-    canonical = ('{"backend":"http","model":"m","params":{"max_tokens":16,"seed":1,"temperature":0.0},'
-                 '"stage":"toolgt.judge","system":"S","user":"U"}')
+    canonical = (
+        '{"backend":"http","model":"m","params":{"max_tokens":16,"seed":1,"temperature":0.0},'
+        '"stage":"toolgt.judge","system":"S","user":"U"}'
+    )
     assert cache_key("http", "m", request) == hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -55,17 +55,41 @@ class Engine:
     def command(self, out: Path, *extra: str, ranks: int = 1, launcher: list[str] | None = None) -> list[str]:
         args = ["train", *OVERRIDES, f"output_dir={out}", *extra]
         if ranks > 1:
-            return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", "-m", "train", *args]
+            return [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc_per_node={ranks}",
+                "-m",
+                "train",
+                *args,
+            ]
         return [*(launcher or [sys.executable, "-m", "train"]), *args]
 
     def launch(self, out: Path, *extra: str, ranks: int = 1, timeout: float = 300) -> subprocess.CompletedProcess:
-        result = subprocess.run(self.command(out, *extra, ranks=ranks), cwd=REPO, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
+        result = subprocess.run(
+            self.command(out, *extra, ranks=ranks),
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
         return result
 
     def start(self, out: Path, *extra: str, launcher: list[str] | None = None) -> subprocess.Popen:
         log = (out.parent / f"{out.name}.log").open("w")
-        return subprocess.Popen(self.command(out, *extra, launcher=launcher), cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            self.command(out, *extra, launcher=launcher),
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     @contextmanager
     def in_process(self):
@@ -170,7 +194,12 @@ def single_run(engine, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def ddp_run(engine, tmp_path_factory) -> Path:
-    return build_once(tmp_path_factory, "engine-ddp", lambda folder: engine.launch(folder / "run", "distributed=ddp", ranks=2)) / "run"
+    return (
+        build_once(
+            tmp_path_factory, "engine-ddp", lambda folder: engine.launch(folder / "run", "distributed=ddp", ranks=2)
+        )
+        / "run"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,12 @@ from train.commands.bench_train import Measurement, ratio, table
 
 
 def test_table_and_ratios_from_measurements():
-    packed = Measurement("tooltrain packed", steps=2, real_tokens=3000, slots=3072, seconds=2.0, cpu_seconds=3.0,
-                         peak_memory_mib=600.4)
-    padded = Measurement("tooltrain padded", steps=2, real_tokens=3000, slots=4000, seconds=6.0, cpu_seconds=12.0,
-                         peak_memory_mib=610)
+    packed = Measurement(
+        "tooltrain packed", steps=2, real_tokens=3000, slots=3072, seconds=2.0, cpu_seconds=3.0, peak_memory_mib=600.4
+    )
+    padded = Measurement(
+        "tooltrain padded", steps=2, real_tokens=3000, slots=4000, seconds=6.0, cpu_seconds=12.0, peak_memory_mib=610
+    )
     failed = Measurement("trl packed", error="ValueError: no")
     assert table([packed, padded, failed]).splitlines() == [
         "path              steps  real tokens  seconds  tokens/s  cpu s  tokens/cpu s  padding eff  peak mem MiB",

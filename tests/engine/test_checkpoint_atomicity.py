@@ -68,8 +68,9 @@ def test_rotation_keeps_the_newest_complete_checkpoints_and_leaves_unfinished_on
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-10", "checkpoint-12", "checkpoint-6"]
 
 
-def test_with_one_checkpoint_kept_every_moment_of_every_save_has_a_complete_checkpoint(engine, single_run, tmp_path,
-                                                                                       monkeypatch):
+def test_with_one_checkpoint_kept_every_moment_of_every_save_has_a_complete_checkpoint(
+    engine, single_run, tmp_path, monkeypatch
+):
     """Watches every deletion and rename while a run saves checkpoints 2, 4 and 6 with save_total_limit=1:
     a kill at any of those moments would find a complete checkpoint, and never an older one than before."""
     run_dir = tmp_path / "run"
@@ -99,7 +100,7 @@ def test_with_one_checkpoint_kept_every_moment_of_every_save_has_a_complete_chec
 
     first = next(i for i, moment in enumerate(moments) if moment[3])  # checkpoint-2 marked complete
     assert moments[first][:2] == ("replace", str(run_dir / "checkpoint-2" / (COMPLETE_MARKER + ".tmp")))
-    later = moments[first + 1:]
+    later = moments[first + 1 :]
     deleted = {path for name, path, _, _ in later if name == "rmtree" and path.startswith(str(run_dir))}
     assert deleted == {str(run_dir / "checkpoint-2"), str(run_dir / "checkpoint-4")}
     assert [moment for moment in later if not moment[2] or not moment[3]] == []  # always a complete checkpoint
@@ -108,8 +109,9 @@ def test_with_one_checkpoint_kept_every_moment_of_every_save_has_a_complete_chec
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["mid-write", "before-marker"])
-def test_a_run_killed_while_saving_resumes_from_the_previous_good_checkpoint(engine, single_run, tmp_path, capsys,
-                                                                             point):
+def test_a_run_killed_while_saving_resumes_from_the_previous_good_checkpoint(
+    engine, single_run, tmp_path, capsys, point
+):
     run_dir = tmp_path / "run"
     killer = [sys.executable, "-c", KILL_DURING_SAVE, point, "4"]
     process = engine.start(run_dir, "train.save_total_limit=1", launcher=killer)

@@ -129,15 +129,25 @@ def test_plus_still_adds_keys_to_free_form_dicts():
 
 def test_check_lists_every_conflict_at_once():
     with pytest.raises(ConfigError) as err:
-        compose(["recipe=tiny", "train.global_batch_size=6", "train.micro_batch_size=4", "data.eval_fraction=1.0",
-                 "train.max_steps=-1", "train.epochs=0", "+data.part_weights.call_args=2", "+data.part_weights.thought=1"])
+        compose(
+            [
+                "recipe=tiny",
+                "train.global_batch_size=6",
+                "train.micro_batch_size=4",
+                "data.eval_fraction=1.0",
+                "train.max_steps=-1",
+                "train.epochs=0",
+                "+data.part_weights.call_args=2",
+                "+data.part_weights.thought=1",
+            ]
+        )
     assert str(err.value) == (
         "invalid configuration:\n"
         "  - train.global_batch_size=6 is not a multiple of train.micro_batch_size=4\n"
         "  - set train.max_steps > 0 or train.epochs > 0\n"
         "  - data.eval_fraction must be in [0, 1), got 1.0\n"
-        "  - data.part_weights has unknown part(s) ['thought']; valid: call_args, call_name, call_syntax, end, reasoning, "
-        "text"
+        "  - data.part_weights has unknown part(s) ['thought']; valid: call_args, call_name, call_syntax, end, "
+        "reasoning, text"
     )
 
 
@@ -173,7 +183,9 @@ def tooltrain_command() -> list[str]:
 
 
 def launch(engine, command: list[str]) -> subprocess.CompletedProcess:
-    result = subprocess.run(command, cwd=REPO_ROOT, env=engine.env, capture_output=True, text=True, check=False, timeout=600)
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, env=engine.env, capture_output=True, text=True, check=False, timeout=600
+    )
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     return result
 

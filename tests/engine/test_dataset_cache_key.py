@@ -9,8 +9,12 @@ import train.tokenizers
 from train.dataset import cache_key
 from train.tokenizers import load_tokenizer
 
-DATA = {"name": "t", "sources": [{"name": "glaive", "inputs": ["pkg://train/assets/demo/glaive_sample.json"]}],
-        "max_seq_len": 1024, "overlong": "truncate"}
+DATA = {
+    "name": "t",
+    "sources": [{"name": "glaive", "inputs": ["pkg://train/assets/demo/glaive_sample.json"]}],
+    "max_seq_len": 1024,
+    "overlong": "truncate",
+}
 
 
 def key(tokenizer) -> str:

@@ -17,14 +17,32 @@ from train.config import REPO_ROOT, compose
 from train.summary import data_line, eval_before_after, format_duration, format_summary, loss_line
 
 SUMMARY = {
-    "status": "completed", "steps": 12, "loss_first": 1.2027, "loss_last": 0.8123,
-    "trained_tokens": 62697, "masked_tokens": 81749,
-    "data": {"read": 300, "rejected_by_reader": 0, "dropped_by_builder": 0, "invalid": 1, "unrenderable": 0,
-             "dropped_overlong": 28, "truncated": 0, "dropped_untrained": 0, "train_rows": 259, "eval_rows": 12,
-             "trained_tokens": 62697, "masked_tokens": 81749, "reasons": {}},
+    "status": "completed",
+    "steps": 12,
+    "loss_first": 1.2027,
+    "loss_last": 0.8123,
+    "trained_tokens": 62697,
+    "masked_tokens": 81749,
+    "data": {
+        "read": 300,
+        "rejected_by_reader": 0,
+        "dropped_by_builder": 0,
+        "invalid": 1,
+        "unrenderable": 0,
+        "dropped_overlong": 28,
+        "truncated": 0,
+        "dropped_untrained": 0,
+        "train_rows": 259,
+        "eval_rows": 12,
+        "trained_tokens": 62697,
+        "masked_tokens": 81749,
+        "reasons": {},
+    },
     "packing": {"samples": 259, "rows": 144, "padding_efficiency": 0.9411},
     "parameters": {"trainable": 2442240, "total": 136957248},
-    "seconds": 301.4, "final": "final", "dtype": "float32",
+    "seconds": 301.4,
+    "final": "final",
+    "dtype": "float32",
 }
 LOSSES = [1.2027, 1.1707, 1.1204, 1.0, 0.95, 0.9, 0.85, 0.8331, 0.8123]  # 9 steps: quarters of 2
 
@@ -43,17 +61,33 @@ def test_the_summary_says_what_was_trained_how_well_where_and_how_long():
     )
 
 
-HELDOUT = {"before": {"step": 0, "exact_match": 0.5, "name_accuracy": 0.5, "valid_call_rate": 0.14285714285714285,
-                      "correct": 6, "total": 12, "parse_errors": 0},
-           "after": {"step": 16, "exact_match": 0.75, "name_accuracy": 0.8333333333333334, "valid_call_rate": 0.8571428571428571,
-                     "correct": 9, "total": 12, "parse_errors": 1}}
+HELDOUT = {
+    "before": {
+        "step": 0,
+        "exact_match": 0.5,
+        "name_accuracy": 0.5,
+        "valid_call_rate": 0.14285714285714285,
+        "correct": 6,
+        "total": 12,
+        "parse_errors": 0,
+    },
+    "after": {
+        "step": 16,
+        "exact_match": 0.75,
+        "name_accuracy": 0.8333333333333334,
+        "valid_call_rate": 0.8571428571428571,
+        "correct": 9,
+        "total": 12,
+        "parse_errors": 1,
+    },
+}
 
 
 def test_the_summary_shows_the_demo_before_after_heldout_eval():
     lines = format_summary({**SUMMARY, "eval": {"heldout": HELDOUT}}, LOSSES, Path("/runs/demo")).splitlines()
     start = lines.index("  eval      heldout on 12 conversations: before (step 0, the base model) -> after (step 16)")
     assert lines[start - 1].startswith("  loss      ")
-    assert lines[start + 1:start + 4] == [
+    assert lines[start + 1 : start + 4] == [
         "              call exact match   50.0% ->  75.0%",
         "              name accuracy      50.0% ->  83.3%",
         "              valid-call rate    14.3% ->  85.7%",
@@ -63,7 +97,7 @@ def test_the_summary_shows_the_demo_before_after_heldout_eval():
     only_after = {"heldout": {"before": None, "after": {**HELDOUT["after"], "valid_call_rate": None}}}
     lines = format_summary({**SUMMARY, "eval": only_after}, LOSSES, Path("/runs/demo")).splitlines()
     start = lines.index("  eval      heldout on 12 conversations at step 16")
-    assert lines[start + 1:start + 4] == [
+    assert lines[start + 1 : start + 4] == [
         "              call exact match   75.0%",
         "              name accuracy      83.3%",
         "              valid-call rate        -",
@@ -78,10 +112,15 @@ def test_before_and_after_come_from_the_step_0_and_the_last_evaluation():
         {"eval/heldout/exact_match": 0.75, "eval/heldout/total": 12, "step": 16},
         {"train_loss": 1.0, "step": 16},
     ]
-    assert eval_before_after(history) == {"heldout": {"before": {"step": 0, "exact_match": 0.5, "total": 12},
-                                                      "after": {"step": 16, "exact_match": 0.75, "total": 12}}}
-    assert eval_before_after(history[1:]) == {"heldout": {"before": None, "after": {"step": 16, "exact_match": 0.75,
-                                                                                     "total": 12}}}
+    assert eval_before_after(history) == {
+        "heldout": {
+            "before": {"step": 0, "exact_match": 0.5, "total": 12},
+            "after": {"step": 16, "exact_match": 0.75, "total": 12},
+        }
+    }
+    assert eval_before_after(history[1:]) == {
+        "heldout": {"before": None, "after": {"step": 16, "exact_match": 0.75, "total": 12}}
+    }
     assert eval_before_after([{"loss": 1.0, "step": 1}]) == {}
 
 
@@ -92,22 +131,42 @@ def test_summary_paths_are_relative_to_the_run_folder_and_old_absolute_ones_stil
 
 
 def test_a_preempted_full_fine_tune_says_how_to_resume():
-    summary = {**SUMMARY, "status": "preempted", "steps": 4, "final": None,
-               "parameters": {"trainable": 10, "total": 10}}
+    summary = {
+        **SUMMARY,
+        "status": "preempted",
+        "steps": 4,
+        "final": None,
+        "parameters": {"trainable": 10, "total": 10},
+    }
     lines = format_summary(summary, LOSSES[:4], Path("/runs/x")).splitlines()
     assert lines[0] == "tooltrain: run preempted after 4 steps (5 min 01 s of training)"
     assert lines[-2] == "  model     none yet: rerun the same command to resume from the last checkpoint"
 
 
 def test_summary_pieces():
-    assert [format_duration(s) for s in (0.04, 59.94, 60, 61.5, 3600)] == ["0.0 s", "59.9 s", "1 min 00 s", "1 min 02 s", "60 min 00 s"]
+    assert [format_duration(s) for s in (0.04, 59.94, 60, 61.5, 3600)] == [
+        "0.0 s",
+        "59.9 s",
+        "1 min 00 s",
+        "1 min 02 s",
+        "60 min 00 s",
+    ]
     assert loss_line([]) == "not logged"
     assert loss_line([2.0, 1.5]) == "2.000 -> 1.500 (step 1 -> 2)"  # too few steps for the means
     assert loss_line([2.0] * 7) == "2.000 -> 2.000 (step 1 -> 7)"
     assert loss_line([1.2, 1.0, 1.1, 0.9, 0.8, 0.6, 0.5, 0.7]) == (
-        "1.200 -> 0.700 (step 1 -> 8); mean of the first 2 steps 1.100, of the last 2 0.600")
-    report = {"read": 20, "rejected_by_reader": 2, "dropped_by_builder": 3, "unrenderable": 1, "dropped_untrained": 4,
-              "truncated": 5, "train_rows": 10, "eval_rows": 0}
+        "1.200 -> 0.700 (step 1 -> 8); mean of the first 2 steps 1.100, of the last 2 0.600"
+    )
+    report = {
+        "read": 20,
+        "rejected_by_reader": 2,
+        "dropped_by_builder": 3,
+        "unrenderable": 1,
+        "dropped_untrained": 4,
+        "truncated": 5,
+        "train_rows": 10,
+        "eval_rows": 0,
+    }
     assert data_line(report) == (
         "20 conversations read -> 10 training samples; left out 10: 2 unreadable, 3 dropped by the data builder, "
         "1 unrenderable in the chat format, 4 with nothing to train; 5 truncated to data.max_seq_len"
@@ -117,11 +176,17 @@ def test_summary_pieces():
 def test_the_demo_recipe_is_a_lora_fine_tune_of_smollm2_on_the_shipped_conversations():
     cfg = compose(["recipe=demo"])
     assert (cfg.model.name, cfg.model.chat_format, cfg.peft.kind.value, cfg.distributed.strategy.value) == (
-        "smollm2_135m", "chatml", "lora", "single")
+        "smollm2_135m",
+        "chatml",
+        "lora",
+        "single",
+    )
     # it ends with a before/after held-out eval: step 0 (the base model) and the last step, on all 12 held-out
     assert (cfg.eval.at_start, cfg.eval.at_end, cfg.eval.every_steps) == (True, True, 0)
     assert [(b.name, b.data, b.limit) for b in cfg.eval.benchmarks] == [("heldout", None, 12)]
-    assert [(s.name, list(s.inputs)) for s in cfg.data.sources] == [("glaive", ["pkg://train/assets/demo/glaive_en_300.json"])]
+    assert [(s.name, list(s.inputs)) for s in cfg.data.sources] == [
+        ("glaive", ["pkg://train/assets/demo/glaive_en_300.json"])
+    ]
     # the CPU budget: every optimizer step is global_batch_size rows of at most max_seq_len tokens
     assert cfg.train.max_steps * cfg.train.global_batch_size * cfg.data.max_seq_len <= 32 * 1024
 
@@ -149,9 +214,23 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
     out = tmp_path / "demo"
     env = {**os.environ, "TOOLTRAIN_CACHE": str(smollm2_cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     result = subprocess.run(
-        [*command, "train", "recipe=demo", "train.max_steps=2", "data.max_seq_len=256", "data.overlong=truncate",
-         "train.global_batch_size=2", "train.micro_batch_size=1", f"output_dir={out}"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=1200,
+        [
+            *command,
+            "train",
+            "recipe=demo",
+            "train.max_steps=2",
+            "data.max_seq_len=256",
+            "data.overlong=truncate",
+            "train.global_batch_size=2",
+            "train.micro_batch_size=1",
+            f"output_dir={out}",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1200,
     )
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
 
@@ -165,8 +244,19 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
     assert summary["parameters"]["total"] > 134_000_000 > 10 * summary["parameters"]["trainable"] > 0
     data = summary["data"]
     assert data["read"] == 300 and data["truncated"] > 0 and data["dropped_overlong"] == 0
-    assert data["read"] == sum(data[k] for k in ("rejected_by_reader", "dropped_by_builder", "invalid", "unrenderable",
-                                                "dropped_overlong", "dropped_untrained", "train_rows", "eval_rows"))
+    assert data["read"] == sum(
+        data[k]
+        for k in (
+            "rejected_by_reader",
+            "dropped_by_builder",
+            "invalid",
+            "unrenderable",
+            "dropped_overlong",
+            "dropped_untrained",
+            "train_rows",
+            "eval_rows",
+        )
+    )
     assert summary["packing"]["samples"] == data["train_rows"]
     assert summary["trained_tokens"] == data["trained_tokens"] > 0 and summary["masked_tokens"] > 0
 
@@ -178,10 +268,12 @@ def test_the_demo_command_trains_saves_and_reports(smollm2_cache, tmp_path):
 
     assert {"adapter_model.safetensors", "adapter_config.json"} <= {p.name for p in (out / "final").iterdir()}
     assert (out / "report.png").is_file()
-    printed = result.stdout[result.stdout.index("tooltrain: run completed after 2 steps"):]
+    printed = result.stdout[result.stdout.index("tooltrain: run completed after 2 steps") :]
     assert f"  adapter   {out / 'final'}" in printed
     assert "  loss      " in printed and "  rows      " in printed and "  tokens    " in printed
-    assert f"  eval      heldout on {held_out} conversations: before (step 0, the base model) -> after (step 2)" in printed
+    assert (
+        f"  eval      heldout on {held_out} conversations: before (step 0, the base model) -> after (step 2)" in printed
+    )
     assert "step 1/2  loss " in result.stdout and "{'loss'" not in result.stdout
     assert "FutureWarning" not in result.stderr and "[WARNING]" not in result.stdout
     shutil.rmtree(out / "final")  # 10 MB of adapter per run in the temp folder

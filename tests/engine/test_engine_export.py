@@ -19,7 +19,10 @@ from train.formats.tokenize import tokenize
 from train.model import apply_lora, build_model, expected_adapter_shapes
 from train.schema import Conversation
 
-PROMPT = '<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name": "get_weather"'
+PROMPT = (
+    "<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n"
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather"'
+)
 
 
 def _config(run_dir: Path):
@@ -69,7 +72,10 @@ def test_export_reproduces_the_adapter_model_logits(engine, zero3_run, tmp_path,
     )
     metadata = json.loads((out / "tooltrain_export.json").read_text())
     assert {key: metadata[key] for key in ("run_dir", "weights", "merged_adapter", "dtype", "chat_format")} == {
-        "run_dir": str(run_dir), "weights": "final", "merged_adapter": True, "dtype": "float32",
+        "run_dir": str(run_dir),
+        "weights": "final",
+        "merged_adapter": True,
+        "dtype": "float32",
         "chat_format": "chatml",
     }
 
@@ -148,17 +154,23 @@ def test_export_ships_the_chat_template_the_run_trained_with(engine, single_run,
     assert capsys.readouterr().out.splitlines()[-1] == f"serve it with: {serve}"
     metadata = json.loads((out / "tooltrain_export.json").read_text())
     assert {key: value for key, value in metadata.items() if key not in ("run_dir", "tool_call_parser")} == {
-        "weights": "final", "merged_adapter": True, "dtype": "float32",
-        "chat_format": "chatml", "format_options": {"answer_style": "native"}, "chat_template": "chat_template.jinja",
+        "weights": "final",
+        "merged_adapter": True,
+        "dtype": "float32",
+        "chat_format": "chatml",
+        "format_options": {"answer_style": "native"},
+        "chat_template": "chat_template.jinja",
         "stop_tokens": ["<|im_end|>"],
         "serve": {
             "vllm": serve,
             "sglang": f"python -m sglang.launch_server --model-path {out} --chat-template {template_file} "
-                      "--tool-call-parser qwen25",
+            "--tool-call-parser qwen25",
         },
     }
     assert {key: metadata["tool_call_parser"][key] for key in ("vllm", "sglang", "exact")} == {
-        "vllm": "hermes", "sglang": "qwen25", "exact": True,
+        "vllm": "hermes",
+        "sglang": "qwen25",
+        "exact": True,
     }
     readme = (out / "README.md").read_text()
     assert f"    {serve}\n" in readme and "Chat format: `chatml`" in readme
@@ -181,8 +193,11 @@ def test_export_pins_the_format_options_the_run_trained_with(engine, single_run,
     with engine.in_process():
         assert main(["export", str(run_dir), "--out-dir", str(out)]) == 0
     metadata = json.loads((out / "tooltrain_export.json").read_text())
-    assert metadata["format_options"] == {"tools_in_user_message": False, "date_string": "01 Jan 2025",
-                                          "answer_style": "native"}
+    assert metadata["format_options"] == {
+        "tools_in_user_message": False,
+        "date_string": "01 Jan 2025",
+        "answer_style": "native",
+    }
     assert (metadata["tool_call_parser"]["vllm"], metadata["tool_call_parser"]["exact"]) == ("llama3_json", False)
     fmt = get_format("llama3_1_metatool", {"tools_in_user_message": False, "date_string": "01 Jan 2025"})
     tokenizer = AutoTokenizer.from_pretrained(str(out))

@@ -71,7 +71,8 @@ def test_rerunning_a_completed_run_trains_nothing(engine, single_run, tmp_path, 
 
     result = engine.run(run_dir)
     assert capsys.readouterr().out == (
-        f"tooltrain: {run_dir} already holds a completed run ({engine.steps} steps, final model in {run_dir / 'final'}); "
+        f"tooltrain: {run_dir} already holds a completed run ({engine.steps} steps, final model in "
+        f"{run_dir / 'final'}); "
         "nothing to do. Use another output_dir to train again.\n"
     )
     assert (result.status, result.global_step, result.adapter_dir) == ("completed", engine.steps, run_dir / "final")

@@ -54,9 +54,20 @@ def test_tooltrain_train_refuses_fsdp2_on_cpu_before_training(engine, tmp_path):
     import subprocess
 
     out = tmp_path / "run"
-    result = subprocess.run(engine.command(out, "distributed=fsdp2"), cwd=engine.repo, env=engine.env, capture_output=True, text=True, timeout=300, check=False)
+    result = subprocess.run(
+        engine.command(out, "distributed=fsdp2"),
+        cwd=engine.repo,
+        env=engine.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode != 0
-    assert "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; use distributed=zero3 or ddp" in result.stderr
+    assert (
+        "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; use distributed=zero3 or ddp"
+        in result.stderr
+    )
     assert not (out / "metrics.jsonl").exists() and not list(out.glob("checkpoint-*"))
 
 

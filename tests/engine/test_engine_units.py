@@ -114,7 +114,10 @@ def test_an_adapter_of_ungathered_partitions_is_reported(lora_model, tmp_path):
     save_file({key: torch.empty(0) for key in expected}, str(tmp_path / "adapter_model.safetensors"))
     problems = saved_adapter_problems(tmp_path, expected)
     assert len(problems) == 16
-    assert problems[0] == "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight has shape (0,), the model's is (16, 64)"
+    assert (
+        problems[0]
+        == "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight has shape (0,), the model's is (16, 64)"
+    )
 
 
 def test_a_missing_or_partial_adapter_is_reported(lora_model, tmp_path):
@@ -124,7 +127,10 @@ def test_a_missing_or_partial_adapter_is_reported(lora_model, tmp_path):
     assert saved_adapter_problems(tmp_path, expected) == [f"{tmp_path / 'adapter_model.safetensors'} was not written"]
     save_file({}, str(tmp_path / "adapter_model.safetensors"))
     assert saved_adapter_problems(tmp_path, expected) == [
-        "adapter_model.safetensors lacks 16 of 16 tensors, e.g. base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight"
+        (
+            "adapter_model.safetensors lacks 16 of 16 tensors, e.g. "
+            "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight"
+        )
     ]
 
 
@@ -199,7 +205,10 @@ def test_export_of_a_folder_without_weights_is_a_clear_error(tmp_path, capsys):
 
     (tmp_path / "checkpoint-2").mkdir()  # written but never marked complete
     assert main(["export", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == f"error: {tmp_path} holds no trained weights: neither final/ nor a complete checkpoint-N/\n"
+    assert (
+        capsys.readouterr().err
+        == f"error: {tmp_path} holds no trained weights: neither final/ nor a complete checkpoint-N/\n"
+    )
 
 
 def test_export_without_the_run_config_is_a_clear_error(tmp_path, capsys):

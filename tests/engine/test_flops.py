@@ -33,8 +33,15 @@ def test_sample_lengths_of_packed_padded_and_plain_rows():
 
 def _model(tied: bool):
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=64, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, tie_word_embeddings=tied)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=8,
+        intermediate_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=tied,
+    )
     return LlamaForCausalLM(config)
 
 
@@ -78,5 +85,9 @@ def test_mfu_counts_the_samples_the_model_ran_over_the_interval(monkeypatch):
     logs = {"loss": 1.0}
     throughput.on_log(None, SimpleNamespace(), None, logs=logs)
     flops = 6 * 100 * 10 + 48 * (9 + 25 + 4)  # 6000 + 1824 over 2 s, peak 1000 FLOP/s
-    assert logs == {"loss": 1.0, "tokens_per_s_per_device": 5.0, "padding_efficiency": round(10 / 32, 4),
-                    "mfu": round(flops / 2 / 1000, 4)}
+    assert logs == {
+        "loss": 1.0,
+        "tokens_per_s_per_device": 5.0,
+        "padding_efficiency": round(10 / 32, 4),
+        "mfu": round(flops / 2 / 1000, 4),
+    }

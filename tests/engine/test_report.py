@@ -8,13 +8,25 @@ import pytest
 from train.report import Panel, ema, report_panels, report_title, write_report
 
 ROWS = [
-    {"step": 0, "eval/heldout/exact_match": 0.25, "eval/heldout/valid_call_rate": 0.125, "eval/heldout/total": 12,
-     "eval/heldout/by_kind/call/exact_match": 0.0, "eval/heldout/by_kind/call/total": 7},
+    {
+        "step": 0,
+        "eval/heldout/exact_match": 0.25,
+        "eval/heldout/valid_call_rate": 0.125,
+        "eval/heldout/total": 12,
+        "eval/heldout/by_kind/call/exact_match": 0.0,
+        "eval/heldout/by_kind/call/total": 7,
+    },
     {"step": 1, "loss": 1.2, "learning_rate": 0.001, "tokens_per_s_per_device": 100.5, "padding_efficiency": 0.9},
     {"step": 2, "loss": 1.0, "learning_rate": 0.002, "tokens_per_s_per_device": 110.0, "padding_efficiency": 0.9},
     {"step": 3, "loss": 0.7, "learning_rate": 0.001, "tokens_per_s_per_device": 90.0, "padding_efficiency": 0.9},
-    {"step": 3, "eval/heldout/exact_match": 0.5, "eval/heldout/valid_call_rate": 0.75, "eval/heldout/total": 12,
-     "eval/heldout/by_kind/call/exact_match": 0.5, "eval/heldout/by_kind/call/total": 7},
+    {
+        "step": 3,
+        "eval/heldout/exact_match": 0.5,
+        "eval/heldout/valid_call_rate": 0.75,
+        "eval/heldout/total": 12,
+        "eval/heldout/by_kind/call/exact_match": 0.5,
+        "eval/heldout/by_kind/call/total": 7,
+    },
     {"step": 3, "train_runtime": 9.5, "train_loss": 0.97},  # the Trainer's end-of-training record
 ]
 
@@ -25,11 +37,18 @@ def contents(panels: list[Panel]) -> list[tuple[str, list[tuple[str, list[int], 
 
 def test_the_report_draws_raw_and_smoothed_loss_lr_tokens_per_s_and_every_eval_metric():
     assert contents(report_panels(ROWS)) == [
-        ("training loss", [("loss (raw)", [1, 2, 3], [1.2, 1.0, 0.7]),
-                           ("loss (EMA, smoothing 0.8)", [1, 2, 3], [1.2, 1.0889, 0.9295])]),
+        (
+            "training loss",
+            [
+                ("loss (raw)", [1, 2, 3], [1.2, 1.0, 0.7]),
+                ("loss (EMA, smoothing 0.8)", [1, 2, 3], [1.2, 1.0889, 0.9295]),
+            ],
+        ),
         ("learning rate", [("learning rate", [1, 2, 3], [0.001, 0.002, 0.001])]),
-        ("real tokens/s (per device, padding excluded)",
-         [("real tokens/s (per device, padding excluded)", [1, 2, 3], [100.5, 110.0, 90.0])]),
+        (
+            "real tokens/s (per device, padding excluded)",
+            [("real tokens/s (per device, padding excluded)", [1, 2, 3], [100.5, 110.0, 90.0])],
+        ),
         # per benchmark: its overall rates, then each section's, then its counts; step 0 = before training
         ("eval: heldout", [("exact_match", [0, 3], [0.25, 0.5]), ("valid_call_rate", [0, 3], [0.125, 0.75])]),
         ("eval: heldout by_kind/call", [("exact_match", [0, 3], [0.0, 0.5])]),

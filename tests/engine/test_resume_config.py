@@ -32,21 +32,47 @@ from train.run_dir import RunSetupError
 SINGLE = SimpleNamespace(is_main=True, world_size=1)
 
 
-@pytest.mark.parametrize("key, rule", [
-    ("model.name", FIXED), ("model.arch.hidden_size", FIXED), ("model.chat_format", FIXED), ("model.dtype", FIXED),
-    ("model.attn_implementation", FREE),
-    ("peft.r", FIXED), ("peft.target_modules", FIXED),
-    ("data.sources.0.inputs", FIXED), ("data.max_seq_len", FIXED), ("data.packing", FIXED),
-    ("data.format_options.tools_in_user_message", FIXED), ("data.eval_fraction", FIXED), ("data.cache_dir", FREE),
-    ("seed", FIXED), ("optim.lr", FIXED), ("optim.scheduler", FIXED), ("optim.warmup_ratio", FIXED),
-    ("train.micro_batch_size", FIXED), ("train.global_batch_size", FIXED), (WORLD_SIZE, FIXED),
-    ("distributed.strategy", FIXED), ("distributed.gradient_checkpointing", FREE),
-    ("train.max_steps", FREE), ("train.epochs", FREE), ("train.save_steps", FREE), ("train.save_total_limit", FREE),
-    ("train.logging_steps", FREE), ("train.dataloader_workers", FREE),
-    ("eval.benchmarks.0.name", FREE), ("eval.every_steps", FREE), ("tracking.backend", FREE),
-    ("launcher.nodes", IGNORED), ("launcher.log_dir", IGNORED), ("output_dir", IGNORED), ("run_name", FREE),
-    ("kernels", FREE),
-])
+@pytest.mark.parametrize(
+    "key, rule",
+    [
+        ("model.name", FIXED),
+        ("model.arch.hidden_size", FIXED),
+        ("model.chat_format", FIXED),
+        ("model.dtype", FIXED),
+        ("model.attn_implementation", FREE),
+        ("peft.r", FIXED),
+        ("peft.target_modules", FIXED),
+        ("data.sources.0.inputs", FIXED),
+        ("data.max_seq_len", FIXED),
+        ("data.packing", FIXED),
+        ("data.format_options.tools_in_user_message", FIXED),
+        ("data.eval_fraction", FIXED),
+        ("data.cache_dir", FREE),
+        ("seed", FIXED),
+        ("optim.lr", FIXED),
+        ("optim.scheduler", FIXED),
+        ("optim.warmup_ratio", FIXED),
+        ("train.micro_batch_size", FIXED),
+        ("train.global_batch_size", FIXED),
+        (WORLD_SIZE, FIXED),
+        ("distributed.strategy", FIXED),
+        ("distributed.gradient_checkpointing", FREE),
+        ("train.max_steps", FREE),
+        ("train.epochs", FREE),
+        ("train.save_steps", FREE),
+        ("train.save_total_limit", FREE),
+        ("train.logging_steps", FREE),
+        ("train.dataloader_workers", FREE),
+        ("eval.benchmarks.0.name", FREE),
+        ("eval.every_steps", FREE),
+        ("tracking.backend", FREE),
+        ("launcher.nodes", IGNORED),
+        ("launcher.log_dir", IGNORED),
+        ("output_dir", IGNORED),
+        ("run_name", FREE),
+        ("kernels", FREE),
+    ],
+)
 def test_each_key_is_fixed_or_free_by_the_table(key, rule):
     assert rule_for(key)[0] == rule
 
@@ -72,19 +98,31 @@ def test_every_key_of_every_recipe_and_of_the_schema_has_a_row_of_its_own(recipe
 
 
 def test_changes_list_saved_and_new_values_and_skip_keys_the_saved_config_lacks():
-    saved = {"model": {"arch": {"hidden_size": 64}}, "optim": {"lr": 0.001, "betas": [0.9, 0.999]},
-             "data": {"sources": [{"inputs": ["a.json"]}]}}
-    new = {"model": {"arch": {"hidden_size": 128}}, "optim": {"lr": 0.001, "betas": [0.9, 0.95]},
-           "data": {"sources": [{"inputs": ["b.json"]}]}, "added_later": 1}
+    saved = {
+        "model": {"arch": {"hidden_size": 64}},
+        "optim": {"lr": 0.001, "betas": [0.9, 0.999]},
+        "data": {"sources": [{"inputs": ["a.json"]}]},
+    }
+    new = {
+        "model": {"arch": {"hidden_size": 128}},
+        "optim": {"lr": 0.001, "betas": [0.9, 0.95]},
+        "data": {"sources": [{"inputs": ["b.json"]}]},
+        "added_later": 1,
+    }
     assert [str(change) for change in config_changes(saved, new)] == [
         "model.arch.hidden_size: 64 -> 128",
-        'optim.betas: [0.9, 0.999] -> [0.9, 0.95]',
+        "optim.betas: [0.9, 0.999] -> [0.9, 0.95]",
         'data.sources.0.inputs: ["a.json"] -> ["b.json"]',
     ]
     assert [str(c) for c in config_changes({"seed": 1, "gone": "x"}, {"seed": 1})] == ['gone: "x" -> (unset)']
     # a moved folder is the same run
-    assert config_changes({"output_dir": "runs/a", "launcher": {"log_dir": "runs/a/logs"}},
-                          {"output_dir": "/x/b", "launcher": {"log_dir": "/x/b/logs"}}) == []
+    assert (
+        config_changes(
+            {"output_dir": "runs/a", "launcher": {"log_dir": "runs/a/logs"}},
+            {"output_dir": "/x/b", "launcher": {"log_dir": "/x/b/logs"}},
+        )
+        == []
+    )
 
 
 def _saved_run(out: Path, world_size: int | None = 1) -> Path:
@@ -123,8 +161,12 @@ def test_a_resume_with_another_number_of_ranks_is_refused(tmp_path):
 
 def test_other_ranks_refuse_too_but_leave_the_list_to_rank_zero(tmp_path):
     out = _saved_run(tmp_path / "run")
-    with pytest.raises(RunSetupError, match=r"^this command's config differs from the run's \(global rank 0 lists how\)$"):
-        check_resume(out, compose(["recipe=tiny", f"output_dir={out}", "seed=7"]), SimpleNamespace(is_main=False, world_size=1))
+    with pytest.raises(
+        RunSetupError, match=r"^this command's config differs from the run's \(global rank 0 lists how\)$"
+    ):
+        check_resume(
+            out, compose(["recipe=tiny", f"output_dir={out}", "seed=7"]), SimpleNamespace(is_main=False, world_size=1)
+        )
 
 
 def test_allowed_changes_are_said_once_and_recorded_beside_the_untouched_config(tmp_path, capsys):
@@ -132,9 +174,11 @@ def test_allowed_changes_are_said_once_and_recorded_beside_the_untouched_config(
     saved = (out / "config.yaml").read_bytes()
     changed = compose(["recipe=tiny", f"output_dir={out}", "train.max_steps=20", "train.save_steps=5"])
     assert record_config(out, changed, SINGLE) == out / "checkpoint-4"
-    assert capsys.readouterr().out == ("tooltrain: resuming with changed settings: train.max_steps: 8 -> 20; "
-                                       "train.save_steps: 4 -> 5 (recorded in config.resume-1.yaml; config.yaml "
-                                       "keeps the original)\n")
+    assert capsys.readouterr().out == (
+        "tooltrain: resuming with changed settings: train.max_steps: 8 -> 20; "
+        "train.save_steps: 4 -> 5 (recorded in config.resume-1.yaml; config.yaml "
+        "keeps the original)\n"
+    )
     assert (out / "config.yaml").read_bytes() == saved
     record = (out / "config.resume-1.yaml").read_text()
     assert record.splitlines()[1:3] == ["#   train.max_steps: 8 -> 20", "#   train.save_steps: 4 -> 5"]
@@ -143,7 +187,9 @@ def test_allowed_changes_are_said_once_and_recorded_beside_the_untouched_config(
     record_config(out, changed, SINGLE)
     assert capsys.readouterr().out == "" and resume_records(out) == [out / "config.resume-1.yaml"]
     # a further change is compared with the latest record, and a fixed key still with config.yaml
-    record_config(out, compose(["recipe=tiny", f"output_dir={out}", "train.max_steps=30", "train.save_steps=5"]), SINGLE)
+    record_config(
+        out, compose(["recipe=tiny", f"output_dir={out}", "train.max_steps=30", "train.save_steps=5"]), SINGLE
+    )
     assert "train.max_steps: 20 -> 30 (recorded in config.resume-2.yaml" in capsys.readouterr().out
     with pytest.raises(RunSetupError, match=r"\n  optim.lr: 0.001 -> 0.002 "):
         record_config(out, compose(["recipe=tiny", f"output_dir={out}", "optim.lr=0.002"]), SINGLE)

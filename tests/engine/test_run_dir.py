@@ -50,8 +50,13 @@ time.sleep(600)
 def holder(tmp_path):
     """A live process holding tmp_path/run; killed (SIGKILL) at the end if still alive."""
     out = tmp_path / "run"
-    process = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert process.stdout.readline() == "held\n"
     yield out, process
     if process.poll() is None:
@@ -67,7 +72,9 @@ def test_a_held_run_dir_is_refused_naming_the_holder_and_freed_when_the_holder_i
         claim_run_dir(out, MAIN)
     assert str(refused.value) == (
         f"output_dir={out} is in use by another run: pid {process.pid} on host {socket.gethostname()}, started "
-        f"{record['started']}, command: {record['command']}; wait for it to finish or stop it, or choose another output_dir")
+        f"{record['started']}, command: {record['command']}; wait for it to finish or stop it, or choose another "
+        "output_dir"
+    )
     assert "-c" in record["command"] and str(out) in record["command"]
 
     process.send_signal(signal.SIGKILL)  # a killed run leaves its record, not its (OS) lock
@@ -112,7 +119,9 @@ def test_other_ranks_wait_for_their_own_rank_zero_and_stop_when_signalled(tmp_pa
 def test_output_dir_checks_create_nothing(tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("keep me")
-    with pytest.raises(RunSetupError, match=r"^output_dir=.*a_file is a file, not a folder; choose another output_dir$"):
+    with pytest.raises(
+        RunSetupError, match=r"^output_dir=.*a_file is a file, not a folder; choose another output_dir$"
+    ):
         check_output_dir(a_file)
     with pytest.raises(RunSetupError, match=r"cannot be created: .*a_file is a file"):
         check_output_dir(a_file / "run")
@@ -127,18 +136,33 @@ def test_inputs_are_checked_together_naming_each_key(tmp_path):
         check_inputs(cfg)
     assert str(refused.value) == (
         f"data.sources.0.inputs.0: {tmp_path}/missing.json: no such file or directory; "
-        f"data.sources.0.inputs.1: {tmp_path}/loop: too many levels of symbolic links (a symbolic link loop)")
+        f"data.sources.0.inputs.1: {tmp_path}/loop: too many levels of symbolic links (a symbolic link loop)"
+    )
     check_inputs(compose(["recipe=tiny"]))  # pkg:// inputs resolve inside the package
 
 
-@pytest.mark.parametrize("err, reason", [
-    (OSError(errno.ENOSPC, "No space left on device"), "no space left on device"),
-    (OSError(errno.EDQUOT, "Disk quota exceeded", "/runs/x/metrics.jsonl"), "disk quota exceeded (/runs/x/metrics.jsonl)"),
-    (RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"),
-     "the write was cut short (torch: unexpected pos 704 vs 598): the disk is full or a file size limit was reached"),
-    (Exception("Error while serializing: I/O error: No space left on device (os error 28)"), "no space left on device"),
-    (Exception("Error while serializing: I/O error: File too large (os error 27)"), "file too large"),
-])
+@pytest.mark.parametrize(
+    "err, reason",
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), "no space left on device"),
+        (
+            OSError(errno.EDQUOT, "Disk quota exceeded", "/runs/x/metrics.jsonl"),
+            "disk quota exceeded (/runs/x/metrics.jsonl)",
+        ),
+        (
+            RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"),
+            (
+                "the write was cut short (torch: unexpected pos 704 vs 598): the disk is full or a file size limit "
+                "was reached"
+            ),
+        ),
+        (
+            Exception("Error while serializing: I/O error: No space left on device (os error 28)"),
+            "no space left on device",
+        ),
+        (Exception("Error while serializing: I/O error: File too large (os error 27)"), "file too large"),
+    ],
+)
 def test_failed_writes_are_recognised_by_their_reason(err, reason):
     assert write_failure_reason(err)[0] == reason
     try:  # also when raised from within another error
@@ -147,8 +171,14 @@ def test_failed_writes_are_recognised_by_their_reason(err, reason):
         assert write_failure_reason(wrapped)[0] == reason
 
 
-@pytest.mark.parametrize("err", [OSError(errno.ENOENT, "No such file or directory"), RuntimeError("size mismatch"),
-                                 ValueError("unexpected position")])
+@pytest.mark.parametrize(
+    "err",
+    [
+        OSError(errno.ENOENT, "No such file or directory"),
+        RuntimeError("size mismatch"),
+        ValueError("unexpected position"),
+    ],
+)
 def test_other_errors_are_not_taken_for_failed_writes(err):
     assert write_failure_reason(err) is None
 
@@ -158,9 +188,11 @@ def test_a_failed_save_names_the_checkpoint_removes_it_and_names_the_one_kept(tm
         (tmp_path / f"checkpoint-{step}").mkdir()
     (tmp_path / "checkpoint-2" / COMPLETE_MARKER).write_text("{}")
     line = write_failure_message(tmp_path, "no space left on device", "free some space", remove_partial=True)
-    assert line == (f"could not save {tmp_path}/checkpoint-4: no space left on device; the incomplete checkpoint-4 was "
-                    "removed; the last complete checkpoint, checkpoint-2, is kept: free some space, then run the same "
-                    "command to resume from it")
+    assert line == (
+        f"could not save {tmp_path}/checkpoint-4: no space left on device; the incomplete checkpoint-4 was "
+        "removed; the last complete checkpoint, checkpoint-2, is kept: free some space, then run the same "
+        "command to resume from it"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2"]
 
     # a checkpoint a killed run left unfinished is not this failure's: a write elsewhere failed
@@ -193,9 +225,11 @@ def test_a_finished_run_rerun_with_eval_says_how_to_evaluate_it(tmp_path):
     cfg = compose(["recipe=tiny", "eval=heldout", "data.eval_fraction=0.2"])
     assert evaluation_hint(tmp_path, cfg) == (
         f"\ntooltrain: the evaluation (heldout) did not run; to evaluate the final model:"
-        f"\n  tooltrain eval run heldout {tmp_path} --limit 32")
+        f"\n  tooltrain eval run heldout {tmp_path} --limit 32"
+    )
     (tmp_path / "config.yaml").write_text("data:\n  eval_fraction: 0.0\n")  # it held nothing out
     assert evaluation_hint(tmp_path, cfg).endswith(
         f"\n  tooltrain eval run heldout {tmp_path} --data FILE --limit 32  (the run held out no conversations: "
-        "its data.eval_fraction was 0)")
+        "its data.eval_fraction was 0)"
+    )
     assert evaluation_hint(tmp_path, compose(["recipe=tiny"])) == ""

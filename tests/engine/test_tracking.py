@@ -51,9 +51,13 @@ def test_metrics_jsonl_has_one_object_per_logged_step_with_step_and_loss(tensorb
     per_step = [row for row in rows if "loss" in row]
     assert [row["step"] for row in per_step] == [1, 2]
     assert all(isinstance(row["loss"], float) and row["loss"] > 0 for row in per_step)
-    assert all({"learning_rate", "grad_norm", "tokens_per_s_per_device", "padding_efficiency"} <= set(row) for row in per_step)
+    assert all(
+        {"learning_rate", "grad_norm", "tokens_per_s_per_device", "padding_efficiency"} <= set(row) for row in per_step
+    )
     # the only other line is the Trainer's end-of-training record, at the last step
-    assert [sorted(set(row) & {"step", "train_runtime"}) for row in rows if "loss" not in row] == [["step", "train_runtime"]]
+    assert [sorted(set(row) & {"step", "train_runtime"}) for row in rows if "loss" not in row] == [
+        ["step", "train_runtime"]
+    ]
     assert [row["step"] for row in rows if "loss" not in row] == [2]
 
 
@@ -88,5 +92,7 @@ def test_the_report_of_a_run_holds_loss_lr_and_tokens_per_s(tensorboard_run):
     panels = {panel.title: panel for panel in report_panels(read_metrics(tensorboard_run / "metrics.jsonl"))}
     assert list(panels) == ["training loss", "learning rate", "real tokens/s (per device, padding excluded)"]
     assert [(s.label, s.steps) for s in panels["training loss"].series] == [
-        ("loss (raw)", [1, 2]), ("loss (EMA, smoothing 0.8)", [1, 2])]
+        ("loss (raw)", [1, 2]),
+        ("loss (EMA, smoothing 0.8)", [1, 2]),
+    ]
     assert all(value > 0 for value in panels["real tokens/s (per device, padding excluded)"].series[0].values)

@@ -41,8 +41,15 @@ LONG = "train.max_steps=100000"  # a run that is still training when the test ac
 
 
 def train(engine, out, *extra, launcher=None, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run(engine.command(out, *extra, launcher=launcher), check=False, cwd=engine.repo, env=engine.env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        engine.command(out, *extra, launcher=launcher),
+        check=False,
+        cwd=engine.repo,
+        env=engine.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def wait_for_file(path, process, timeout: float = 240) -> None:
@@ -59,7 +66,8 @@ def the_error(result, code: int) -> str:
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     everything = result.stdout + result.stderr
     assert (result.returncode, len(errors), "Traceback" in everything) == (code, 1, False), (
-        f"exit {result.returncode}\n{everything[-5000:]}")
+        f"exit {result.returncode}\n{everything[-5000:]}"
+    )
     return errors[0]
 
 
@@ -76,8 +84,10 @@ def test_a_missing_input_is_one_error_line_and_nothing_is_created(engine, tmp_pa
 def test_a_symlink_loop_as_input_is_one_error_line(engine, tmp_path):
     (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
     result = train(engine, tmp_path / "run", f"data.sources.0.inputs=[{tmp_path}/loop.json]")
-    assert the_error(result, 2) == (f"error: data.sources.0.inputs.0: {tmp_path}/loop.json: too many levels of "
-                                    "symbolic links (a symbolic link loop)")
+    assert the_error(result, 2) == (
+        f"error: data.sources.0.inputs.0: {tmp_path}/loop.json: too many levels of "
+        "symbolic links (a symbolic link loop)"
+    )
 
 
 def test_a_folder_given_to_a_reader_of_files_is_one_error_line(engine, tmp_path):
@@ -118,13 +128,18 @@ def test_an_eval_benchmark_without_conversations_is_one_error_line(engine, tmp_p
 
 
 def test_a_save_cut_short_by_a_full_disk_keeps_the_last_complete_checkpoint_and_resumes_from_it(
-        engine, single_run, tmp_path, capsys):
+    engine, single_run, tmp_path, capsys
+):
     run_dir = tmp_path / "run"
     result = train(engine, run_dir, launcher=[sys.executable, "-c", FILE_SIZE_LIMIT_AT_SAVE, "4", "60000"])
     error = the_error(result, 1)
-    assert error.startswith(f"error: could not save {run_dir}/checkpoint-4: the write was cut short (torch: unexpected pos ")
-    assert error.endswith("; the incomplete checkpoint-4 was removed; the last complete checkpoint, checkpoint-2, is "
-                          "kept: free some space or raise the limit, then run the same command to resume from it")
+    assert error.startswith(
+        f"error: could not save {run_dir}/checkpoint-4: the write was cut short (torch: unexpected pos "
+    )
+    assert error.endswith(
+        "; the incomplete checkpoint-4 was removed; the last complete checkpoint, checkpoint-2, is "
+        "kept: free some space or raise the limit, then run the same command to resume from it"
+    )
     assert latest_complete_checkpoint(run_dir) == run_dir / "checkpoint-2"
     assert not (run_dir / "checkpoint-4").exists() and not (run_dir / "final").exists()
 
@@ -143,8 +158,10 @@ def test_ctrl_c_while_training_saves_a_checkpoint_and_exits_130(engine, tmp_path
     assert process.wait(timeout=120) == 130
     result = subprocess.CompletedProcess([], 130, "", (tmp_path / "run.log").read_text())
     stopped = engine.summary(run_dir)["steps"]
-    assert the_error(result, 130) == (f"error: interrupted (Ctrl-C) after step {stopped}: the last complete checkpoint, "
-                                      f"checkpoint-{stopped}, is kept: run the same command to resume from it")
+    assert the_error(result, 130) == (
+        f"error: interrupted (Ctrl-C) after step {stopped}: the last complete checkpoint, "
+        f"checkpoint-{stopped}, is kept: run the same command to resume from it"
+    )
     assert (run_dir / f"checkpoint-{stopped}" / COMPLETE_MARKER).is_file()
     assert max(engine.losses(run_dir)) == stopped
     assert not (run_dir / HOLDER_NAME).exists()
@@ -160,8 +177,12 @@ def test_ctrl_c_before_training_is_one_error_line_and_exits_130(engine, tmp_path
     assert the_error(result, 130) in (
         "error: interrupted (Ctrl-C): no checkpoint was complete yet: run the same command to start again",
         # on a slow machine the signal may come once training runs: then it saves first
-        *(f"error: interrupted (Ctrl-C) after step {step}: the last complete checkpoint, checkpoint-{step}, is kept: "
-          "run the same command to resume from it" for step in range(1, 100)))
+        *(
+            f"error: interrupted (Ctrl-C) after step {step}: the last complete checkpoint, checkpoint-{step}, is kept: "
+            "run the same command to resume from it"
+            for step in range(1, 100)
+        ),
+    )
 
 
 # ---------------------------------------------------------------- item 6: one run at a time
@@ -179,7 +200,8 @@ def test_a_second_run_into_a_busy_output_dir_says_who_holds_it_and_a_killed_hold
     assert error == (
         f"error: output_dir={run_dir} is in use by another run: pid {first.pid} on host {socket.gethostname()}, "
         f"started {holder['started']}, command: {holder['command']}; wait for it to finish or stop it, or choose "
-        "another output_dir")
+        "another output_dir"
+    )
     assert f"output_dir={run_dir}" in holder["command"] and LONG in holder["command"]
     assert first.poll() is None  # the first run goes on, its folder as it was
     assert (run_dir / ".hydra" / "overrides.yaml").read_bytes() == hydra_record
@@ -207,18 +229,28 @@ time.sleep(600)
 @pytest.mark.slow
 def test_under_torchrun_only_rank_zero_locks_and_a_refused_run_ends_on_every_rank(engine, tmp_path):
     run_dir = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], cwd=engine.repo, env=engine.env,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir)], cwd=engine.repo, env=engine.env, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline() == "held\n"
         started = time.monotonic()
-        result = subprocess.run(engine.command(run_dir, "distributed=ddp", ranks=2), check=False, cwd=engine.repo,
-                                env=engine.env, capture_output=True, text=True, timeout=240)
+        result = subprocess.run(
+            engine.command(run_dir, "distributed=ddp", ranks=2),
+            check=False,
+            cwd=engine.repo,
+            env=engine.env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         # torchrun reports its failed workers itself (exit 1); rank 0 says why, rank 1 stops without training
         assert result.returncode == 1 and time.monotonic() - started < 120
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert f"error: output_dir={run_dir} is in use by another run: pid {holder.pid} on host" in errors[0]
-        stopped = f"error: stopped before training: global rank 0 did not take output_dir={run_dir} (its error says why)"
+        stopped = (
+            f"error: stopped before training: global rank 0 did not take output_dir={run_dir} (its error says why)"
+        )
         assert errors[1:] in ([], [stopped])
         assert not (run_dir / "metrics.jsonl").exists()
     finally:
@@ -229,20 +261,30 @@ def test_under_torchrun_only_rank_zero_locks_and_a_refused_run_ends_on_every_ran
 # ---------------------------------------------------------------- item 7: resume with a changed config
 
 
-@pytest.mark.parametrize("override, difference", [
-    ("model.arch.hidden_size=128", "  model.arch.hidden_size: 64 -> 128 (the checkpoint's weights have this model's shapes"),
-    ("optim.lr=0.5", "  optim.lr: 0.001 -> 0.5 (the optimizer state and learning-rate schedule come back from the"),
-], ids=["model", "lr"])
-def test_a_resume_with_a_changed_fixed_setting_is_refused_with_the_difference(engine, single_run, tmp_path, override,
-                                                                              difference):
+@pytest.mark.parametrize(
+    "override, difference",
+    [
+        (
+            "model.arch.hidden_size=128",
+            "  model.arch.hidden_size: 64 -> 128 (the checkpoint's weights have this model's shapes",
+        ),
+        ("optim.lr=0.5", "  optim.lr: 0.001 -> 0.5 (the optimizer state and learning-rate schedule come back from the"),
+    ],
+    ids=["model", "lr"],
+)
+def test_a_resume_with_a_changed_fixed_setting_is_refused_with_the_difference(
+    engine, single_run, tmp_path, override, difference
+):
     run_dir = engine.copy_run(single_run, tmp_path / "run", keep_through_step=4)
     before = {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
     result = train(engine, run_dir, override)
     error = the_error(result, 2)
-    assert error == (f"error: output_dir={run_dir} holds a run that resumes from checkpoint-4, and that checkpoint "
-                     "cannot take these changes of its settings (config.yaml):")
+    assert error == (
+        f"error: output_dir={run_dir} holds a run that resumes from checkpoint-4, and that checkpoint "
+        "cannot take these changes of its settings (config.yaml):"
+    )
     lines = result.stderr.splitlines()
-    listed = lines[lines.index(error) + 1:]
+    listed = lines[lines.index(error) + 1 :]
     assert listed[0].startswith(difference)
     assert listed[1:] == ["Run the command without them to resume, or choose another output_dir to start a new run."]
     assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == before  # nothing written
@@ -253,8 +295,10 @@ def test_a_resume_with_allowed_changes_says_them_and_keeps_config_yaml(engine, s
     saved = (run_dir / "config.yaml").read_bytes()
     result = engine.run(run_dir, "train.max_steps=8", "train.logging_steps=2")
     out = capsys.readouterr().out
-    assert ("tooltrain: resuming with changed settings: train.max_steps: 6 -> 8; train.logging_steps: 1 -> 2 "
-            "(recorded in config.resume-1.yaml; config.yaml keeps the original)\n") in out
+    assert (
+        "tooltrain: resuming with changed settings: train.max_steps: 6 -> 8; train.logging_steps: 1 -> 2 "
+        "(recorded in config.resume-1.yaml; config.yaml keeps the original)\n"
+    ) in out
     assert "resuming from checkpoint-4" in out
     assert (result.status, result.global_step) == ("completed", 8)
     assert (run_dir / "config.yaml").read_bytes() == saved

@@ -45,7 +45,9 @@ GT = [{"f": {"a": ["x"], "b": [1, ""]}}]
 def test_registry_imports_the_bfcl_scorer_lazily():
     assert SCORERS.get("bfcl").score == "train.evaluation.bfcl:score_bfcl"
     assert get_scorer("bfcl") is score_bfcl
-    with pytest.raises(ValueError, match=r"unknown scorer 'bfcl2'; valid scorers: heldout, metabench, toolselect, bfcl,"):
+    with pytest.raises(
+        ValueError, match=r"unknown scorer 'bfcl2'; valid scorers: heldout, metabench, toolselect, bfcl,"
+    ):
         get_scorer("bfcl2")
 
 

@@ -50,7 +50,9 @@ def test_different_after_normalisation(a, b):
 
 def test_read_call_layouts():
     assert read_call({"name": "f", "arguments": {"a": 1}}) == Call("f", {"a": 1})
-    assert read_call({"id": "c0", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}) == Call("f", {"a": 1})
+    assert read_call({"id": "c0", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}) == Call(
+        "f", {"a": 1}
+    )
     assert read_call({"name": "f"}) == Call("f", {})
     assert read_call({"name": "f", "arguments": None}) == Call("f", {})
     assert read_calls(None) == []

@@ -29,9 +29,20 @@ OVERRIDES = [
 ]
 EVAL = ["eval=heldout", "eval.every_steps=2", "eval.benchmarks.0.limit=3", "eval.benchmarks.0.max_new_tokens=8"]
 HELDOUT_KEYS = {
-    "exact_match", "name_accuracy", "valid_call_rate", "correct", "total", "parse_errors",
-    "by_kind/call/exact_match", "by_kind/call/name_accuracy", "by_kind/call/valid_call_rate", "by_kind/call/correct",
-    "by_kind/call/total", "by_kind/no_call/exact_match", "by_kind/no_call/name_accuracy", "by_kind/no_call/correct",
+    "exact_match",
+    "name_accuracy",
+    "valid_call_rate",
+    "correct",
+    "total",
+    "parse_errors",
+    "by_kind/call/exact_match",
+    "by_kind/call/name_accuracy",
+    "by_kind/call/valid_call_rate",
+    "by_kind/call/correct",
+    "by_kind/call/total",
+    "by_kind/no_call/exact_match",
+    "by_kind/no_call/name_accuracy",
+    "by_kind/no_call/correct",
     "by_kind/no_call/total",
 }
 
@@ -71,7 +82,14 @@ def test_only_sharded_weights_need_lock_step_generation():
     two, one = distributed.World(0, 0, 2, 2, 0), distributed.World(0, 0, 1, 1, 0)
     strategies = ("single", "ddp", "zero2", "zero3", "zero3_offload", "fsdp2")
     decisions = {strategy: distributed.generation_needs_sync(strategy, two) for strategy in strategies}
-    assert decisions == {"single": False, "ddp": False, "zero2": False, "zero3": True, "zero3_offload": True, "fsdp2": True}
+    assert decisions == {
+        "single": False,
+        "ddp": False,
+        "zero2": False,
+        "zero3": True,
+        "zero3_offload": True,
+        "fsdp2": True,
+    }
     assert distributed.generation_needs_sync("zero3", one) is False
 
 
@@ -112,13 +130,24 @@ def test_eval_configs_are_checked_when_composed():
     cfg = compose(["recipe=tiny", "eval=heldout", "data.eval_fraction=0.2"])
     assert [(b.name, b.data, b.limit) for b in cfg.eval.benchmarks] == [("heldout", None, 32)]
     problems = [
-        (["eval=heldout"],
-         "eval.benchmarks.0 (heldout): evaluates the run's eval split, but data.eval_fraction is 0; set data.eval_fraction > 0"),
-        (["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=nope"],
-         ("eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, itc, toolbench, "
-         "nexus")),
-        (["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=bfcl"],
-         "eval.benchmarks.0 (bfcl): needs data (only heldout defaults to the run's eval split)"),
+        (
+            ["eval=heldout"],
+            (
+                "eval.benchmarks.0 (heldout): evaluates the run's eval split, but data.eval_fraction is 0; set "
+                "data.eval_fraction > 0"
+            ),
+        ),
+        (
+            ["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=nope"],
+            (
+                "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, itc, "
+                "toolbench, nexus"
+            ),
+        ),
+        (
+            ["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=bfcl"],
+            "eval.benchmarks.0 (bfcl): needs data (only heldout defaults to the run's eval split)",
+        ),
     ]
     for overrides, message in problems:
         with pytest.raises(ConfigError) as raised:
@@ -159,7 +188,13 @@ def test_eval_logs_at_its_steps_and_leaves_every_training_loss_unchanged(tmp_pat
     without = train_in_process(tmp_path / "plain", tmp_path / "cache", "train.max_steps=5")
     assert with_eval.status == without.status == "completed"
     # same losses and gradient norms at every step, every step logged once (an eval step too)
-    assert losses(tmp_path / "eval") == losses(tmp_path / "plain") and sorted(losses(tmp_path / "eval")) == [1, 2, 3, 4, 5]
+    assert losses(tmp_path / "eval") == losses(tmp_path / "plain") and sorted(losses(tmp_path / "eval")) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     logged = eval_rows(tmp_path / "eval")
     assert sorted(logged) == [2, 4, 5]  # every 2 steps, and at the end
     assert all(set(row) == {f"eval/heldout/{key}" for key in HELDOUT_KEYS} for row in logged.values())
@@ -175,13 +210,29 @@ def test_eval_logs_at_its_steps_and_leaves_every_training_loss_unchanged(tmp_pat
 # ---- two ranks, ZeRO-3, and a resume --------------------------------------------------------------
 
 
-def launch(out: Path, cache: Path, ranks: int = 2, strategy: str = "zero3", steps: int = 6
-           ) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TOOLTRAIN_CACHE": str(cache), "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+def launch(
+    out: Path, cache: Path, ranks: int = 2, strategy: str = "zero3", steps: int = 6
+) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "TOOLTRAIN_CACHE": str(cache),
+        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
-    command = [*launcher, "-m", "train", "train", *OVERRIDES, *EVAL, f"distributed={strategy}",
-               f"train.max_steps={steps}", f"output_dir={out}"]
+    command = [
+        *launcher,
+        "-m",
+        "train",
+        "train",
+        *OVERRIDES,
+        *EVAL,
+        f"distributed={strategy}",
+        f"train.max_steps={steps}",
+        f"output_dir={out}",
+    ]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     return result
@@ -263,8 +314,10 @@ def test_the_step_0_evaluation_of_a_lora_run_is_the_base_models(tmp_path):
     logged = eval_rows(tmp_path / "run")
     assert sorted(logged) == [0, 2]  # before the first step, and at the end
     before = result.summary["eval"]["heldout"]["before"]
-    assert before == {"step": 0, **{key.removeprefix("eval/heldout/"): value for key, value in logged[0].items()
-                                    if key.count("/") == 2}}
+    assert before == {
+        "step": 0,
+        **{key.removeprefix("eval/heldout/"): value for key, value in logged[0].items() if key.count("/") == 2},
+    }
 
     cfg = compose([*OVERRIDES, f"output_dir={tmp_path / 'run'}", "train.max_steps=2", *at_start])
     base_rows, base_metrics = base_model_evaluation(cfg, tmp_path / "cache")
@@ -291,9 +344,15 @@ def test_an_evaluations_time_is_kept_out_of_training_tokens_per_s(monkeypatch):
     throughput = callbacks.Throughput(meter, None, None, 1)
     throughput.on_train_begin(None, None, None)
     spent: list[float] = []
-    evaluation = GenerationEval({}, None, SimpleNamespace(pad_token_id=0), log=lambda _: None,
-                                world=distributed.World(0, 0, 1, 1, 0), synced_gpus=False,
-                                exclude_time=lambda seconds: (spent.append(seconds), throughput.exclude(seconds)))
+    evaluation = GenerationEval(
+        {},
+        None,
+        SimpleNamespace(pad_token_id=0),
+        log=lambda _: None,
+        world=distributed.World(0, 0, 1, 1, 0),
+        synced_gpus=False,
+        exclude_time=lambda seconds: (spent.append(seconds), throughput.exclude(seconds)),
+    )
     evaluation.evaluate(torch.nn.Linear(2, 2), 0)
     assert spent == [60.0]
     meter.real, meter.slots = 1000, 1024

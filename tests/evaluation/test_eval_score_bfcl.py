@@ -29,7 +29,9 @@ def score(capsys, *extra: str, predictions: Path = RESULT, data: Path = DATA) ->
 def test_every_category_and_the_v4_summary(capsys):
     code, out, err = score(capsys)
     assert (code, err) == (0, "")
-    assert out == f"""\
+    assert (
+        out
+        == f"""\
 bfcl: 7 items in 3 categories from {RESULT} against {DATA}
 by_category    accuracy  correct  total
 irrelevance      0.5000        1      2
@@ -63,6 +65,7 @@ simple_python: references without a prediction (scored wrong): 1
 simple_python: predictions without a reference (not scored): 1
   {RESULT}/BFCL_v3_simple_python_result.json:3: id 'simple_9'
 """
+    )
 
 
 def test_metrics_json_and_per_item_lines(capsys, tmp_path):
@@ -84,16 +87,20 @@ def test_metrics_json_and_per_item_lines(capsys, tmp_path):
     assert report["issues"]["simple_python"]["missing_prediction_ids"] == ["simple_2"]
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert [(i["category"], i["id"], i["valid"]) for i in items] == [
-        ("irrelevance", "irrelevance_0", True), ("irrelevance", "irrelevance_1", False),
-        ("live_simple", "live_simple_0", True), ("live_simple", "live_simple_1", True),
-        ("simple_python", "simple_0", True), ("simple_python", "simple_1", False),
+        ("irrelevance", "irrelevance_0", True),
+        ("irrelevance", "irrelevance_1", False),
+        ("live_simple", "live_simple_0", True),
+        ("live_simple", "live_simple_1", True),
+        ("simple_python", "simple_0", True),
+        ("simple_python", "simple_1", False),
         ("simple_python", "simple_2", False),
     ]
 
 
 def test_chosen_categories_and_the_v2_summary(capsys, tmp_path):
-    code, out, _ = score(capsys, "--category", "simple", "--category", "live_simple", "--summary", "v2",
-                         "-o", str(tmp_path / "m.json"))
+    code, out, _ = score(
+        capsys, "--category", "simple", "--category", "live_simple", "--summary", "v2", "-o", str(tmp_path / "m.json")
+    )
     assert code == 0 and out.startswith(f"bfcl: 5 items in 2 categories from {RESULT}")
     summary = json.loads((tmp_path / "m.json").read_text())["metrics"]["summary"]
     # v2: simple = unweighted(non-live simple AST 1/9, live_simple 1.0) = 5/9; nine more groups at 0 (a missing
@@ -125,5 +132,7 @@ def test_a_category_without_its_questions_or_answers_exits_2(capsys, tmp_path):
     (data / "BFCL_v3_live_simple.json").write_text((DATA / "BFCL_v3_live_simple.json").read_text())
     code, _, err = score(capsys, "--category", "live_simple", data=data)
     missing = data / "possible_answer" / "BFCL_v3_live_simple.json"
-    assert (code, err) == (2, (f"error: BFCL category live_simple needs its possible-answer rows ({missing} not found)"
-                              "\n"))
+    assert (code, err) == (
+        2,
+        (f"error: BFCL category live_simple needs its possible-answer rows ({missing} not found)\n"),
+    )

@@ -14,7 +14,9 @@ from train.cli import main as cli_main
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
 
 
-def score(capsys, bench: str, *extra: str, predictions: Path | None = None, references: list[Path] | None = None) -> tuple[int, str, str]:
+def score(
+    capsys, bench: str, *extra: str, predictions: Path | None = None, references: list[Path] | None = None
+) -> tuple[int, str, str]:
     folder = FIXTURES / bench
     predictions = predictions or folder / "predictions.jsonl"
     references = references or [folder / "references.jsonl"]
@@ -30,7 +32,9 @@ def test_tracc_table_and_issues(capsys):
     folder = FIXTURES / "tracc"
     code, out, _ = score(capsys, "tracc")
     assert code == 0
-    assert out == f"""\
+    assert (
+        out
+        == f"""\
 tracc: 3 items scored from {folder}/predictions.jsonl against {folder}/references.jsonl
 overall    value
 tracc     0.5926
@@ -43,6 +47,7 @@ unreadable lines (skipped): 1
 references the scorer cannot use (not scored): 1
   {folder}/references.jsonl:4: id 'q3': empty gold tool set: TRACC and Recall@K need n1 > 0
 """
+    )
 
 
 def test_tracc_metrics_json_and_per_item(capsys, tmp_path):
@@ -52,21 +57,37 @@ def test_tracc_metrics_json_and_per_item(capsys, tmp_path):
     # TRACC per query: 2/3 (one extra of 3), 1 (a repeat dropped), 1/9 (1 of 3, two short); mean 16/27.
     # Recall@K: 1/2, 1, 1/3. NDCG@K: a hit at rank 1 of K=2, perfect, a hit at rank 1 of K=3.
     ndcg = (1 / (1 + 1 / math.log2(3)) + 1 + 1 / (1 + 1 / math.log2(3) + 1 / 2)) / 3
-    assert report["metrics"] == {"overall": {"tracc": pytest.approx(16 / 27), "recall@k": pytest.approx(11 / 18), "ndcg@k": pytest.approx(ndcg), "queries": 3}}
+    assert report["metrics"] == {
+        "overall": {
+            "tracc": pytest.approx(16 / 27),
+            "recall@k": pytest.approx(11 / 18),
+            "ndcg@k": pytest.approx(ndcg),
+            "queries": 3,
+        }
+    }
     assert ndcg == pytest.approx(0.694142, abs=1e-6)
     assert report["counts"] == {"items": 3, "unreadable_lines": 1, "reference_errors": 1}
     assert report["issues"]["unreadable_lines"] == [
-        {"location": f"{FIXTURES}/tracc/predictions.jsonl:4", "reason": "invalid JSON at column 2: Expecting property name enclosed in double quotes"}
+        {
+            "location": f"{FIXTURES}/tracc/predictions.jsonl:4",
+            "reason": "invalid JSON at column 2: Expecting property name enclosed in double quotes",
+        }
     ]
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
-    assert [(i["id"], i["correct"], i["repeats_dropped"]) for i in items] == [("RecTools_QT-0", False, 0), ("RecTools_QT-1", True, 1), ("q2", False, 0)]
+    assert [(i["id"], i["correct"], i["repeats_dropped"]) for i in items] == [
+        ("RecTools_QT-0", False, 0),
+        ("RecTools_QT-1", True, 1),
+        ("q2", False, 0),
+    ]
 
 
 def test_toolselect_table(capsys):
     folder = FIXTURES / "toolselect"
     code, out, _ = score(capsys, "toolselect")
     assert code == 0
-    assert out == f"""\
+    assert (
+        out
+        == f"""\
 toolselect: 5 items scored from {folder}/predictions.jsonl against {folder}/references.jsonl
 overall    value
 accuracy  0.4000
@@ -78,6 +99,7 @@ unreadable lines (skipped): 1
 references without a prediction (scored wrong): 1
   {folder}/references.jsonl:5: id 'train-4'
 """
+    )
 
 
 def test_metabench_metrics_and_table(capsys, tmp_path):
@@ -97,7 +119,10 @@ def test_metabench_metrics_and_table(capsys, tmp_path):
         "p_acc              0.3333",
         "irr                0.5000",
     ]
-    assert "multi_call         1.0000  0.0000       -       -       -       -       -           1                  0          0              0" in lines
+    assert (
+        "multi_call         1.0000  0.0000       -       -       -       -       -           1"
+        "                  0          0              0" in lines
+    )
     assert lines[-7:] == [
         "unreadable lines (skipped): 2",
         f"  {folder}/predictions.jsonl:6: invalid JSON at column 29: Expecting value",
@@ -120,9 +145,13 @@ def test_itc_metrics(capsys, tmp_path):
         "items": 3,
     }  # fmt: skip
     assert metrics["counts"]["errors"] == {
-        "hallucinated_tools": 1, "missing_tools": 1, "extra_tools": 0, "incorrect_params": 1, "missing_params": 0, "extra_params": 0,
+        "hallucinated_tools": 1, "missing_tools": 1, "extra_tools": 0,
+        "incorrect_params": 1, "missing_params": 0, "extra_params": 0,
     }  # fmt: skip
-    assert "selection                 0.5000         0.5000       0.0000                 -               -             -" in out.splitlines()
+    assert (
+        "selection                 0.5000         0.5000       0.0000                 -               -             -"
+        in out.splitlines()
+    )
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert [(i["id"], i["format_ok"], i["language_ok"], i["correct"]) for i in items] == [
         ("itc-en", True, True, True),
@@ -142,9 +171,20 @@ def test_itc_languages_option(capsys, tmp_path):
 def test_bfcl_two_reference_files(capsys, tmp_path):
     folder = FIXTURES / "bfcl" / "cli"
     questions, answers = folder / "questions.jsonl", folder / "possible_answer.jsonl"
-    code, out, _ = score(capsys, "bfcl", "--category", "simple", "--per-item", str(tmp_path / "items.jsonl"), predictions=folder / "predictions.jsonl", references=[questions, answers])
+    code, out, _ = score(
+        capsys,
+        "bfcl",
+        "--category",
+        "simple",
+        "--per-item",
+        str(tmp_path / "items.jsonl"),
+        predictions=folder / "predictions.jsonl",
+        references=[questions, answers],
+    )
     assert code == 0
-    assert out == f"""\
+    assert (
+        out
+        == f"""\
 bfcl: 3 items scored from {folder}/predictions.jsonl against {questions}, {answers}
 metric            value
 category  simple_python
@@ -157,6 +197,7 @@ references without a prediction (scored wrong): 1
 predictions without a reference (not scored): 1
   {folder}/predictions.jsonl:3: id 'simple_9'
 """
+    )
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert [(i["id"], i["valid"], i["error_type"]) for i in items] == [
         ("simple_0", True, ""),
@@ -168,12 +209,28 @@ predictions without a reference (not scored): 1
 def test_bfcl_category_from_file_name_or_error(capsys, tmp_path):
     folder = FIXTURES / "bfcl" / "cli"
     shutil.copy(folder / "questions.jsonl", tmp_path / "BFCL_v2_simple.json")
-    code, out, _ = score(capsys, "bfcl", predictions=folder / "predictions.jsonl", references=[tmp_path / "BFCL_v2_simple.json", folder / "possible_answer.jsonl"])
+    code, out, _ = score(
+        capsys,
+        "bfcl",
+        predictions=folder / "predictions.jsonl",
+        references=[tmp_path / "BFCL_v2_simple.json", folder / "possible_answer.jsonl"],
+    )
     assert code == 0 and "category  simple_python" in out
-    code, out, err = score(capsys, "bfcl", predictions=folder / "predictions.jsonl", references=[folder / "questions.jsonl"])
+    code, out, err = score(
+        capsys, "bfcl", predictions=folder / "predictions.jsonl", references=[folder / "questions.jsonl"]
+    )
     assert code == 2 and out == ""
-    assert err.startswith("error: unknown or unsupported BFCL category 'questions'") and err.endswith("(give --category)\n")
-    code, _, err = score(capsys, "bfcl", "--category", "simple", predictions=folder / "predictions.jsonl", references=[folder / "questions.jsonl"])
+    assert err.startswith("error: unknown or unsupported BFCL category 'questions'") and err.endswith(
+        "(give --category)\n"
+    )
+    code, _, err = score(
+        capsys,
+        "bfcl",
+        "--category",
+        "simple",
+        predictions=folder / "predictions.jsonl",
+        references=[folder / "questions.jsonl"],
+    )
     assert (code, err) == (2, "error: BFCL category simple_python needs its possible-answer rows\n")
 
 
@@ -185,10 +242,17 @@ def test_toolbench_and_nexus_dispatch(capsys, tmp_path):
     for bench, scorer in (("toolbench", score_toolbench), ("nexus", score_nexus)):
         code, out, _ = score(capsys, bench, "-o", str(tmp_path / f"{bench}.json"))
         assert code == 0
-        rows = [[json.loads(line) for line in (FIXTURES / bench / name).read_text().splitlines()] for name in ("predictions.jsonl", "references.jsonl")]
+        rows = [
+            [json.loads(line) for line in (FIXTURES / bench / name).read_text().splitlines()]
+            for name in ("predictions.jsonl", "references.jsonl")
+        ]
         direct = scorer(*rows)
         report = json.loads((tmp_path / f"{bench}.json").read_text())
-        assert report["metrics"] == {k: v for k, v in direct.items() if k in ("overall", "tasks", "weighted_average", "unweighted_average", "toolgt")}
+        assert report["metrics"] == {
+            k: v
+            for k, v in direct.items()
+            if k in ("overall", "tasks", "weighted_average", "unweighted_average", "toolgt")
+        }
         assert report["counts"]["items"] == len(direct["per_item"])
     assert "weighted_average    0.6667" in out.splitlines()  # nexus: 4 of 6 queries right
 
@@ -203,7 +267,10 @@ def test_unreadable_inputs_exit_2(capsys, tmp_path):
     assert (code, err) == (2, f"error: {tmp_path}: not a file\n")
     (tmp_path / "file").write_text("x")  # a missing folder is created, as for the data verbs; a file in the way is not
     code, _, err = score(capsys, "tracc", "-o", str(tmp_path / "file" / "m.json"))
-    assert (code, err) == (2, f"error: cannot create the folder {tmp_path}/file for {tmp_path}/file/m.json: File exists\n")
+    assert (code, err) == (
+        2,
+        f"error: cannot create the folder {tmp_path}/file for {tmp_path}/file/m.json: File exists\n",
+    )
     (tmp_path / "array.json").write_text('[{"id": "q2", "tools": ["Search"]}, 3')
     code, _, err = score(capsys, "tracc", predictions=tmp_path / "array.json")
     assert code == 2 and err.startswith(f"error: {tmp_path}/array.json: invalid JSON at line 1")

@@ -25,10 +25,14 @@ from train.formats.tokenize import tokenize_prompt
 from train.schema import Conversation, Message, ToolCall
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CORPUS = [Conversation.from_dict(json.loads(line)) for line in (FIXTURES / "parity" / "corpus.jsonl").open(encoding="utf-8")]
+CORPUS = [
+    Conversation.from_dict(json.loads(line)) for line in (FIXTURES / "parity" / "corpus.jsonl").open(encoding="utf-8")
+]
 CASES = {conv.id: conv for conv in CORPUS}
 TURNS = [(conv.id, i) for conv in CORPUS for i, m in enumerate(conv.messages) if m.role == "assistant"]
-LOOKALIKES = "control_token_lookalikes"  # templates turn the user's literal control text into control ids; formats keep text
+LOOKALIKES = (
+    "control_token_lookalikes"  # templates turn the user's literal control text into control ids; formats keep text
+)
 
 
 def before(conv: Conversation, index: int) -> Conversation:
@@ -53,8 +57,14 @@ def tokenizer(name: str):
 
 def template_prompt(tok, conv: Conversation, name: str, tokenize: bool = False):
     messages, tools = to_hf_messages(conv)
-    return tok.apply_chat_template(messages, tools=tools, chat_template=template(name), tokenize=tokenize,
-                                   add_generation_prompt=True, return_dict=False)
+    return tok.apply_chat_template(
+        messages,
+        tools=tools,
+        chat_template=template(name),
+        tokenize=tokenize,
+        add_generation_prompt=True,
+        return_dict=False,
+    )
 
 
 # ---- parity with the official generation prompts ------------------------------------------------
@@ -65,7 +75,9 @@ def test_qwen2_5_prompt_is_the_templates_generation_prompt(case, index):
     conv, tok, fmt = CASES[case], tokenizer("qwen2_5"), get_format("qwen2_5")
     assert prompt_text(fmt, conv, index) == template_prompt(tok, before(conv, index), "qwen2_5.jinja")
     if case != LOOKALIKES:
-        assert tokenize_prompt(fmt, conv, index, tok) == template_prompt(tok, before(conv, index), "qwen2_5.jinja", tokenize=True)
+        assert tokenize_prompt(fmt, conv, index, tok) == template_prompt(
+            tok, before(conv, index), "qwen2_5.jinja", tokenize=True
+        )
 
 
 def test_llama3_1_prompts_match_the_template_or_are_refused_with_the_reason():
@@ -78,7 +90,10 @@ def test_llama3_1_prompts_match_the_template_or_are_refused_with_the_reason():
         except ValueError as err:
             refused[(case, index)] = str(err)
             continue
-        assert prompt_text(fmt, conv, index) == template_prompt(tok, before(conv, index), "llama3_1.jinja"), (case, index)
+        assert prompt_text(fmt, conv, index) == template_prompt(tok, before(conv, index), "llama3_1.jinja"), (
+            case,
+            index,
+        )
         if case != LOOKALIKES:
             assert ids == template_prompt(tok, before(conv, index), "llama3_1.jinja", tokenize=True), (case, index)
         compared += 1
@@ -92,10 +107,14 @@ def test_llama3_1_prompts_match_the_template_or_are_refused_with_the_reason():
 
 def test_metatool_prompt_before_any_call_is_llama3_1s():
     tok, fmt = tokenizer("llama3"), get_format("llama3_1_metatool")
-    first_turns = [(case, i) for case, i in TURNS if not any(m.role in ("assistant", "tool") for m in CASES[case].messages[:i])]
+    first_turns = [
+        (case, i) for case, i in TURNS if not any(m.role in ("assistant", "tool") for m in CASES[case].messages[:i])
+    ]
     assert len(first_turns) == len(CORPUS)
     for case, index in first_turns:
-        assert prompt_text(fmt, CASES[case], index) == template_prompt(tok, before(CASES[case], index), "llama3_1.jinja"), case
+        assert prompt_text(fmt, CASES[case], index) == template_prompt(
+            tok, before(CASES[case], index), "llama3_1.jinja"
+        ), case
 
 
 @pytest.mark.parametrize("family", ["mistral_v3", "mistral_nemo"])
@@ -107,7 +126,9 @@ def test_mistral_prompts_are_mistral_commons_test_mode_encoding(family):
     from train.formats.mistral import with_mistral_call_ids
     from train.tokenizers.mistral import TEKKEN_FILE, V3_FILE, build_mistral_tekken, build_mistral_v3, mistral_data_file
 
-    build, data_file = {"mistral_v3": (build_mistral_v3, V3_FILE), "mistral_nemo": (build_mistral_tekken, TEKKEN_FILE)}[family]
+    build, data_file = {"mistral_v3": (build_mistral_v3, V3_FILE), "mistral_nemo": (build_mistral_tekken, TEKKEN_FILE)}[
+        family
+    ]
     tok, fmt = build(), get_format(family)
     reference = MistralTokenizer.from_file(str(mistral_data_file(data_file)), mode=ValidationMode.test)
     compared, refused = 0, []
@@ -146,11 +167,15 @@ def test_chatml_prompts_with_tools_have_the_hermes_layout_of_qwen2_5s_template(c
     ours = (
         qwen.replace(
             "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-            "You are provided with function signatures within <tools></tools> XML tags:\n<tools>", TOOLS_PREAMBLE)
+            "You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
+            TOOLS_PREAMBLE,
+        )
         .replace(
             "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-            '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>',
-            TOOLS_INSTRUCTION)
+            '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
+            "<args-json-object>}\n</tool_call>",
+            TOOLS_INSTRUCTION,
+        )
         .replace("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", SMOLLM2_SYSTEM)
         .replace("<|im_start|>user\n<tool_response>", "<|im_start|>tool\n<tool_response>")
     )
@@ -228,7 +253,11 @@ def test_outputs_are_cut_at_the_stop_token_and_parsed_or_recorded_as_parse_error
     assert backend.calls[0][0][0] == prompt and backend.calls[0][1:] == (32, [tok.convert_tokens_to_ids("<|im_end|>")])
     first, second, cut, broken = generations
     assert (first.content, [c.to_dict() for c in first.tool_calls], first.error, first.stopped) == (
-        None, [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}], None, True)
+        None,
+        [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+        None,
+        True,
+    )
     assert first.prompt_tokens == len(prompt) and first.text.endswith("</tool_call>")
     assert (second.content, second.tool_calls, second.error, second.stopped) == ("It is sunny.", [], None, True)
     assert (cut.content, cut.tool_calls, cut.stopped) == (None, [], False)

@@ -14,8 +14,14 @@ def call(name: str, **arguments) -> dict:
     return {"name": name, "arguments": arguments}
 
 
-def turn(item_id: str, category: str, calls: list[dict], difficulty: str = "simple", world: str = "closed", **meta) -> dict:
-    return {"id": item_id, "tool_calls": calls, "meta": {"category": category, "difficulty": difficulty, "world": world, **meta}}
+def turn(
+    item_id: str, category: str, calls: list[dict], difficulty: str = "simple", world: str = "closed", **meta
+) -> dict:
+    return {
+        "id": item_id,
+        "tool_calls": calls,
+        "meta": {"category": category, "difficulty": difficulty, "world": world, **meta},
+    }
 
 
 def wrapped(name: str, call_id: str, **arguments) -> dict:
@@ -32,8 +38,10 @@ CONVERSATION = {
             wrapped("meta_tool", "call_0", tool_description="q", param_description=[]),
             wrapped("meta_tool", "call_1", tool_description="r", param_description=[]),
         ]},
-        {"role": "tool", "tool_call_id": "call_0", "name": "meta_tool", "content": json.dumps({"name": "q", "description": "..."})},
-        {"role": "tool", "tool_call_id": "call_1", "name": "meta_tool", "content": json.dumps([{"name": "meta_tool", "function_id": 0, "results": {"name": "r"}}])},
+        {"role": "tool", "tool_call_id": "call_0", "name": "meta_tool",
+         "content": json.dumps({"name": "q", "description": "..."})},
+        {"role": "tool", "tool_call_id": "call_1", "name": "meta_tool",
+         "content": json.dumps([{"name": "meta_tool", "function_id": 0, "results": {"name": "r"}}])},
         {"role": "assistant", "content": "Done."},
     ],
     "meta": {"category": "function_missing", "difficulty": "simple", "world": "open", "turn": 1},
@@ -49,8 +57,20 @@ REFERENCES = [
     turn("c2", "chat", [call("get_user_input")]),
     turn("c3", "chat", []),
     turn("c4", "chat", []),
-    turn("m1", "function_missing", [call("meta_tool", tool_description="d", param_description=[])], world="open", gold_tools=["g"]),
-    turn("m2", "function_missing", [call("meta_tool", tool_description="d", param_description=[])], world="open", gold_tools=["g"]),
+    turn(
+        "m1",
+        "function_missing",
+        [call("meta_tool", tool_description="d", param_description=[])],
+        world="open",
+        gold_tools=["g"],
+    ),
+    turn(
+        "m2",
+        "function_missing",
+        [call("meta_tool", tool_description="d", param_description=[])],
+        world="open",
+        gold_tools=["g"],
+    ),
     CONVERSATION,
     turn("e1", "function_existing", [call("f", a=1)], world="open"),
     turn("e2", "function_existing", [call("f", a=1)], world="open"),
@@ -125,7 +145,12 @@ def test_per_item_verdicts(result):
     assert rows["m2"]["hits"] == {"@1": 0, "@3": 0, "@5": 0}
     assert rows["e2"]["error"] == "missing prediction" and rows["e2"]["tool_correct"] is False
     assert result["reference_errors"] == [
-        {"id": "bad", "reason": "meta.category None is not one of chat, function_missing, function_existing, single_call, multi_call"}
+        {
+            "id": "bad",
+            "reason": (
+                "meta.category None is not one of chat, function_missing, function_existing, single_call, multi_call"
+            ),
+        }
     ]
     assert result["unknown_prediction_ids"] == ["stray"]
 
@@ -145,7 +170,9 @@ def test_fmd_with_malformed_ranking_keeps_the_call():
 
 
 def test_fmd_without_gold_tools_counts_fmd_only():
-    result = score_metabench([{"id": "x", "tool_calls": [call("meta_tool")]}], [turn("x", "function_missing", [call("meta_tool")])])
+    result = score_metabench(
+        [{"id": "x", "tool_calls": [call("meta_tool")]}], [turn("x", "function_missing", [call("meta_tool")])]
+    )
     overall = result["overall"]
     assert (overall["fmd"], overall["hr@1"], overall["fmd_turns_without_gold_tools"]) == (1.0, None, 1)
 
@@ -162,5 +189,11 @@ def test_conversation_gold_turn_defaults_to_last_assistant():
 def test_empty_predictions_are_all_wrong():
     result = score_metabench([], REFERENCES[:-1])
     overall = result["overall"]
-    assert (overall["t_acc"], overall["p_acc"], overall["irr"], overall["fmd"], overall["hr@5"]) == (0.0, 0.0, 0.0, 0.0, 0.0)
+    assert (overall["t_acc"], overall["p_acc"], overall["irr"], overall["fmd"], overall["hr@5"]) == (
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    )
     assert len(result["missing_prediction_ids"]) == 15

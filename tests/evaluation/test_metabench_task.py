@@ -43,9 +43,19 @@ def own_call(name: str) -> ToolCall:
 
 def retrieve_row(row_id: str, gold: str, pool: list[str]) -> dict:
     gold_turn = Message(role="assistant", tool_calls=[own_call(gold)])
-    conv = Conversation(row_id, [Message(role="user", content="help"), gold_turn],
-                        meta={"category": "function_missing", "difficulty": "simple", "world": "open",
-                              "gold_tools": [gold], "pool": pool, "library": "library.jsonl", "turn": 1})
+    conv = Conversation(
+        row_id,
+        [Message(role="user", content="help"), gold_turn],
+        meta={
+            "category": "function_missing",
+            "difficulty": "simple",
+            "world": "open",
+            "gold_tools": [gold],
+            "pool": pool,
+            "library": "library.jsonl",
+            "turn": 1,
+        },
+    )
     return conv.to_dict()
 
 
@@ -96,7 +106,6 @@ def test_meta_tool_calls_are_executed_over_each_rows_pool(tmp_path):
     assert (flat["eval/metabench/hr@1"], flat["eval/metabench/hr@3"]) == (0.2, 0.4)
 
 
-
 def test_k_cuts_the_rankings_and_options_are_checked(tmp_path):
     sources = write_bench(tmp_path)
     task = get_task("metabench", {"embedder": "hash-bow", "k": 1})
@@ -131,7 +140,9 @@ def test_the_tiny_recipes_eval_callback_logs_real_hit_rates(monkeypatch):
     benchmarks = callback.load_benchmarks(cfg.eval, [])
     items = benchmarks["metabench"].items
     assert [item.id for item in items if "pool" in item.conversation.meta] == [
-        "glaive_sample-26/function_missing/open/retrieve", "glaive_sample-30/function_missing/open/retrieve"]
+        "glaive_sample-26/function_missing/open/retrieve",
+        "glaive_sample-30/function_missing/open/retrieve",
+    ]
 
     def gold_turns(prompts, fmt, tokenizer, backend, max_new_tokens):
         turns = [conv.messages[target] for conv, target in prompts]
@@ -140,8 +151,9 @@ def test_the_tiny_recipes_eval_callback_logs_real_hit_rates(monkeypatch):
     monkeypatch.setattr(callback, "generate", gold_turns)
     monkeypatch.setattr(callback, "HFBackend", lambda *args, **kwargs: None)
     tokenizer = type("Tokenizer", (), {"pad_token_id": 0, "eos_token_id": 0})()
-    evaluation = callback.GenerationEval(benchmarks, None, tokenizer, log=print,
-                                         world=distributed.World(0, 0, 1, 1, 0), synced_gpus=False)
+    evaluation = callback.GenerationEval(
+        benchmarks, None, tokenizer, log=print, world=distributed.World(0, 0, 1, 1, 0), synced_gpus=False
+    )
     logged = evaluation.evaluate(torch.nn.Linear(2, 2))
     hit_rates = {key: logged[f"eval/metabench/{key}"] for key in ("fmd", "hr@1", "hr@3", "hr@5", "fmd_turns")}
     assert hit_rates == {"fmd": 1.0, "hr@1": 1.0, "hr@3": 1.0, "hr@5": 1.0, "fmd_turns": 2}

@@ -37,12 +37,24 @@ def test_itc_turns_parsed_calls_raw_answers_and_failures_into_its_rows():
     ]
     outcome = evaluate_generations(task, items, generations)
     assert [sorted(row) for row in outcome.predictions] == [
-        ["content", "id", "tool_calls"], ["content", "id"], ["content", "id", "tool_calls"]]
+        ["content", "id", "tool_calls"],
+        ["content", "id"],
+        ["content", "id", "tool_calls"],
+    ]
     assert outcome.predictions[1]["content"] == raw
     assert outcome.predictions[2]["tool_calls"] == "unparseable output (parse: broken)"
     # tools: predicted 1 + 1, gold 1 + 2 + 0, correct 2; parameters: 2 + 2 predicted, gold and correct
-    assert outcome.metrics["overall"] == {"lm": 2 / 3, "fm": 2 / 3, "tool_p": 1.0, "tool_r": 2 / 3, "tool_f1": 0.8,
-                                          "ti_p": 1.0, "ti_r": 1.0, "ti_f1": 1.0, "items": 3}
+    assert outcome.metrics["overall"] == {
+        "lm": 2 / 3,
+        "fm": 2 / 3,
+        "tool_p": 1.0,
+        "tool_r": 2 / 3,
+        "tool_f1": 0.8,
+        "ti_p": 1.0,
+        "ti_r": 1.0,
+        "ti_f1": 1.0,
+        "items": 3,
+    }
     assert outcome.metrics["counts"]["errors"]["missing_tools"] == 1
 
 
@@ -62,8 +74,13 @@ def test_toolbench_programs_curl_lines_and_selected_tools():
     assert outcome.predictions[2] == {"id": "weather/test-0", "program": "Here you go:\n" + gold["weather/test-0"]}
     assert outcome.predictions[3] == {"id": "cat/test-0", "program": "unparseable output (parse: broken)"}
     verdicts = [(item["success"], item["f1"], item["tool_correct"]) for item in outcome.result["per_item"]]
-    assert verdicts == [(True, 1.0, True), (False, 8 / 9, True), (True, 1.0, False), (False, 0.0, False),
-                        (True, 1.0, False)]  # booking: 8 of its 9 fields (the return date differs)
+    assert verdicts == [
+        (True, 1.0, True),
+        (False, 8 / 9, True),
+        (True, 1.0, False),
+        (False, 0.0, False),
+        (True, 1.0, False),
+    ]  # booking: 8 of its 9 fields (the return date differs)
     overall = outcome.metrics["overall"]
     assert (overall["success"], overall["success_rate"], overall["tool_accuracy"]) == (3, 0.6, 0.4)
     assert overall["unweighted_success_rate"] == (1 + 0 + 1 + 0.5) / 4
@@ -82,20 +99,33 @@ def test_nexus_tool_calls_or_python_call_text():
         said(None, ToolCall("hashtag", {"hashtag": "football", "raw": False})),  # raw=False is dropped, as gold's
     ]
     outcome = evaluate_generations(task, items, generations)
-    assert outcome.predictions[0] == {"id": "cve_cpe_queries-0", "well_formed": True,
-                                      "call": "searchCPE(keywordSearch='Microsoft Exchange 2010', limit=2)"}
-    assert outcome.predictions[3] == {"id": "toolalpaca_queries-13-turns_2", "well_formed": False,
-                                      "tool_calls": "unparseable output (parse: broken)"}
+    assert outcome.predictions[0] == {
+        "id": "cve_cpe_queries-0",
+        "well_formed": True,
+        "call": "searchCPE(keywordSearch='Microsoft Exchange 2010', limit=2)",
+    }
+    assert outcome.predictions[3] == {
+        "id": "toolalpaca_queries-13-turns_2",
+        "well_formed": False,
+        "tool_calls": "unparseable output (parse: broken)",
+    }
     assert outcome.metrics["well_formed_rate"] == 5 / 6  # the failed parse is the one answer not read
     errors = [(item["correct"], item["error"]) for item in outcome.result["per_item"]]
-    assert errors == [(True, None), (True, None),
-                      (False, "vt_get_domain_report() missing required argument(s): 'x_apikey'"),
-                      (False, "tool_calls: expected a list, got str"), (False, "no call"), (True, None)]
+    assert errors == [
+        (True, None),
+        (True, None),
+        (False, "vt_get_domain_report() missing required argument(s): 'x_apikey'"),
+        (False, "tool_calls: expected a list, got str"),
+        (False, "no call"),
+        (True, None),
+    ]
     assert outcome.metrics["tasks"]["toolllm"] == {"total": 2, "correct": 1, "accuracy": 0.5}
     assert (outcome.metrics["weighted_average"], outcome.metrics["unweighted_average"]) == (0.5, 0.5)
     toolgt = outcome.metrics["toolgt"]  # of ToolGT's 8 tasks, only cve_cpe and virustotal are V1 files
-    assert toolgt["tasks"] == {"NVDLibrary": {"accuracy": 1.0, "correct": 1, "total": 1},
-                               "VirusTotal": {"accuracy": 0.0, "correct": 0, "total": 1}}
+    assert toolgt["tasks"] == {
+        "NVDLibrary": {"accuracy": 1.0, "correct": 1, "total": 1},
+        "VirusTotal": {"accuracy": 0.0, "correct": 0, "total": 1},
+    }
     # W weighs the two by ToolGT's task sizes (78, 151), U is their plain mean
     assert (toolgt["weighted_average"], toolgt["unweighted_average"]) == (78 / 229, 0.5)
     assert toolgt["missing"] == ["Places", "Climate", "OTX", "VT-nested", "VT-parallel", "CVECPE"]

@@ -19,14 +19,24 @@ def fake_language(text: str) -> str:
     return "en"
 
 
-def reference(item_id: str, calls: list[tuple[str, dict]], query: str = "Please help.", tools=(), language: str | None = "en", **meta) -> dict:
+def reference(
+    item_id: str,
+    calls: list[tuple[str, dict]],
+    query: str = "Please help.",
+    tools=(),
+    language: str | None = "en",
+    **meta,
+) -> dict:
     return {
         "id": item_id,
-        "tools": [{"type": "function", "function": {"name": name, "description": "", "parameters": {}}} for name in tools],
+        "tools": [
+            {"type": "function", "function": {"name": name, "description": "", "parameters": {}}} for name in tools
+        ],
         "messages": [
             {"role": "user", "content": query},
             {"role": "assistant", "content": "gold thought", "tool_calls": [
-                {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}} for i, (name, args) in enumerate(calls)
+                {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+                for i, (name, args) in enumerate(calls)
             ]},
         ],
         "meta": {**({"language": language} if language else {}), **meta},
@@ -47,18 +57,32 @@ REFERENCES = [
     reference("r6", [("search", {"q": "x"})], tools=("search",)),
     reference("r7", [("g", {"k": True})], tools=("g",)),
     reference("r8", [("h", {"k": "v"})], tools=("h", "detect")),
-    reference("r9", [("translate1", {"text": "x", "target": "fr"})], tools=("translate1",), renamed_calls={"Google Translate": "translate1"}),
+    reference(
+        "r9",
+        [("translate1", {"text": "x", "target": "fr"})],
+        tools=("translate1",),
+        renamed_calls={"Google Translate": "translate1"},
+    ),
 ]
 PREDICTIONS = [
     {"id": "r1", "content": answer("I will translate.", "[translate(text='hi', target='fr')]", "json{}")},
     # fenced; hallucinated convert(), wrong 'to', extra 'amount'
-    {"id": "r2", "content": answer("Rates.", "[latest(from='EUR', to='AUD', amount=1), currencies(), convert(x=1)]", "```json\n{}\n```")},
+    {
+        "id": "r2",
+        "content": answer(
+            "Rates.", "[latest(from='EUR', to='AUD', amount=1), currencies(), convert(x=1)]", "```json\n{}\n```"
+        ),
+    },
     {"id": "r3", "content": answer("FR: je calcule", "[f(a=1.0)]", "json({})")},  # 1 == 1.0; one repeated call short
     {"id": "r4", "content": '{"Thought": "我来查天气", "Action": "[weather(city=\'北京\')]"'},  # broken JSON
     {"id": "r5", "content": "I cannot help with that."},  # plain text
     {"id": "r6", "content": answer("我来搜索", "[search('x')]")},  # positional argument
     # r7: no prediction
-    {"id": "r8", "content": "a thought", "tool_calls": [{"name": "h", "arguments": {"k": "v"}}, {"name": "detect", "arguments": {}}]},
+    {
+        "id": "r8",
+        "content": "a thought",
+        "tool_calls": [{"name": "h", "arguments": {"k": "v"}}, {"name": "detect", "arguments": {}}],
+    },
     {"id": "r9", "content": answer("FR: traduire", "[Google Translate(text='x')]")},  # renamed; 'target' missing
 ]
 
@@ -134,7 +158,9 @@ def test_duplicated_calls_are_extra_tools():
     predicted = [Call("f", {"a": 1}), Call("f", {"a": 1})]
     assert error_breakdown(predicted, gold, {"f"})["extra_tools"] == 1
     result = score_itc(
-        [{"id": "x", "content": answer("t", "[f(a=1), f(a=1)]")}], [reference("x", [("f", {"a": 1})], tools=("f",))], language_of=fake_language
+        [{"id": "x", "content": answer("t", "[f(a=1), f(a=1)]")}],
+        [reference("x", [("f", {"a": 1})], tools=("f",))],
+        language_of=fake_language,
     )
     assert result["counts"]["tools"] == {"predicted": 2, "gold": 1, "correct": 1}  # recall cannot pass 1
     assert result["counts"]["params"] == {"predicted": 2, "gold": 1, "correct": 1}
@@ -154,30 +180,54 @@ def test_precision_recall_edges():
 
 
 def test_prediction_layouts():
-    assert read_prediction({"content": answer("t", "")}) == {"format_ok": True, "calls": [], "thought": "t", "error": None}
+    assert read_prediction({"content": answer("t", "")}) == {
+        "format_ok": True,
+        "calls": [],
+        "thought": "t",
+        "error": None,
+    }
     assert read_prediction({"content": answer("t", "[]")})["format_ok"] is True
-    assert read_prediction({"content": None}) == {"format_ok": False, "calls": [], "thought": "", "error": "no 'content' text"}
+    assert read_prediction({"content": None}) == {
+        "format_ok": False,
+        "calls": [],
+        "thought": "",
+        "error": "no 'content' text",
+    }
     broken = read_prediction({"content": "t", "tool_calls": [{"arguments": {}}]})
-    assert broken == {"format_ok": False, "calls": [], "thought": "t", "error": "tool_calls[0]: expected a non-empty string 'name'"}
-    assert read_prediction({"content": '{"Thought": 3, "Action": "[]"}'})["error"] == "answer.Thought: expected a string, got int"
-    assert read_prediction({"content": answer("t", "[f(x=y)]")})["error"] == "answer.Action: item 0: f: argument 'x': a variable y is not a literal"
+    assert broken == {
+        "format_ok": False,
+        "calls": [],
+        "thought": "t",
+        "error": "tool_calls[0]: expected a non-empty string 'name'",
+    }
+    assert (
+        read_prediction({"content": '{"Thought": 3, "Action": "[]"}'})["error"]
+        == "answer.Thought: expected a string, got int"
+    )
+    assert (
+        read_prediction({"content": answer("t", "[f(x=y)]")})["error"]
+        == "answer.Action: item 0: f: argument 'x': a variable y is not a literal"
+    )
 
 
 def test_pathological_model_text_is_wrong_not_a_crash():
     huge = read_prediction({"content": '{"Thought": "t", "Action": "[]", "n": ' + "1" * 5000 + "}"})
     assert (huge["format_ok"], huge["thought"]) == (False, "t")
-    assert huge["error"].startswith("answer: answer is not a json{Thought, Action} object: Exceeds the limit (4300 digits)")
+    assert huge["error"].startswith(
+        "answer: answer is not a json{Thought, Action} object: Exceeds the limit (4300 digits)"
+    )
     deep = read_prediction({"content": '{"Thought": "t", "Action": ' + "[" * 100_000})
     assert deep["format_ok"] is False and deep["thought"] == "t"
-    assert read_prediction({"content": "t", "tool_calls": [{"name": "f", "arguments": '{"a": ' + "9" * 5000 + "}"}]})["error"] == (
-        "tool_calls[0]: arguments of 'f' are not valid JSON"
-    )
+    assert read_prediction({"content": "t", "tool_calls": [{"name": "f", "arguments": '{"a": ' + "9" * 5000 + "}"}]})[
+        "error"
+    ] == ("tool_calls[0]: arguments of 'f' are not valid JSON")
 
 
 def test_empty_predictions():
     result = score_itc([], REFERENCES[:2], language_of=fake_language)
     assert result["overall"] == {
-        "lm": 0.0, "fm": 0.0, "tool_p": 0.0, "tool_r": 0.0, "tool_f1": 0.0, "ti_p": 0.0, "ti_r": 0.0, "ti_f1": 0.0, "items": 2,
+        "lm": 0.0, "fm": 0.0, "tool_p": 0.0, "tool_r": 0.0, "tool_f1": 0.0,
+        "ti_p": 0.0, "ti_r": 0.0, "ti_f1": 0.0, "items": 2,
     }  # fmt: skip
     assert score_itc([], [], language_of=fake_language)["overall"]["fm"] is None
 
@@ -192,7 +242,9 @@ def test_gold_turn_skips_a_final_plain_reply():
     result = score_itc([{"id": "n", "content": answer("t", "[a(x=1)]")}], [conversation], language_of=fake_language)
     assert result["per_item"][0]["correct"] is True
     result = score_itc([], [{**conversation, "messages": conversation["messages"][:1]}], language_of=fake_language)
-    assert result["reference_errors"] == [{"id": "n", "reason": "messages: no assistant answer holds the gold Thought/Action"}]
+    assert result["reference_errors"] == [
+        {"id": "n", "reason": "messages: no assistant answer holds the gold Thought/Action"}
+    ]
 
 
 def test_language_matching_with_langid():

@@ -30,7 +30,9 @@ def load_jsonl(path: Path) -> list[dict]:
 @pytest.fixture
 def references(shared_data) -> list[dict]:
     folder = shared_data / "nexusraven_v1_eval"
-    items = list(read([*(folder / f"{name}_queries.json" for name in FILES), folder / "_derived_function_definitions.json"]))
+    items = list(
+        read([*(folder / f"{name}_queries.json" for name in FILES), folder / "_derived_function_definitions.json"])
+    )
     assert not [item for item in items if isinstance(item, Rejected)]
     return [item.to_dict() for item in items]
 
@@ -51,7 +53,8 @@ def reference_text(row: dict) -> str:
 def test_every_reference_string_scores_itself_perfectly(references):
     report = score_nexus([{"id": r["id"], "call": reference_text(r)} for r in references], references)
     assert {task: (agg["total"], agg["correct"]) for task, agg in report["tasks"].items()} == {
-        "cve_cpe": (78, 78), "emailrep": (38, 38), "virustotal": (151, 151), "toolalpaca": (85, 85), "toolllm": (21, 21),
+        "cve_cpe": (78, 78), "emailrep": (38, 38), "virustotal": (151, 151),
+        "toolalpaca": (85, 85), "toolllm": (21, 21),
     }  # fmt: skip
     assert (report["weighted_average"], report["unweighted_average"]) == (1.0, 1.0)
     assert report["reference_errors"] == []
@@ -64,7 +67,8 @@ def test_every_reference_as_canonical_tool_calls_scores_itself_perfectly(referen
 
 def test_toolllm_original_outputs_match_except_the_renamed_json_argument(references):
     rows = [r for r in references if r["meta"]["dataset"] == "toolllm"]
-    # Output_Original writes quoted names and JSON literals ("raw" = false); one names "json" where the stub says json_arg.
+    # Output_Original writes quoted names and JSON literals ("raw" = false); one names "json" where the stub says
+    # json_arg.
     report = score_nexus([{"id": r["id"], "call": r["meta"]["output_original"][0]} for r in rows], rows)
     assert report["tasks"]["toolllm"]["correct"] == 20
     assert [(i["id"], i["error"]) for i in report["per_item"] if not i["correct"]] == [
@@ -76,7 +80,9 @@ def test_neighbouring_references_never_match(references):
     predictions = []
     for task in FILES:
         rows = [r for r in references if r["meta"]["dataset"] == task]
-        predictions += [{"id": row["id"], "call": reference_text(rows[(i + 1) % len(rows)])} for i, row in enumerate(rows)]
+        predictions += [
+            {"id": row["id"], "call": reference_text(rows[(i + 1) % len(rows)])} for i, row in enumerate(rows)
+        ]
     report = score_nexus(predictions, references)
     assert {task: agg["correct"] for task, agg in report["tasks"].items()} == dict.fromkeys(FILES, 0)
 
@@ -92,7 +98,10 @@ def test_neighbouring_references_never_match(references):
         ("f(a=1); f(a=2)", [RawCall("f", (), {"a": 1}), RawCall("f", (), {"a": 2})]),
         ("[f(a=1), g()]", [RawCall("f", (), {"a": 1}), RawCall("g")]),
         ('convertCurrency(from="EUR", amount=5)', [RawCall("convertCurrency", (), {"from": "EUR", "amount": 5})]),
-        ('f(from="A")\nf(from="B", x=true)', [RawCall("f", (), {"from": "A"}), RawCall("f", (), {"from": "B", "x": True})]),
+        (
+            'f(from="A")\nf(from="B", x=true)',
+            [RawCall("f", (), {"from": "A"}), RawCall("f", (), {"from": "B", "x": True})],
+        ),
         ("   ", []),
     ],
 )
@@ -180,7 +189,9 @@ def test_fixture_mix_hand_computed(fixtures):
     }  # fmt: skip
     assert report["weighted_average"] == 4 / 6
     assert report["unweighted_average"] == pytest.approx((1 + 0 + 1 + 1 + 0.5) / 5)
-    assert report["unknown_prediction_ids"] == ["emailrep_queries-99"] and report["missing_prediction_ids"] == ["emailrep_queries-0"]
+    assert report["unknown_prediction_ids"] == ["emailrep_queries-99"] and report["missing_prediction_ids"] == [
+        "emailrep_queries-0"
+    ]
 
 
 def test_averages_follow_toolgt_table_7():
@@ -189,7 +200,13 @@ def test_averages_follow_toolgt_table_7():
     references, predictions = [], []
     for task, (right, total) in accuracies.items():
         for index in range(total):
-            references.append({"id": f"{task}-{index}", "meta": {"dataset": task}, "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]}]})
+            references.append(
+                {
+                    "id": f"{task}-{index}",
+                    "meta": {"dataset": task},
+                    "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]}],
+                }
+            )
             predictions.append({"id": f"{task}-{index}", "call": "f(x=1)" if index < right else "f(x=2)"})
     report = score_nexus(predictions, references)
     assert report["weighted_average"] == 142 / 287
@@ -197,13 +214,21 @@ def test_averages_follow_toolgt_table_7():
 
 
 def test_bad_rows_are_listed_not_raised():
-    good = {"id": "t-0", "meta": {"dataset": "t"}, "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {}}]}]}
+    good = {
+        "id": "t-0",
+        "meta": {"dataset": "t"},
+        "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {}}]}],
+    }
     references = [
         good,
         {"id": "t-1", "meta": {}, "messages": []},
         {"id": "t-2", "meta": {"dataset": "t"}, "messages": [{"role": "user", "content": "hi"}]},
         {"id": "t-3", "meta": {"dataset": "t"}, "messages": [{"role": "assistant", "tool_calls": "f()"}]},
-        {**good, "id": "t-4", "tools": [{"type": "function", "function": {"name": "g", "parameters": {"properties": {}}}}]},
+        {
+            **good,
+            "id": "t-4",
+            "tools": [{"type": "function", "function": {"name": "g", "parameters": {"properties": {}}}}],
+        },
     ]
     predictions = [
         {"id": "t-0", "call": "f()"},
@@ -228,13 +253,20 @@ def test_bad_rows_are_listed_not_raised():
     [
         ({"id": "t-0", "call": ""}, "no call"),
         ({"id": "t-0"}, "prediction has neither 'call' nor 'tool_calls'"),
-        ({"id": "t-0", "tool_calls": [{"name": "f", "arguments": "{bad"}]}, "tool_calls[0]: arguments of 'f' are not valid JSON"),
+        (
+            {"id": "t-0", "tool_calls": [{"name": "f", "arguments": "{bad"}]},
+            "tool_calls[0]: arguments of 'f' are not valid JSON",
+        ),
         ({"id": "t-0", "call": "f(x=1)\nf(x=1)"}, "calls differ from the reference"),
         ({"id": "t-0", "call": "f(x=eval('1'))"}, "line 1: f: argument 'x': nested call eval('1') is not a literal"),
     ],
 )
 def test_unreadable_predictions_are_wrong_with_a_reason(prediction, error):
-    reference = {"id": "t-0", "meta": {"dataset": "t"}, "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]}]}
+    reference = {
+        "id": "t-0",
+        "meta": {"dataset": "t"},
+        "messages": [{"role": "assistant", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]}],
+    }
     item = score_nexus([prediction], [reference])["per_item"][0]
     assert (item["correct"], item["error"]) == (False, error)
 
@@ -245,7 +277,8 @@ def test_whole_empty_predictions_score_zero_with_their_reasons(fixtures):
     tasks = {"cve_cpe": 1, "emailrep": 1, "virustotal": 1, "toolalpaca": 1, "toolllm": 2}
     nothing = score_nexus([], references)  # an empty prediction file
     assert [(i["id"], i["correct"], i["error"], i["predicted"]) for i in nothing["per_item"]] == [
-        (i, False, "no prediction", None) for i in ids]
+        (i, False, "no prediction", None) for i in ids
+    ]
     assert nothing["tasks"] == {task: {"total": n, "correct": 0, "accuracy": 0.0} for task, n in tasks.items()}
     assert (nothing["weighted_average"], nothing["unweighted_average"]) == (0.0, 0.0)
     assert nothing["missing_prediction_ids"] == ids
@@ -253,6 +286,9 @@ def test_whole_empty_predictions_score_zero_with_their_reasons(fixtures):
         report = score_nexus([{"id": i, **empty} for i in ids], references)
         assert [(i["correct"], i["error"], i["predicted"]) for i in report["per_item"]] == [(False, "no call", [])] * 6
         assert (report["weighted_average"], report["unweighted_average"], report["missing_prediction_ids"]) == (
-            0.0, 0.0, [])
+            0.0,
+            0.0,
+            [],
+        )
     none = score_nexus([], [])
     assert (none["tasks"], none["weighted_average"], none["unweighted_average"]) == ({}, None, None)

@@ -18,7 +18,10 @@ from train.evaluation.toolbench import (
 from train.sources._common import Rejected
 from train.sources.toolbench import read
 
-HOME_GOLD = 'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_num_beds(6)\nAPI.set_min_price(961000)\nAPI.search()'
+HOME_GOLD = (
+    'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_num_beds(6)\nAPI.set_min_price(961000)\n'
+    "API.search()"
+)
 HOME_META = {"task": "home", "completion": [HOME_GOLD], "gold_tool": "home_search", "gold_tool_label": "Home search"}
 
 
@@ -37,7 +40,9 @@ def references(shared_data) -> list[dict]:
 
 
 def test_every_gold_scores_itself_perfectly(references):
-    predictions = [{"id": r["id"], "program": r["meta"]["completion"][0], "tool": r["meta"]["gold_tool"]} for r in references]
+    predictions = [
+        {"id": r["id"], "program": r["meta"]["completion"][0], "tool": r["meta"]["gold_tool"]} for r in references
+    ]
     report = score_toolbench(predictions, references)
     assert {task: (agg["total"], agg["success"], agg["tool_correct"]) for task, agg in report["tasks"].items()} == {
         "booking": (120, 120, 120), "cat": (100, 100, 100), "home": (100, 100, 100), "weather": (100, 100, 100),
@@ -48,7 +53,9 @@ def test_every_gold_scores_itself_perfectly(references):
 
 def test_csv_api_programs_with_none_defaults_equal_the_jsonl_golds(references):
     # test.csv lists every setter, 'None' for the ones not mentioned; they must leave the field unset.
-    predictions = [{"id": r["id"], "program": r["meta"]["api_program"], "tool": r["meta"]["gold_tool_label"]} for r in references]
+    predictions = [
+        {"id": r["id"], "program": r["meta"]["api_program"], "tool": r["meta"]["gold_tool_label"]} for r in references
+    ]
     report = score_toolbench(predictions, references)
     assert report["overall"]["success"] == 420 and report["overall"]["tool_correct"] == 420
 
@@ -60,18 +67,33 @@ def test_neighbouring_golds_rarely_match(references):
         rows = [r for r in references if r["meta"]["task"] == task]
         for index, row in enumerate(rows):
             other = rows[(index + 1) % len(rows)]
-            predictions.append({"id": row["id"], "program": other["meta"]["completion"][0], "tool": other["meta"]["gold_tool"]})
+            predictions.append(
+                {"id": row["id"], "program": other["meta"]["completion"][0], "tool": other["meta"]["gold_tool"]}
+            )
     report = score_toolbench(predictions, references)
     # cat: the 12 identical "Get favorite cat images" golds give 11 neighbouring pairs; weather: one repeated gold.
-    assert {task: agg["success"] for task, agg in report["tasks"].items()} == {"booking": 0, "cat": 11, "home": 0, "weather": 1}
-    assert {task: agg["tool_correct"] for task, agg in report["tasks"].items()} == {"booking": 120, "cat": 94, "home": 100, "weather": 91}
+    assert {task: agg["success"] for task, agg in report["tasks"].items()} == {
+        "booking": 0,
+        "cat": 11,
+        "home": 0,
+        "weather": 1,
+    }
+    assert {task: agg["tool_correct"] for task, agg in report["tasks"].items()} == {
+        "booking": 120,
+        "cat": 94,
+        "home": 100,
+        "weather": 91,
+    }
 
 
 # ---------------------------------------------------------------- Home / Booking mock API
 
 
 def test_home_fields_follow_sambanova_rules():
-    program = 'API.set_location("Austin")\nAPI.set_buy_or_rent("rent")\nAPI.select_home_type(["Condo", "House"])\nAPI.set_num_baths(1.5)\nAPI.search()'
+    program = (
+        'API.set_location("Austin")\nAPI.set_buy_or_rent("rent")\nAPI.select_home_type(["Condo", "House"])\n'
+        "API.set_num_baths(1.5)\nAPI.search()"
+    )
     assert run_program(program, "home") == {
         "location": "Austin", "buy_or_rent": "rent", "home_type": "condo,house", "num_baths": 1.5,
         "min_price": 0, "min_square_feet": 0,
@@ -85,12 +107,13 @@ def test_booking_fields_dates_locations_and_defaults():
         'API.select_booking_type("both")\nAPI.select_transportation("train")\n'
         'API.set_origin(Loc("Boston"))\nAPI.set_destination(Loc(location="Albany"))\n'
         'API.set_hotel_location(Loc("Albany"))\nd = Date(3, 9, 2023)\nAPI.set_checkin_date(d)\n'
-        'API.set_checkout_date(Date(month=3, day="10", year=2023))\nAPI.set_num_children(\'None\')\nAPI.search()'
+        "API.set_checkout_date(Date(month=3, day=\"10\", year=2023))\nAPI.set_num_children('None')\nAPI.search()"
     )
     assert run_program(program, "booking") == {
         "booking_type": "both", "means_of_transportation": "train", "location_from": "Boston", "location_to": "Albany",
         "location": "Albany", "checkin_date": "3-9-2023", "checkout_date": "3-10-2023",
-        "min_price_ticket": 0, "min_price_room": 0, "departure_date": "3-9-2023", "return_date": "3-10-2023", "num_rooms": 1,
+        "min_price_ticket": 0, "min_price_room": 0, "departure_date": "3-9-2023", "return_date": "3-10-2023",
+        "num_rooms": 1,
     }  # fmt: skip
 
 
@@ -102,7 +125,10 @@ def test_hand_computed_precision_recall_f1_on_perturbations():
     assert _scores(extra_field) == (False, 5 / 6, 1.0, pytest.approx(10 / 11))
     no_search = HOME_GOLD.replace("\nAPI.search()", "")  # no defaults: 4 fields, all right
     assert _scores(no_search) == (False, 1.0, 0.8, pytest.approx(8 / 9))
-    reordered_with_none = 'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_min_price(961000)\nAPI.set_max_price(None)\nAPI.set_num_beds(6)\nAPI.search()'
+    reordered_with_none = (
+        'API.set_location("Birmingham")\nAPI.set_buy_or_rent("buy")\nAPI.set_min_price(961000)\n'
+        "API.set_max_price(None)\nAPI.set_num_beds(6)\nAPI.search()"
+    )
     assert _scores(reordered_with_none) == (True, 1.0, 1.0, 1.0)
     assert precision_recall_f1({}, {"a": 1}) == (0.0, 0.0, 0.0)
     assert precision_recall_f1({"a": 2}, {"a": 1}) == (0.0, 0.0, 0.0)
@@ -136,12 +162,18 @@ def test_best_matching_gold_is_kept():
         ('API.set_location(f"{1}")', "line 1: JoinedStr f'{1}' is not a literal"),
         ('API.set_buy_or_rent("buy")', "line 1: set_buy_or_rent must be called right after set_location"),
         ('API.set_location("x")\nAPI.set_num_beds(2)', "line 2: set_num_beds called before set_buy_or_rent"),
-        ('API.set_location("x")\nAPI.set_buy_or_rent("lease")', "line 2: set_buy_or_rent: 'lease' is not one of 'buy', 'rent'"),
+        (
+            'API.set_location("x")\nAPI.set_buy_or_rent("lease")',
+            "line 2: set_buy_or_rent: 'lease' is not one of 'buy', 'rent'",
+        ),
         (
             'API.set_location("x")\nAPI.set_buy_or_rent("rent")\nAPI.select_home_type(["Land"])',
             "line 3: invalid 'rent' home type(s) ['land']; choices: house, townhouse, condo, apartment",
         ),
-        ('API.set_location("x")\nAPI.set_buy_or_rent("buy")\nAPI.select_home_type("House")', "line 3: select_home_type expects a list of strings"),
+        (
+            'API.set_location("x")\nAPI.set_buy_or_rent("buy")\nAPI.select_home_type("House")',
+            "line 3: select_home_type expects a list of strings",
+        ),
         ("for i in range(3):\n    API.search()", "line 1: unsupported statement for i in range(3):\n    API.search()"),
         ("x, y = 1, 2", "line 1: only 'name = value' assignments are allowed"),
         ("API.search(1)", "line 1: API.search() takes no arguments"),
@@ -160,14 +192,35 @@ def test_malformed_home_programs_are_invalid_with_a_reason(program, reason):
 @pytest.mark.parametrize(
     ("program", "reason"),
     [
-        ('API.select_booking_type("trip tickets")\nAPI.set_origin("Boston")', "line 2: set_origin expects a Loc(...) value, got str 'Boston'"),
-        ('API.select_booking_type("hotels")\nAPI.set_checkin_date("3-9-2023")', "line 2: set_checkin_date expects a Date(month, day, year) value, got str '3-9-2023'"),
-        ('API.select_booking_type("hotels")\nAPI.set_checkin_date(Date(3, 9))', "line 2: Date() takes exactly 3 argument(s): month, day, year"),
-        ('API.select_booking_type("hotels")\nAPI.set_hotel_location(Loc(where="x"))', "line 2: Loc() got an unexpected or repeated argument 'where'"),
-        ('API.select_transportation("bus")\nAPI.select_booking_type("hotels")', "line 2: select_booking_type must be called before any other criterion"),
-        ('API.select_booking_type("hotels")\nAPI.search()', "line 2: search() for 'hotels' without location, checkin_date, checkout_date"),
+        (
+            'API.select_booking_type("trip tickets")\nAPI.set_origin("Boston")',
+            "line 2: set_origin expects a Loc(...) value, got str 'Boston'",
+        ),
+        (
+            'API.select_booking_type("hotels")\nAPI.set_checkin_date("3-9-2023")',
+            "line 2: set_checkin_date expects a Date(month, day, year) value, got str '3-9-2023'",
+        ),
+        (
+            'API.select_booking_type("hotels")\nAPI.set_checkin_date(Date(3, 9))',
+            "line 2: Date() takes exactly 3 argument(s): month, day, year",
+        ),
+        (
+            'API.select_booking_type("hotels")\nAPI.set_hotel_location(Loc(where="x"))',
+            "line 2: Loc() got an unexpected or repeated argument 'where'",
+        ),
+        (
+            'API.select_transportation("bus")\nAPI.select_booking_type("hotels")',
+            "line 2: select_booking_type must be called before any other criterion",
+        ),
+        (
+            'API.select_booking_type("hotels")\nAPI.search()',
+            "line 2: search() for 'hotels' without location, checkin_date, checkout_date",
+        ),
         ("API.search()", "line 1: search() before select_booking_type"),
-        ('API.select_booking_type("cruise")', "line 1: select_booking_type: 'cruise' is not one of 'hotels', 'trip tickets', 'both'"),
+        (
+            'API.select_booking_type("cruise")',
+            "line 1: select_booking_type: 'cruise' is not one of 'hotels', 'trip tickets', 'both'",
+        ),
     ],
 )
 def test_malformed_booking_programs_are_invalid_with_a_reason(program, reason):
@@ -194,7 +247,8 @@ WEATHER = "curl -X GET 'https://api.openweathermap.org/data/2.5/forecast?q=kansa
 def test_weather_request_fields_add_sambanova_defaults():
     assert request_fields(WEATHER) == {
         "method": "GET", "url": "https://api.openweathermap.org/data/2.5/forecast",
-        "query.appid": "{API_KEY}", "query.lang": "en", "query.mode": "json", "query.q": "kansas city", "query.units": "metric",
+        "query.appid": "{API_KEY}", "query.lang": "en", "query.mode": "json", "query.q": "kansas city",
+        "query.units": "metric",
     }  # fmt: skip
 
 
@@ -213,9 +267,18 @@ def test_equivalent_weather_requests_match(variant):
 @pytest.mark.parametrize(
     ("variant", "f1"),
     [
-        ("curl -X GET 'https://api.openweathermap.org/data/2.5/forecast?q=kansas+city&appid={API_KEY}&units=imperial'", 6 / 7),
-        ("curl -X GET 'https://api.openweathermap.org/data/2.5/forecast?q=kansas+city&appid={API_KEY}&units=metric&cnt=3'", 14 / 15),
-        ("curl -X POST 'https://api.openweathermap.org/data/2.5/forecast?q=kansas+city&appid={API_KEY}&units=metric'", 6 / 7),
+        (
+            "curl -X GET 'https://api.openweathermap.org/data/2.5/forecast?q=kansas+city&appid={API_KEY}&units=imperial'",
+            6 / 7,
+        ),
+        (
+            "curl -X GET 'https://api.openweathermap.org/data/2.5/forecast?q=kansas+city&appid={API_KEY}&units=metric&cnt=3'",
+            14 / 15,
+        ),
+        (
+            "curl -X POST 'https://api.openweathermap.org/data/2.5/forecast?q=kansas+city&appid={API_KEY}&units=metric'",
+            6 / 7,
+        ),
     ],
 )
 def test_different_weather_requests_fail_with_field_f1(variant, f1):
@@ -227,25 +290,49 @@ def test_weather_numbers_and_air_pollution_without_defaults():
     gold = "curl -X GET 'https://api.openweathermap.org/data/2.5/air_pollution?lat=40.1&lon=35.0&appid={API_KEY}'"
     assert request_fields(gold) == {
         "method": "GET", "url": "https://api.openweathermap.org/data/2.5/air_pollution",
-        "query.appid": "{API_KEY}", "query.lat": request_fields(gold.replace("40.1", "40.10"))["query.lat"], "query.lon": request_fields(gold.replace("35.0", "35"))["query.lon"],
+        "query.appid": "{API_KEY}",
+        "query.lat": request_fields(gold.replace("40.1", "40.10"))["query.lat"],
+        "query.lon": request_fields(gold.replace("35.0", "35"))["query.lon"],
     }  # fmt: skip
     zip_gold = "curl 'https://api.openweathermap.org/data/2.5/weather?zip=02134&appid={API_KEY}'"
-    assert score_case(zip_gold.replace("02134", "2134"), None, {"task": "weather", "completion": [zip_gold]})["success"] is False
+    assert (
+        score_case(zip_gold.replace("02134", "2134"), None, {"task": "weather", "completion": [zip_gold]})["success"]
+        is False
+    )
 
 
 def test_cat_bodies_and_lists():
     gold = 'curl -X POST \'https://api.thecatapi.com/v1/votes\' --data \'{"image_id":"b93", "value":-1}\''
-    assert request_fields(gold) == {"method": "POST", "url": "https://api.thecatapi.com/v1/votes", "body.image_id": "b93", "body.value": -1}
+    assert request_fields(gold) == {
+        "method": "POST",
+        "url": "https://api.thecatapi.com/v1/votes",
+        "body.image_id": "b93",
+        "body.value": -1,
+    }
     meta = {"task": "cat", "completion": [gold]}
-    assert score_case('curl https://api.thecatapi.com/v1/votes -d \'{"value": -1, "image_id": "b93"}\'', None, meta)["success"] is True
+    assert (
+        score_case('curl https://api.thecatapi.com/v1/votes -d \'{"value": -1, "image_id": "b93"}\'', None, meta)[
+            "success"
+        ]
+        is True
+    )
     assert score_case(gold.replace("-1", "1"), None, meta)["f1"] == pytest.approx(3 / 4)
     search = "curl -X GET 'https://api.thecatapi.com/v1/images/search?&mime_types=jpg,png&breeds=acur,abob'"
-    assert score_case(search.replace("jpg,png", "png, jpg").replace("acur,abob", "abob,acur"), None, {"task": "cat", "completion": [search]})["success"] is True
+    assert (
+        score_case(
+            search.replace("jpg,png", "png, jpg").replace("acur,abob", "abob,acur"),
+            None,
+            {"task": "cat", "completion": [search]},
+        )["success"]
+        is True
+    )
 
 
 def test_bare_url_is_wrapped_as_toolverifier_did():
     gold = "curl -X DELETE 'https://api.thecatapi.com/v1/favourites/dv0'"
-    assert request_fields("https://api.thecatapi.com/v1/favourites/dv0", "Delete image from favorites") == request_fields(gold)
+    assert request_fields(
+        "https://api.thecatapi.com/v1/favourites/dv0", "Delete image from favorites"
+    ) == request_fields(gold)
     assert request_fields("https://api.thecatapi.com/v1/favourites/dv0")["method"] == "GET"
 
 
@@ -253,7 +340,10 @@ def test_bare_url_is_wrapped_as_toolverifier_did():
     ("program", "reason"),
     [
         ("I cannot help with that.", "no line starts with 'curl'"),
-        ("curl -X GET 'https://api.thecatapi.com/v1/favourites", "curl command does not split into words: No closing quotation"),
+        (
+            "curl -X GET 'https://api.thecatapi.com/v1/favourites",
+            "curl command does not split into words: No closing quotation",
+        ),
         ("curl -o out.json 'https://api.thecatapi.com/v1/favourites'", "unsupported curl option '-o'"),
         ("curl -X", "curl option -X has no value"),
         ("curl 'https://a.com/x' 'https://b.com/y'", "expected one URL in the curl command, got 2"),
@@ -263,13 +353,21 @@ def test_bare_url_is_wrapped_as_toolverifier_did():
     ],
 )
 def test_malformed_curl_answers_are_invalid_with_a_reason(program, reason):
-    verdict = score_case(program, None, {"task": "cat", "completion": ["curl -X GET 'https://api.thecatapi.com/v1/favourites'"]})
+    verdict = score_case(
+        program, None, {"task": "cat", "completion": ["curl -X GET 'https://api.thecatapi.com/v1/favourites'"]}
+    )
     assert (verdict["success"], verdict["error"]) == (False, reason)
 
 
 def test_compare_string_only_uses_sambanova_whitespace_rule():
-    meta = {"task": "cat", "completion": ["curl -X DELETE 'https://api.thecatapi.com/v1/favourites/dv0'"], "compare_string_only": True}
-    assert score_case("curl   -X\tDELETE 'https://api.thecatapi.com/v1/favourites/dv0'  ", None, meta)["success"] is True
+    meta = {
+        "task": "cat",
+        "completion": ["curl -X DELETE 'https://api.thecatapi.com/v1/favourites/dv0'"],
+        "compare_string_only": True,
+    }
+    assert (
+        score_case("curl   -X\tDELETE 'https://api.thecatapi.com/v1/favourites/dv0'  ", None, meta)["success"] is True
+    )
     # A string comparison: an equivalent request spelled differently does not count.
     assert score_case('curl -X DELETE "https://api.thecatapi.com/v1/favourites/dv0"', None, meta)["error"] == (
         "string comparison between the answer and the gold failed"
@@ -285,7 +383,8 @@ def test_fixture_mix_hand_computed(fixtures):
     report = score_toolbench(load_jsonl(folder / "predictions.jsonl"), load_jsonl(folder / "references.jsonl"))
     items = {item["id"]: item for item in report["per_item"]}
     assert items["home/test-1"] == {
-        "id": "home/test-1", "task": "home", "success": False, "precision": 0.8, "recall": 0.8, "f1": pytest.approx(0.8),
+        "id": "home/test-1", "task": "home", "success": False,
+        "precision": 0.8, "recall": 0.8, "f1": pytest.approx(0.8),
         "closest_gold": 0, "error": None, "tool_correct": True,
     }  # fmt: skip
     # booking: 10 predicted fields (num_children extra), 9 gold, 8 shared (return date differs).
@@ -306,9 +405,17 @@ def test_fixture_mix_hand_computed(fixtures):
 def test_average_is_pooled_over_cases_like_toolverifier_table_1():
     # ToolVerifier Table 1: 90 / 84.17 / 88 / 97 on 100 / 120 / 100 / 100 cases -> Average 89.52.
     curl = "curl 'https://api.thecatapi.com/v1/favourites'"
-    booking = 'API.select_booking_type("hotels")\nAPI.set_hotel_location(Loc("x"))\nAPI.set_checkin_date(Date(1, 2, 2023))\nAPI.set_checkout_date(Date(1, 3, 2023))\nAPI.search()'
+    booking = (
+        'API.select_booking_type("hotels")\nAPI.set_hotel_location(Loc("x"))\n'
+        "API.set_checkin_date(Date(1, 2, 2023))\nAPI.set_checkout_date(Date(1, 3, 2023))\nAPI.search()"
+    )
     references, predictions = [], []
-    for task, gold, total, right in (("weather", curl, 100, 90), ("booking", booking, 120, 101), ("home", HOME_GOLD, 100, 88), ("cat", curl, 100, 97)):
+    for task, gold, total, right in (
+        ("weather", curl, 100, 90),
+        ("booking", booking, 120, 101),
+        ("home", HOME_GOLD, 100, 88),
+        ("cat", curl, 100, 97),
+    ):
         for index in range(total):
             references.append({"id": f"{task}-{index}", "meta": {"task": task, "completion": [gold]}})
             predictions.append({"id": f"{task}-{index}", "program": gold if index < right else ""})
@@ -333,7 +440,12 @@ def test_bad_rows_are_listed_not_raised():
         {"id": "home/test-1", "meta": HOME_META},
         "not a row",
     ]
-    predictions = [{"id": "home/test-1", "program": HOME_GOLD}, {"id": "home/test-1", "program": "x"}, {"id": "home/test-3", "program": "API.search()"}, []]
+    predictions = [
+        {"id": "home/test-1", "program": HOME_GOLD},
+        {"id": "home/test-1", "program": "x"},
+        {"id": "home/test-3", "program": "API.search()"},
+        [],
+    ]
     report = score_toolbench(predictions, references)
     assert [(item["id"], item["success"]) for item in report["per_item"]] == [("home/test-1", True)]
     assert report["reference_errors"] == [
@@ -341,7 +453,9 @@ def test_bad_rows_are_listed_not_raised():
         {"id": "home/test-2", "reason": "meta.completion is not a non-empty list of gold programs"},
         {"id": "home/test-3", "reason": "gold 0: not valid Python: '(' was never closed at line 1"},
     ]
-    assert report["duplicate_prediction_ids"] == ["home/test-1"] and report["duplicate_reference_ids"] == ["home/test-1"]
+    assert report["duplicate_prediction_ids"] == ["home/test-1"] and report["duplicate_reference_ids"] == [
+        "home/test-1"
+    ]
     assert [row["file"] for row in report["rows_without_id"]] == ["predictions", "references"]
 
 
@@ -353,10 +467,16 @@ def test_empty_predictions_fail_every_case(fixtures):
     ids = [row["id"] for row in references]
     nothing = score_toolbench([], references)  # no prediction file rows at all
     assert [(i["id"], i["success"], i["f1"], i["tool_correct"], i["error"]) for i in nothing["per_item"]] == [
-        (i, False, 0.0, None, "no prediction") for i in ids]
+        (i, False, 0.0, None, "no prediction") for i in ids
+    ]
     assert nothing["missing_prediction_ids"] == ids
     assert {k: nothing["overall"][k] for k in ("total", "success", "success_rate", "tool_accuracy", "f1")} == {
-        "total": 5, "success": 0, "success_rate": 0.0, "tool_accuracy": None, "f1": 0.0}
+        "total": 5,
+        "success": 0,
+        "success_rate": 0.0,
+        "tool_accuracy": None,
+        "f1": 0.0,
+    }
     assert nothing["overall"]["unweighted_success_rate"] == 0.0
     blank = score_toolbench([{"id": i, "program": ""} for i in ids], references)  # every answer empty text
     assert [(i["success"], i["f1"], i["error"]) for i in blank["per_item"]] == [

@@ -34,7 +34,7 @@ def test_choice_in_text(text, name):
         ('Act: CALLTOOL["Book Review"', "no 'Act: CALLTOOL[...]' in the text"),  # never closed
         ("Act: CALLTOOL[]", "cannot read a tool name in 'Act: CALLTOOL[]'"),
         ('Act: CALLTOOL["]', "cannot read a tool name in 'Act: CALLTOOL[\"]'"),
-        ('Act: CALLTOOL["A"B"]', "cannot read a tool name in 'Act: CALLTOOL[\"A\"B\"]'"),
+        ('Act: CALLTOOL["A"B"]', 'cannot read a tool name in \'Act: CALLTOOL["A"B"]\''),
         ("", "no 'Act: CALLTOOL[...]' in the text"),
         (None, "content is NoneType, not text"),
         (["Act: CALLTOOL[x]"], "content is list, not text"),
@@ -63,7 +63,11 @@ def test_gold_layouts():
         "id": "x",
         "messages": [
             {"role": "user", "content": "q"},
-            {"role": "assistant", "content": "Thought: t", "tool_calls": [{"type": "function", "function": {"name": "D", "arguments": {}}}]},
+            {
+                "role": "assistant",
+                "content": "Thought: t",
+                "tool_calls": [{"type": "function", "function": {"name": "D", "arguments": {}}}],
+            },
         ],
     }
     assert gold_tool(conversation) == "D"
@@ -72,7 +76,9 @@ def test_gold_layouts():
 
 
 def test_score_counts_malformed_missing_and_duplicated_predictions():
-    references = [{"id": str(i), "gold_tool": name} for i, name in enumerate(["A", "B", "C", "D", "E", "F"])] + [{"id": "bad"}]
+    references = [{"id": str(i), "gold_tool": name} for i, name in enumerate(["A", "B", "C", "D", "E", "F"])] + [
+        {"id": "bad"}
+    ]
     predictions = [
         {"id": "0", "content": 'Thought: t\nAct: CALLTOOL["A"]'},  # right
         {"id": "1", "content": 'Act: CALLTOOL["A"]'},  # wrong tool
@@ -93,7 +99,12 @@ def test_score_counts_malformed_missing_and_duplicated_predictions():
     ]
     assert result["duplicate_prediction_ids"] == ["0"]
     assert result["reference_errors"] == [
-        {"id": "bad", "reason": "no gold tool: expected 'gold_tool', meta.gold_tool, one 'gold_tools' name or an assistant answer"}
+        {
+            "id": "bad",
+            "reason": (
+                "no gold tool: expected 'gold_tool', meta.gold_tool, one 'gold_tools' name or an assistant answer"
+            ),
+        }
     ]
 
 

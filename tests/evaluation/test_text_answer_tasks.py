@@ -28,15 +28,24 @@ def test_bfcl_reads_text_answers_and_counts_the_well_formed_ones():
     prompt = "".join(seg.text for seg in TEXT.render_prompt(items[0].conversation, items[0].target))
     assert TOOLGT_PROMPT_OPENING in prompt and '"name": "get_weather"' in prompt and "<tools>" not in prompt
     generations = [
-        answered('<thinking>1. get_weather fits.\n6. get_weather(city="San Francisco")</thinking>'
-                 '[get_weather(city="San Francisco", unit="celsius")]'),
+        answered(
+            '<thinking>1. get_weather fits.\n6. get_weather(city="San Francisco")</thinking>'
+            '[get_weather(city="San Francisco", unit="celsius")]'
+        ),
         answered("<thinking>1. circle_area fits.</thinking>The area is 12.57."),  # prose: not a call list
     ]
     outcome = evaluate_generations(task, items, generations)
     assert outcome.predictions == [
-        {"id": "mini_0", "result": [{"get_weather": {"city": "San Francisco", "unit": "celsius"}}], "well_formed": True},
-        {"id": "mini_1", "result": "parse: text answer: the answer is not a call list: 'The area is 12.57.'",
-         "well_formed": False},
+        {
+            "id": "mini_0",
+            "result": [{"get_weather": {"city": "San Francisco", "unit": "celsius"}}],
+            "well_formed": True,
+        },
+        {
+            "id": "mini_1",
+            "result": "parse: text answer: the answer is not a call list: 'The area is 12.57.'",
+            "well_formed": False,
+        },
     ]
     assert outcome.metrics["overall"] == {"accuracy": 0.5, "correct": 1, "total": 2}
     assert outcome.metrics["well_formed_rate"] == 0.5
@@ -46,9 +55,15 @@ def test_nexus_reads_text_answers():
     task = get_task("nexus")
     conversations, _ = read_references([FIXTURES / "nexus" / "references.jsonl"], None, task)
     items = task.prepare(conversations).items[:1]  # cve_cpe_queries-0
-    generation = answered("<thinking>1. searchCPE.\n</thinking>\n"
-                          "<function>[searchCPE(keywordSearch='Microsoft Exchange 2010', limit=2)]</function>")
+    generation = answered(
+        "<thinking>1. searchCPE.\n</thinking>\n"
+        "<function>[searchCPE(keywordSearch='Microsoft Exchange 2010', limit=2)]</function>"
+    )
     outcome = evaluate_generations(task, items, [generation])
-    assert outcome.predictions[0]["tool_calls"] == [{"type": "function", "function": {
-        "name": "searchCPE", "arguments": {"keywordSearch": "Microsoft Exchange 2010", "limit": 2}}}]
+    assert outcome.predictions[0]["tool_calls"] == [
+        {
+            "type": "function",
+            "function": {"name": "searchCPE", "arguments": {"keywordSearch": "Microsoft Exchange 2010", "limit": 2}},
+        }
+    ]
     assert (outcome.metrics["weighted_average"], outcome.metrics["well_formed_rate"]) == (1.0, 1.0)

@@ -92,8 +92,10 @@ def test_table_6_has_33_rows_and_one_reproduces_only_to_0_025():
 
 def test_the_summary_of_a_full_run_gives_w_and_the_group_columns():
     # accuracy i/100 for the i-th category: every group mean and W are count-weighted
-    scores = {name: {"accuracy": (i + 1) / 100, "total": TOOLGT_ITEM_COUNTS[name]}
-              for i, name in enumerate(TOOLGT_ITEM_COUNTS)}
+    scores = {
+        name: {"accuracy": (i + 1) / 100, "total": TOOLGT_ITEM_COUNTS[name]}
+        for i, name in enumerate(TOOLGT_ITEM_COUNTS)
+    }
     summary = summarize_bfcl(scores, "toolgt")
     for group, members in TOOLGT_GROUPS.items():
         expected = sum(scores[m]["accuracy"] * TOOLGT_ITEM_COUNTS[m] for m in members) / TOOLGT_GROUP_SIZES[group]
@@ -107,8 +109,9 @@ def test_the_summary_of_a_full_run_gives_w_and_the_group_columns():
 
 
 def test_a_partial_run_leaves_the_unscored_categories_out_instead_of_counting_zero():
-    summary = summarize_bfcl({"BFCL_v2_simple": {"accuracy": 0.5, "total": 4}, "irrelevance": {"accuracy": 1.0,
-                                                                                             "total": 2}}, "toolgt")
+    summary = summarize_bfcl(
+        {"BFCL_v2_simple": {"accuracy": 0.5, "total": 4}, "irrelevance": {"accuracy": 1.0, "total": 2}}, "toolgt"
+    )
     assert (summary["W"], summary["non_live"], summary["live"], summary["relevance"]) == (4 / 6, 0.5, None, 1.0)
     assert summary["bfcl"] == pytest.approx((0.5 + 1.0) / 2)  # simple's total (non-live only), irrelevance
     assert summary["items"] == 6 and len(summary["missing"]) == 11
@@ -153,7 +156,8 @@ TABLE_7 = [
     ("Mistral-7B", "finetuning", "No Thought", (37.18, 43.71, 6.25, 5.58, 81.52, 0.00, 0.00, 0.00), 26.59, 21.78),
     ("Mistral-7B", "finetuning", "CoT", (37.18, 43.05, 12.50, 6.59, 63.04, 2.04, 0.00, 0.00), 24.85, 20.55),
     ("Mistral-7B", "finetuning", "Template", (43.59, 40.40, 14.58, 8.12, 73.91, 0.00, 4.76, 0.00), 27.02, 23.17),
-    ("Mistral-Nemo-12B", "finetuning", "No Thought", (34.62, 66.89, 10.42, 7.61, 82.61, 0.00, 9.52, 0.00), 32.66, 26.46),
+    ("Mistral-Nemo-12B", "finetuning", "No Thought",
+     (34.62, 66.89, 10.42, 7.61, 82.61, 0.00, 9.52, 0.00), 32.66, 26.46),
     ("Mistral-Nemo-12B", "finetuning", "CoT", (65.38, 60.93, 20.83, 7.61, 83.70, 0.00, 9.52, 0.00), 35.69, 31.00),
     ("Mistral-Nemo-12B", "finetuning", "Template", (64.10, 64.90, 20.83, 8.63, 86.96, 0.00, 14.29, 0.00), 37.28, 32.46),
     ("Qwen-2.5-14B", "finetuning", "No Thought", (71.79, 72.84, 25.00, 10.15, 86.92, 0.00, 19.05, 0.00), 40.74, 35.72),
@@ -219,13 +223,26 @@ def test_eval_score_bfcl_folders_with_the_toolgt_summary(capsys, tmp_path, share
     ids = [json.loads(line)["id"] for line in (shared_data / "bfcl_v2" / "BFCL_v2_live_relevance.json").open()]
     rows = [{"id": i, "result": [{"f": {}}] if n < 31 else []} for n, i in enumerate(ids)]  # 31 of 41 call
     (predictions / "BFCL_v2_live_relevance_result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code, out, err = cli(capsys, "eval", "score", "bfcl", "--predictions", str(predictions), "--references",
-                         str(shared_data / "bfcl_v2"), "--summary", "toolgt", "-o", str(tmp_path / "m.json"))
+    code, out, err = cli(
+        capsys,
+        "eval",
+        "score",
+        "bfcl",
+        "--predictions",
+        str(predictions),
+        "--references",
+        str(shared_data / "bfcl_v2"),
+        "--summary",
+        "toolgt",
+        "-o",
+        str(tmp_path / "m.json"),
+    )
     assert (code, err) == (0, "")
     lines = out.splitlines()
     start = lines.index(next(line for line in lines if line.startswith("ToolGT summary")))
-    assert lines[start].startswith("ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): "
-                                   "41 of 3,641 items")
+    assert lines[start].startswith(
+        "ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): 41 of 3,641 items"
+    )
     assert lines[start + 2].split() == ["this", "model", "75.61", "-", "-", "75.61", "75.61"]
     assert lines[start + 4] == "paper, Table 2 (W / BFCL) and Table 6 (groups), Qwen-2.5-14B-Instruct:"
     assert lines[start + 7].split() == ["Template-Training", "78.55", "88.70", "69.22", "79.24", "79.83"]
@@ -235,8 +252,21 @@ def test_eval_score_bfcl_folders_with_the_toolgt_summary(capsys, tmp_path, share
 
 def test_eval_run_bfcl_prints_the_toolgt_summary(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tmp_path / "cache"))
-    code, out, err = cli(capsys, "eval", "run", "bfcl", "tiny", "--data", *map(str, BFCL_FILES),
-                         "--max-new-tokens", "4", "--summary", "toolgt", "-o", str(tmp_path / "m.json"))
+    code, out, err = cli(
+        capsys,
+        "eval",
+        "run",
+        "bfcl",
+        "tiny",
+        "--data",
+        *map(str, BFCL_FILES),
+        "--max-new-tokens",
+        "4",
+        "--summary",
+        "toolgt",
+        "-o",
+        str(tmp_path / "m.json"),
+    )
     assert code == 0, err
     assert "ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): 2 of 3,641 items" in out
     assert "paper: no Table 2 row for this model" in out
@@ -251,13 +281,26 @@ def test_eval_run_summary_toolgt_is_for_bfcl_and_nexus(capsys):
 
 def test_eval_run_nexus_prints_the_toolgt_tasks_it_has(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tmp_path / "cache"))
-    code, out, err = cli(capsys, "eval", "run", "nexus", "tiny", "--data", str(FIXTURES / "nexus" / "references.jsonl"),
-                         "--max-new-tokens", "4", "--summary", "toolgt")
+    code, out, err = cli(
+        capsys,
+        "eval",
+        "run",
+        "nexus",
+        "tiny",
+        "--data",
+        str(FIXTURES / "nexus" / "references.jsonl"),
+        "--max-new-tokens",
+        "4",
+        "--summary",
+        "toolgt",
+    )
     assert code == 0, err
     lines = out.splitlines()
     start = lines.index(next(line for line in lines if line.startswith("ToolGT Nexus")))
-    assert lines[start] == ("ToolGT Nexus (seed 004, Table 7): only NVDLibrary (cve_cpe) and VirusTotal (virustotal) "
-                            "of ToolGT's 8 Nexus tasks are in the NexusRaven V1 files; W / U here are over the ToolGT "
-                            "tasks scored, not the paper's 8")
-    assert [line.split()[0] for line in lines[start + 1:start + 3]] == ["NVDLibrary", "VirusTotal"]
+    assert lines[start] == (
+        "ToolGT Nexus (seed 004, Table 7): only NVDLibrary (cve_cpe) and VirusTotal (virustotal) "
+        "of ToolGT's 8 Nexus tasks are in the NexusRaven V1 files; W / U here are over the ToolGT "
+        "tasks scored, not the paper's 8"
+    )
+    assert [line.split()[0] for line in lines[start + 1 : start + 3]] == ["NVDLibrary", "VirusTotal"]
     assert lines[start + 3] == "  W / U over these tasks: 0.00 / 0.00"  # a random tiny model writes no call

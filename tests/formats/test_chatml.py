@@ -25,7 +25,9 @@ from train.formats.tokenize import encode_text, tokenize
 from train.schema import Conversation, ToolCall
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CORPUS = [Conversation.from_dict(json.loads(line)) for line in (FIXTURES / "parity" / "corpus.jsonl").open(encoding="utf-8")]
+CORPUS = [
+    Conversation.from_dict(json.loads(line)) for line in (FIXTURES / "parity" / "corpus.jsonl").open(encoding="utf-8")
+]
 CASES = {conv.id: conv for conv in CORPUS}
 NO_TOOLS = [conv.id for conv in CORPUS if not conv.tools]
 WITH_TOOLS = [conv.id for conv in CORPUS if conv.tools]
@@ -122,7 +124,10 @@ def test_parallel_calls_and_their_results_share_one_turn_each():
 
 def test_text_before_a_call_is_separated_by_one_newline():
     body = assistant_bodies(CASES["text_and_call"])[0]
-    assert body == 'Let me check the current weather in London.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>'
+    assert body == (
+        "Let me check the current weather in London.\n"
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>'
+    )
 
 
 QWEN_TOOLS_PREAMBLE = (
@@ -131,7 +136,8 @@ QWEN_TOOLS_PREAMBLE = (
 )
 QWEN_TOOLS_INSTRUCTION = (
     "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
+    "<args-json-object>}\n</tool_call>"
 )
 
 
@@ -142,8 +148,10 @@ def test_same_layout_as_qwen25_hermes_template(tok, case):
     template = (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
     conv = CASES[case]
     qwen = tok.apply_chat_template(
-        [m.to_dict() for m in conv.messages], tools=[t.to_dict() for t in conv.tools] or None,
-        chat_template=template, tokenize=False,
+        [m.to_dict() for m in conv.messages],
+        tools=[t.to_dict() for t in conv.tools] or None,
+        chat_template=template,
+        tokenize=False,
     )
     assert QWEN_TOOLS_PREAMBLE in qwen or not conv.tools
     ours = (
@@ -169,10 +177,13 @@ def test_control_token_lookalikes_stay_text(tok):
 
 
 EXTRA_FILE = FIXTURES / "formats" / "llama3_qwen2_5" / "extra_parity.jsonl"
-SYSTEM_LOOKALIKES = Conversation.from_dict(next(
-    obj for obj in map(json.loads, EXTRA_FILE.open(encoding="utf-8"))
-    if obj["id"] == "lookalikes_in_system_and_tool_descriptions"
-))
+SYSTEM_LOOKALIKES = Conversation.from_dict(
+    next(
+        obj
+        for obj in map(json.loads, EXTRA_FILE.open(encoding="utf-8"))
+        if obj["id"] == "lookalikes_in_system_and_tool_descriptions"
+    )
+)
 
 
 def test_system_and_tool_description_lookalikes_stay_text(tok):
@@ -195,10 +206,17 @@ def test_system_and_tool_description_lookalikes_match_the_hermes_layout(tok):
     """Where the official (Qwen2.5 Hermes) template agrees, i.e. its text with our wording, the text is the same."""
     template = (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
     conv = SYSTEM_LOOKALIKES
-    qwen = tok.apply_chat_template([m.to_dict() for m in conv.messages], tools=[t.to_dict() for t in conv.tools],
-                                   chat_template=template, tokenize=False)
-    ours = (qwen.replace(QWEN_TOOLS_PREAMBLE, TOOLS_PREAMBLE).replace(QWEN_TOOLS_INSTRUCTION, TOOLS_INSTRUCTION)
-            .replace("<|im_start|>user\n<tool_response>", "<|im_start|>tool\n<tool_response>"))
+    qwen = tok.apply_chat_template(
+        [m.to_dict() for m in conv.messages],
+        tools=[t.to_dict() for t in conv.tools],
+        chat_template=template,
+        tokenize=False,
+    )
+    ours = (
+        qwen.replace(QWEN_TOOLS_PREAMBLE, TOOLS_PREAMBLE)
+        .replace(QWEN_TOOLS_INSTRUCTION, TOOLS_INSTRUCTION)
+        .replace("<|im_start|>user\n<tool_response>", "<|im_start|>tool\n<tool_response>")
+    )
     assert fmt.render_text(conv) == ours
 
 
@@ -247,8 +265,9 @@ def test_call_name_and_call_args_weights_land_on_their_own_tokens(tok):
     assert weighted(0.5) == "Let me check the current weather in London."
     assert weighted(3.0) == "get_weather"
     assert weighted(2.0) == ' {"city": "London"}}'  # ' {"' and '}}' straddle syntax and arguments: the larger weight
-    assert weighted(1.0) == ('\n<tool_call>\n{"name": "", "arguments":\n</tool_call><|im_end|>'
-                             "Yes, it is raining in London.<|im_end|>")
+    assert weighted(1.0) == (
+        '\n<tool_call>\n{"name": "", "arguments":\n</tool_call><|im_end|>Yes, it is raining in London.<|im_end|>'
+    )
     assert tokenized.labels == tokenize(fmt, CASES["text_and_call"], tok).labels  # weights never move the mask
 
 
@@ -275,7 +294,10 @@ def test_parse_round_trips_every_assistant_turn(case):
 
 
 def test_parse_tolerates_whitespace_and_a_stop_token():
-    text = 'Checking.\n<tool_call>  {"name": "f", "arguments": {"a": [1, "</tool_call>"]}}\n\n</tool_call>\n \n<tool_call>{"name": "g", "arguments": {}}</tool_call>\n<|im_end|>'
+    text = (
+        'Checking.\n<tool_call>  {"name": "f", "arguments": {"a": [1, "</tool_call>"]}}\n\n</tool_call>\n \n'
+        '<tool_call>{"name": "g", "arguments": {}}</tool_call>\n<|im_end|>'
+    )
     assert fmt.parse(text) == ("Checking.", [ToolCall("f", {"a": [1, "</tool_call>"]}), ToolCall("g", {})])
     assert fmt.parse("Paris.<|im_end|>") == ("Paris.", [])
     assert fmt.parse("") == (None, [])
@@ -284,13 +306,31 @@ def test_parse_tolerates_whitespace_and_a_stop_token():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>', "tool call 1: invalid JSON: Expecting ',' delimiter at char 42"),
+        (
+            '<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>',
+            "tool call 1: invalid JSON: Expecting ',' delimiter at char 42",
+        ),
         ('<tool_call>\n{"name": "f", "arguments": {}}', "tool call 1: missing </tool_call>"),
-        ('<tool_call>\n{"name": "f"}\n</tool_call>', "tool call 1: expected a JSON object with keys 'name' and 'arguments'"),
-        ('<tool_call>\n["f", {}]\n</tool_call>', "tool call 1: expected a JSON object with keys 'name' and 'arguments'"),
+        (
+            '<tool_call>\n{"name": "f"}\n</tool_call>',
+            "tool call 1: expected a JSON object with keys 'name' and 'arguments'",
+        ),
+        (
+            '<tool_call>\n["f", {}]\n</tool_call>',
+            "tool call 1: expected a JSON object with keys 'name' and 'arguments'",
+        ),
         ('<tool_call>\n{"name": "", "arguments": {}}\n</tool_call>', "tool call 1: 'name' must be a non-empty string"),
-        ('<tool_call>\n{"name": "f", "arguments": "{\\"a\\": 1}"}\n</tool_call>', "tool call 1: 'arguments' must be a JSON object"),
-        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>{"name": 3, "arguments": {}}</tool_call>', "tool call 2: 'name' must be a non-empty string"),
+        (
+            '<tool_call>\n{"name": "f", "arguments": "{\\"a\\": 1}"}\n</tool_call>',
+            "tool call 1: 'arguments' must be a JSON object",
+        ),
+        (
+            (
+                '<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>{"name": 3, "arguments": '
+                "{}}</tool_call>"
+            ),
+            "tool call 2: 'name' must be a non-empty string",
+        ),
         ('<tool_call>{"name": "f", "arguments": {}}</tool_call> and then', "text after tool call 1: 'and then'"),
     ],
 )

@@ -208,7 +208,13 @@ def test_to_hf_messages_keeps_template_branches_honest():
         {
             "role": "assistant",
             "content": "Let me check the current weather in London.",
-            "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "London"}}}],
+            "tool_calls": [
+                {
+                    "id": "call_0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": {"city": "London"}},
+                }
+            ],
         },
         {"role": "tool", "content": '{"condition": "rain"}', "tool_call_id": "call_0", "name": "get_weather"},
         {"role": "assistant", "content": "Yes, it is raining in London."},
@@ -290,13 +296,19 @@ TINY = Conversation.from_dict(
         "id": "tiny",
         "messages": [
             {"role": "user", "content": "2+2?"},
-            {"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "calc", "arguments": {"x": "2+2"}}}]},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c0", "function": {"name": "calc", "arguments": {"x": "2+2"}}}],
+            },
             {"role": "tool", "tool_call_id": "c0", "name": "calc", "content": "4"},
             {"role": "assistant", "content": "It is 4."},
         ],
     }
 )
-TINY_CALL = ['{"', "name", '":', ' "', "calc", '",', ' "', "parameters", '":', ' {"', "x", '":', ' "', "2", "+", "2", '"}}', "<|eot_id|>"]  # fmt: skip
+TINY_CALL = [
+    '{"', "name", '":', ' "', "calc", '",', ' "', "parameters", '":',
+    ' {"', "x", '":', ' "', "2", "+", "2", '"}}', "<|eot_id|>",
+]  # fmt: skip
 TINY_ANSWER = ["It", " is", " ", "4", ".", "<|eot_id|>"]
 
 
@@ -345,7 +357,10 @@ def test_llama3_1_render_then_parse_round_trips(case):
 
 def test_llama3_1_parse_is_tolerant_of_whitespace_and_the_end_token():
     call = ToolCall(name="f", arguments={"a": [1, "x"]})
-    for text in ('{"name": "f", "parameters": {"a": [1, "x"]}}', '\n  {"name":"f","parameters":{"a":[1,"x"]}}  <|eot_id|>\n'):
+    for text in (
+        '{"name": "f", "parameters": {"a": [1, "x"]}}',
+        '\n  {"name":"f","parameters":{"a":[1,"x"]}}  <|eot_id|>\n',
+    ):
         assert fmt.parse(text) == (None, [call])
     assert fmt.parse("  Paris. <|eot_id|>") == ("Paris.", [])
     assert fmt.parse("<|eot_id|>") == (None, [])
@@ -355,10 +370,19 @@ def test_llama3_1_parse_is_tolerant_of_whitespace_and_the_end_token():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('{"name": "f", "parameters": {"a": 1}', "llama3_1 tool call: malformed JSON (Expecting ',' delimiter at character 36)"),
+        (
+            '{"name": "f", "parameters": {"a": 1}',
+            "llama3_1 tool call: malformed JSON (Expecting ',' delimiter at character 36)",
+        ),
         ('{"name": "f", "parameters": {}} and more', "llama3_1 tool call: text after the JSON: 'and more'"),
-        ('{"name": "f", "arguments": {}}', 'llama3_1 tool call: expected an object with exactly "name" and "parameters"'),
-        ('{"name": "f", "parameters": "{}"}', 'llama3_1 tool call: "name" must be a non-empty string and "parameters" an object'),
+        (
+            '{"name": "f", "arguments": {}}',
+            'llama3_1 tool call: expected an object with exactly "name" and "parameters"',
+        ),
+        (
+            '{"name": "f", "parameters": "{}"}',
+            'llama3_1 tool call: "name" must be a non-empty string and "parameters" an object',
+        ),
         ('{"name": "", "parameters": {}}', 'llama3_1 tool call: "name" must be a non-empty string'),
     ],
 )
@@ -373,7 +397,9 @@ def test_llama3_1_parse_reports_broken_calls(text, message):
 METATOOL_CASE = Conversation.from_dict(
     {
         "id": "metatool",
-        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {}}}],
+        "tools": [
+            {"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {}}}
+        ],
         "messages": [
             {"role": "user", "content": "Weather in Rome and Oslo?"},
             {
@@ -388,11 +414,17 @@ METATOOL_CASE = Conversation.from_dict(
             {"role": "tool", "tool_call_id": "a", "content": "sunny"},
             {"role": "assistant", "content": "Rome is sunny; Oslo is 2 °C."},
             {"role": "user", "content": "Now Kyiv."},
-            {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "get_weather", "arguments": {"city": "Kyiv"}}}]},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c", "function": {"name": "get_weather", "arguments": {"city": "Kyiv"}}}],
+            },
         ],
     }
 )
-METATOOL_TOOLS = '{\n    "type": "function",\n    "function": {\n        "name": "get_weather",\n        "description": "Weather.",\n        "parameters": {}\n    }\n}\n\n'  # fmt: skip
+METATOOL_TOOLS = (
+    '{\n    "type": "function",\n    "function": {\n        "name": "get_weather",\n'
+    '        "description": "Weather.",\n        "parameters": {}\n    }\n}\n\n'
+)  # fmt: skip
 METATOOL_TEXT = (
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
     "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
@@ -431,9 +463,12 @@ def test_metatool_prelude_is_llama3_1s(tok):
 def test_metatool_labels_and_control_ids(tok):
     tokenized = tokenize(meta, METATOOL_CASE, tok)
     assert trained_runs(tok, tokenized) == [
-        ("You want two cities, so I will call get_weather twice.<|python_tag|>"
-        '[{"name": "get_weather", "parameters": {"city": "Rome"}}, {"name": "get_weather", "parameters": {"city": "Oslo"}}]'
-        "<|eom_id|>"),
+        (
+            "You want two cities, so I will call get_weather twice.<|python_tag|>"
+            '[{"name": "get_weather", "parameters": {"city": "Rome"}}, {"name": "get_weather", "parameters": {"city": '
+            '"Oslo"}}]'
+            "<|eom_id|>"
+        ),
         "Rome is sunny; Oslo is 2 °C.<|eot_id|>",
         '<|python_tag|>[{"name": "get_weather", "parameters": {"city": "Kyiv"}}]<|eom_id|>',
     ]
@@ -479,11 +514,29 @@ def test_metatool_parse_is_tolerant_of_whitespace():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('Hm.<|python_tag|>{"name": "f", "parameters": {}}', "llama3_1_metatool calls after <|python_tag|>: expected a non-empty JSON list of calls"),
-        ("Hm.<|python_tag|>[]", "llama3_1_metatool calls after <|python_tag|>: expected a non-empty JSON list of calls"),
-        ('<|python_tag|>[{"name": "f", "parameters": {}}', "llama3_1_metatool calls after <|python_tag|>: malformed JSON"),
-        ('<|python_tag|>[{"name": "f"}]', 'llama3_1_metatool calls after <|python_tag|>, item 0: expected an object with exactly "name" and "parameters"'),
-        ('<|python_tag|>[{"name": "f", "parameters": {}}] trailing', "llama3_1_metatool calls after <|python_tag|>: text after the JSON: 'trailing'"),
+        (
+            'Hm.<|python_tag|>{"name": "f", "parameters": {}}',
+            "llama3_1_metatool calls after <|python_tag|>: expected a non-empty JSON list of calls",
+        ),
+        (
+            "Hm.<|python_tag|>[]",
+            "llama3_1_metatool calls after <|python_tag|>: expected a non-empty JSON list of calls",
+        ),
+        (
+            '<|python_tag|>[{"name": "f", "parameters": {}}',
+            "llama3_1_metatool calls after <|python_tag|>: malformed JSON",
+        ),
+        (
+            '<|python_tag|>[{"name": "f"}]',
+            (
+                'llama3_1_metatool calls after <|python_tag|>, item 0: expected an object with exactly "name" and '
+                '"parameters"'
+            ),
+        ),
+        (
+            '<|python_tag|>[{"name": "f", "parameters": {}}] trailing',
+            "llama3_1_metatool calls after <|python_tag|>: text after the JSON: 'trailing'",
+        ),
     ],
 )
 def test_metatool_parse_reports_broken_calls(text, message):

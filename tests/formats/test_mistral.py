@@ -285,12 +285,15 @@ def test_call_ids_are_replaced_and_results_relinked():
 
 def test_result_for_an_unknown_invalid_call_id_is_refused():
     conv = Conversation.from_dict(
-        {"id": "u", "messages": [
-            {"role": "user", "content": "q"},
-            {"role": "assistant", "tool_calls": [{"id": "call_0", "function": {"name": "f", "arguments": {}}}]},
-            {"role": "tool", "tool_call_id": "call_9", "content": "r"},
-            {"role": "assistant", "content": "a"},
-        ]}
+        {
+            "id": "u",
+            "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "tool_calls": [{"id": "call_0", "function": {"name": "f", "arguments": {}}}]},
+                {"role": "tool", "tool_call_id": "call_9", "content": "r"},
+                {"role": "assistant", "content": "a"},
+            ],
+        }
     )
     with pytest.raises(MistralFormatError, match=r"messages\[2\]: tool result for unknown call id 'call_9'"):
         render_mistral(conv)

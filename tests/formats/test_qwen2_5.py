@@ -153,7 +153,14 @@ def test_system_prompt_defaults_and_tool_tags_are_control_ids(tok):
     system_turn = tokenize(fmt, conv, tok).input_ids
     system_turn = system_turn[: system_turn.index(IM_END) + 1]
     # the instructions' literal <tool_call></tool_call> and example block: four control ids, as in the reference
-    assert [i for i in system_turn if i >= FIRST_ADDED] == [151644, TOOL_CALL, TOOL_CALL_END, TOOL_CALL, TOOL_CALL_END, IM_END]
+    assert [i for i in system_turn if i >= FIRST_ADDED] == [
+        151644,
+        TOOL_CALL,
+        TOOL_CALL_END,
+        TOOL_CALL,
+        TOOL_CALL_END,
+        IM_END,
+    ]
 
 
 def test_registry_and_defaults():
@@ -220,13 +227,19 @@ TINY = Conversation.from_dict(
         "id": "tiny",
         "messages": [
             {"role": "user", "content": "2+2?"},
-            {"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "calc", "arguments": {"x": "2+2"}}}]},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c0", "function": {"name": "calc", "arguments": {"x": "2+2"}}}],
+            },
             {"role": "tool", "tool_call_id": "c0", "name": "calc", "content": "4"},
             {"role": "assistant", "content": "It is 4."},
         ],
     }
 )
-TINY_CALL = ["<tool_call>", "\n", '{"', "name", '":', ' "', "calc", '",', ' "', "arguments", '":', ' {"', "x", '":', ' "', "2", "+", "2", '"}}\n', "</tool_call>", "<|im_end|>"]  # fmt: skip
+TINY_CALL = [
+    "<tool_call>", "\n", '{"', "name", '":', ' "', "calc", '",', ' "', "arguments", '":',
+    ' {"', "x", '":', ' "', "2", "+", "2", '"}}\n', "</tool_call>", "<|im_end|>",
+]  # fmt: skip
 TINY_ANSWER = ["It", " is", " ", "4", ".", "<|im_end|>"]
 
 
@@ -281,11 +294,20 @@ def test_parse_is_tolerant_of_whitespace():
     "text, message",
     [
         ('<tool_call>\n{"name": "f", "arguments": {}\n</tool_call>', "tool call 1: invalid JSON"),
-        ('<tool_call>\n{"name": "f"}\n</tool_call>', "tool call 1: expected a JSON object with keys 'name' and 'arguments'"),
-        ('<tool_call>\n{"name": "f", "arguments": "{}"}\n</tool_call>', "tool call 1: 'arguments' must be a JSON object"),
+        (
+            '<tool_call>\n{"name": "f"}\n</tool_call>',
+            "tool call 1: expected a JSON object with keys 'name' and 'arguments'",
+        ),
+        (
+            '<tool_call>\n{"name": "f", "arguments": "{}"}\n</tool_call>',
+            "tool call 1: 'arguments' must be a JSON object",
+        ),
         ('<tool_call>\n{"name": "f", "arguments": {}}\n', "tool call 1: missing </tool_call>"),
         ('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call> done', "text after tool call 1: 'done'"),
-        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>[1]</tool_call>', "tool call 2: expected a JSON object"),
+        (
+            '<tool_call>{"name": "f", "arguments": {}}</tool_call>\n<tool_call>[1]</tool_call>',
+            "tool call 2: expected a JSON object",
+        ),
     ],
 )
 def test_parse_reports_broken_calls(text, message):

@@ -29,8 +29,14 @@ CORPUS = [
     Conversation.from_dict(json.loads(line))
     for line in (Path(__file__).resolve().parents[1] / "fixtures" / "parity" / "corpus.jsonl").open(encoding="utf-8")
 ]
-TOKENIZERS = {"llama3_1": "llama3", "llama3_1_metatool": "llama3", "qwen2_5": "qwen2_5", "mistral_v3": "mistral_v3",
-              "mistral_nemo": "mistral_tekken", "chatml": "tiny_chatml"}
+TOKENIZERS = {
+    "llama3_1": "llama3",
+    "llama3_1_metatool": "llama3",
+    "qwen2_5": "qwen2_5",
+    "mistral_v3": "mistral_v3",
+    "mistral_nemo": "mistral_tekken",
+    "chatml": "tiny_chatml",
+}
 
 
 def generated_turns(fmt, conv: Conversation, tokenizer) -> list[list[int]]:

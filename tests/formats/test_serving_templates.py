@@ -102,8 +102,10 @@ def test_template_renders_every_conversation_as_the_format_does(tokenizer, name)
         assert got == want, case
         counts["same text" if want[1] is None else "same refusal"] += 1
     refused = {"llama3_1": 7, "llama3_1_metatool": 1, "mistral_v3": 13, "mistral_nemo": 13}.get(name, 0)
-    assert counts == {"same text": len(CONVERSATIONS) - refused - (name in ("mistral_v3", "mistral_nemo")),
-                      "same refusal": refused}
+    assert counts == {
+        "same text": len(CONVERSATIONS) - refused - (name in ("mistral_v3", "mistral_nemo")),
+        "same refusal": refused,
+    }
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
@@ -150,7 +152,7 @@ def test_calls_parsed_back_from_the_rendered_turn_are_the_conversation_calls(tok
             prompt = render(tokenizer, template, served, index, add_generation_prompt=True)
             whole = render(tokenizer, template, served, index + 1)
             assert whole.startswith(prompt), (case, index)
-            content, calls = fmt.parse(completion(fmt, whole[len(prompt):]))
+            content, calls = fmt.parse(completion(fmt, whole[len(prompt) :]))
             want = [(call.name, call.arguments) for call in message.tool_calls]
             assert [(call.name, call.arguments) for call in calls] == want, (case, index)
             if is_mistral(name):
@@ -158,8 +160,12 @@ def test_calls_parsed_back_from_the_rendered_turn_are_the_conversation_calls(tok
             if not message.tool_calls or name in ("chatml", "qwen2_5", "llama3_1_metatool"):
                 assert (content or "").strip() == (message.content or "").strip(), (case, index)
             turns, calls_checked = turns + 1, calls_checked + len(calls)
-    assert (turns, calls_checked) == {"llama3_1": (74, 27), "llama3_1_metatool": (85, 39), "mistral_v3": (62, 29),
-                                      "mistral_nemo": (62, 29)}.get(name, (86, 40))
+    assert (turns, calls_checked) == {
+        "llama3_1": (74, 27),
+        "llama3_1_metatool": (85, 39),
+        "mistral_v3": (62, 29),
+        "mistral_nemo": (62, 29),
+    }.get(name, (86, 40))
 
 
 @pytest.mark.parametrize("name", ["llama3_1", "qwen2_5"])
@@ -267,16 +273,31 @@ def result_conversation(result: str) -> Conversation:
 
 
 @pytest.mark.parametrize("name", ["mistral_v3", "llama3_1_metatool"])
-@pytest.mark.parametrize("result", [
-    '{"temperature": 18, "sky": ["cloudy", "grey"], "wind": {"speed": 3, "gust": null}, "ok": true}',
-    '{\n  "temperature": 18,\n  "sky": [\n    "cloudy",\n    "grey"\n  ],\n  "quote": "a \\" b \\\\"\n}',
-    '{"temperature":18,"sky":["cloudy","grey"],"note":"x, y: z"}',
-    '[{"a": [], "b": {}}, -2.5e-07, "\\\\"]',
-    '42', 'true', '"quoted"', 'plain text', '', '  ',
-    '{"a": 1,}', '[1 2]', '1,2', '{"a" 1}', 'tru', '{"a": "x"}{"b": 2}', '{"a": "raw\nnewline"}', '[1, 2',
-    json.dumps({"rows": [{"id": f"r{i}", "tags": ["a", "b"], "ok": i % 2 == 0} for i in range(300)]}, indent=2),
-    "[" + "1 2, " * 600 + "3]",
-])
+@pytest.mark.parametrize(
+    "result",
+    [
+        '{"temperature": 18, "sky": ["cloudy", "grey"], "wind": {"speed": 3, "gust": null}, "ok": true}',
+        '{\n  "temperature": 18,\n  "sky": [\n    "cloudy",\n    "grey"\n  ],\n  "quote": "a \\" b \\\\"\n}',
+        '{"temperature":18,"sky":["cloudy","grey"],"note":"x, y: z"}',
+        '[{"a": [], "b": {}}, -2.5e-07, "\\\\"]',
+        "42",
+        "true",
+        '"quoted"',
+        "plain text",
+        "",
+        "  ",
+        '{"a": 1,}',
+        "[1 2]",
+        "1,2",
+        '{"a" 1}',
+        "tru",
+        '{"a": "x"}{"b": 2}',
+        '{"a": "raw\nnewline"}',
+        "[1, 2",
+        json.dumps({"rows": [{"id": f"r{i}", "tags": ["a", "b"], "ok": i % 2 == 0} for i in range(300)]}, indent=2),
+        "[" + "1 2, " * 600 + "3]",
+    ],
+)
 def test_json_tool_results_are_read_as_the_format_reads_them(tokenizer, name, result):
     """Mistral and Meta-Tool parse JSON tool results at training time; the template re-spaces JSON the way
     json.dumps writes it and quotes everything else, as the format does."""

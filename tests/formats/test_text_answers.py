@@ -18,19 +18,28 @@ FAMILIES = ("chatml", "qwen2_5", "llama3_1", "mistral_v3", "mistral_nemo")
 WEATHER = Tool(
     name="get_weather",
     description="Weather of a city.",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                "required": ["city"]},
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    },
 )
-ANSWER = '<thinking>1. The user wants the weather.\n6. get_weather(city="Paris")</thinking>[get_weather(city="Paris", days=2)]'
+ANSWER = (
+    '<thinking>1. The user wants the weather.\n6. get_weather(city="Paris")</thinking>[get_weather(city="Paris", '
+    "days=2)]"
+)
 
 
 def toolgt_sample(answer: str = ANSWER) -> Conversation:
     """What the ToolGT builder writes: the prompt with the functions as the system message, the answer as text."""
-    return Conversation("s1", [
-        Message(role="system", content=toolgt_system_prompt([WEATHER])),
-        Message(role="user", content="Weather in Paris for two days?"),
-        Message(role="assistant", content=answer),
-    ])
+    return Conversation(
+        "s1",
+        [
+            Message(role="system", content=toolgt_system_prompt([WEATHER])),
+            Message(role="user", content="Weather in Paris for two days?"),
+            Message(role="assistant", content=answer),
+        ],
+    )
 
 
 # ---------------------------------------------------------------- the parser, on hand-written answers
@@ -50,8 +59,10 @@ def test_a_well_formed_answer_gives_its_reasoning_and_calls():
 
 
 def test_parallel_calls_nested_arguments_and_names_with_spaces():
-    text = ('<thinking>two calls</thinking>\n[Market Trends API(trend_type="MARKET_INDEXES", country="us"), '
-            'book(guests=[{"name": "Ann", "age": 30}], flags={"vip": true, "note": None}, ratio=-0.5)]')
+    text = (
+        '<thinking>two calls</thinking>\n[Market Trends API(trend_type="MARKET_INDEXES", country="us"), '
+        'book(guests=[{"name": "Ann", "age": 30}], flags={"vip": true, "note": None}, ratio=-0.5)]'
+    )
     assert calls_of(text) == [
         ("Market Trends API", {"trend_type": "MARKET_INDEXES", "country": "us"}),
         ("book", {"guests": [{"name": "Ann", "age": 30}], "flags": {"vip": True, "note": None}, "ratio": -0.5}),
@@ -61,7 +72,10 @@ def test_parallel_calls_nested_arguments_and_names_with_spaces():
 def test_a_missing_close_tag_ends_the_reasoning_at_the_call_list():
     assert calls_of('<thinking>1. pick get_weather\n[get_weather(city="Rome")]') == [("get_weather", {"city": "Rome"})]
     unclosed = parse_text_answer("<thinking>1. I am still thinking about it")
-    assert (unclosed.reasoning, unclosed.error) == ("1. I am still thinking about it", "no call list after the reasoning")
+    assert (unclosed.reasoning, unclosed.error) == (
+        "1. I am still thinking about it",
+        "no call list after the reasoning",
+    )
 
 
 def test_strings_holding_brackets_and_tags_are_values_not_syntax():
@@ -70,30 +84,51 @@ def test_strings_holding_brackets_and_tags_are_values_not_syntax():
 
 
 def test_function_tags_around_the_list_and_no_reasoning_at_all():
-    assert calls_of('<function>[f(a=1)]</function>') == [("f", {"a": 1})]
-    assert calls_of('<thinking>r</thinking><function>[f(a=1), g()]</function>') == [("f", {"a": 1}), ("g", {})]
+    assert calls_of("<function>[f(a=1)]</function>") == [("f", {"a": 1})]
+    assert calls_of("<thinking>r</thinking><function>[f(a=1), g()]</function>") == [("f", {"a": 1}), ("g", {})]
     assert calls_of("[]") == []  # well-formed, no call (an irrelevance answer)
 
 
-@pytest.mark.parametrize(("text", "error"), [
-    ("<thinking>none fits</thinking>None of the functions can be used.",
-     "the answer is not a call list: 'None of the functions can be used.'"),
-    ("I would call get_weather for Paris.", "the answer is not a call list: 'I would call get_weather for Paris.'"),
-    ('[get_weather("Paris")]', "get_weather: 1 positional argument(s); every argument of a text answer is named"),
-    ("[get_weather(city=x)]", "malformed call list: item 0: get_weather: argument 'city': a variable x is not a literal"),
-    ("[f(a=g(b=1))]", "malformed call list: item 0: f: argument 'a': nested call g(b=1) is not a literal"),
-    ('[f(a="x"', "malformed call list: not valid Python: EOF in multi-line statement"),
-    ("<function>[f(a=1)]</function> and more", "text after </function>: 'and more'"),
-    ("", "no call list after the reasoning"),
-])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "<thinking>none fits</thinking>None of the functions can be used.",
+            "the answer is not a call list: 'None of the functions can be used.'",
+        ),
+        ("I would call get_weather for Paris.", "the answer is not a call list: 'I would call get_weather for Paris.'"),
+        ('[get_weather("Paris")]', "get_weather: 1 positional argument(s); every argument of a text answer is named"),
+        (
+            "[get_weather(city=x)]",
+            "malformed call list: item 0: get_weather: argument 'city': a variable x is not a literal",
+        ),
+        ("[f(a=g(b=1))]", "malformed call list: item 0: f: argument 'a': nested call g(b=1) is not a literal"),
+        ('[f(a="x"', "malformed call list: not valid Python: EOF in multi-line statement"),
+        ("<function>[f(a=1)]</function> and more", "text after </function>: 'and more'"),
+        ("", "no call list after the reasoning"),
+    ],
+)
 def test_answers_that_are_not_call_lists_get_their_reason(text, error):
     answer = parse_text_answer(text)
     assert (answer.well_formed, answer.calls, answer.error) == (False, [], error)
 
 
 def test_the_call_list_writer_round_trips_through_the_parser():
-    calls = [ToolCall(name="f", arguments={"s": 'say "hi" [x]', "n": 3, "x": 1.5, "b": False, "z": None,
-                                           "l": [1, "a"], "d": {"k": [True]}, "u": "é"})]
+    calls = [
+        ToolCall(
+            name="f",
+            arguments={
+                "s": 'say "hi" [x]',
+                "n": 3,
+                "x": 1.5,
+                "b": False,
+                "z": None,
+                "l": [1, "a"],
+                "d": {"k": [True]},
+                "u": "é",
+            },
+        )
+    ]
     text = call_list_text(calls)
     assert text == '[f(s="say \\"hi\\" [x]", n=3, x=1.5, b=False, z=None, l=[1, "a"], d={"k": [True]}, u="é")]'
     assert calls_of(text) == [("f", calls[0].arguments)]
@@ -104,7 +139,8 @@ def test_the_call_list_writer_round_trips_through_the_parser():
 
 def test_the_option_is_checked_at_compose_time():
     assert check_format_options("qwen2_5", {"answer_style": "text"}) == [
-        "chat format 'qwen2_5' option 'answer_style' must be one of native, toolgt_text, got 'text'"]
+        "chat format 'qwen2_5' option 'answer_style' must be one of native, toolgt_text, got 'text'"
+    ]
     assert check_format_options("llama3_1", {"answer_style": "toolgt_text"}) == []
 
 
@@ -121,13 +157,17 @@ def test_the_assistant_turn_is_its_text_trained_as_a_whole(family):
     assert "<tools>" not in text and "[AVAILABLE_TOOLS]" not in text and "Environment: ipython" not in text
     assert fmt.parse(ANSWER + "".join(fmt.end_of_turn_texts()[:1])) == (
         '1. The user wants the weather.\n6. get_weather(city="Paris")',
-        [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})])
+        [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})],
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_benchmark_question_gets_the_prompt_composed_from_its_tools(family):
-    question = Conversation("q", [Message(role="system", content="Answer in French."),
-                                  Message(role="user", content="Weather in Paris?")], tools=[WEATHER])
+    question = Conversation(
+        "q",
+        [Message(role="system", content="Answer in French."), Message(role="user", content="Weather in Paris?")],
+        tools=[WEATHER],
+    )
     fmt = get_format(family, {"answer_style": "toolgt_text"})
     prompt = "".join(seg.text for seg in fmt.render_prompt(question, 2))
     # BFCL's prompting handler: its prompt, then the question's own system text
@@ -137,22 +177,36 @@ def test_a_benchmark_question_gets_the_prompt_composed_from_its_tools(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_gold_calls_are_written_as_the_text_the_model_learns(family):
-    conv = Conversation("c", [Message(role="user", content="Weather in Paris?"),
-                              Message(role="assistant", content="<thinking>r</thinking>",
-                                      tool_calls=[ToolCall(name="get_weather", arguments={"city": "Paris"})])],
-                        tools=[WEATHER])
+    conv = Conversation(
+        "c",
+        [
+            Message(role="user", content="Weather in Paris?"),
+            Message(
+                role="assistant",
+                content="<thinking>r</thinking>",
+                tool_calls=[ToolCall(name="get_weather", arguments={"city": "Paris"})],
+            ),
+        ],
+        tools=[WEATHER],
+    )
     fmt = get_format(family, {"answer_style": "toolgt_text"})
     # a turn with text and a call (llama3_1 and mistral cannot write it natively) is one text turn here
     assert '<thinking>r</thinking>\n[get_weather(city="Paris")]' in fmt.render_text(conv)
 
 
 def test_tool_results_are_refused_not_dropped():
-    conv = Conversation("c", [
-        Message(role="user", content="q"),
-        Message(role="assistant", tool_calls=[ToolCall(name="get_weather", arguments={"city": "P"}, id="call0000a")]),
-        Message(role="tool", tool_call_id="call0000a", name="get_weather", content="sun"),
-        Message(role="assistant", content="Sunny."),
-    ], tools=[WEATHER])
+    conv = Conversation(
+        "c",
+        [
+            Message(role="user", content="q"),
+            Message(
+                role="assistant", tool_calls=[ToolCall(name="get_weather", arguments={"city": "P"}, id="call0000a")]
+            ),
+            Message(role="tool", tool_call_id="call0000a", name="get_weather", content="sun"),
+            Message(role="assistant", content="Sunny."),
+        ],
+        tools=[WEATHER],
+    )
     with pytest.raises(ValueError, match=r"messages\[2\]: answer_style=toolgt_text has no tool-result turns"):
         get_format("chatml", {"answer_style": "toolgt_text"}).render(conv)
 
@@ -167,8 +221,11 @@ def test_no_serving_template_claims_to_render_text_answers():
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_segments_point_at_the_conversations_own_messages_when_the_prompt_is_put_in_front(family):
-    conv = Conversation("q", [Message(role="user", content="Weather in Paris?"),
-                              Message(role="assistant", content=ANSWER)], tools=[WEATHER])
+    conv = Conversation(
+        "q",
+        [Message(role="user", content="Weather in Paris?"), Message(role="assistant", content=ANSWER)],
+        tools=[WEATHER],
+    )
     fmt = get_format(family, {"answer_style": "toolgt_text"})
     segments = fmt.render(conv)
     assert {seg.message for seg in segments if seg.part == "user"} == {0}

@@ -157,7 +157,8 @@ def test_torchrun_commands_for_n_nodes(capsys, tmp_path, repo, nodes, global_bat
     args = f"recipe=tiny distributed=zero3 train.global_batch_size={global_batch} output_dir={run}"
     lines = out.splitlines()
     assert lines[0] == (
-        f"# tooltrain launch recipe=tiny: torchrun, {nodes} node(s) x 2 rank(s) = {2 * nodes} ranks, zero3; run in {run}"
+        f"# tooltrain launch recipe=tiny: torchrun, {nodes} node(s) x 2 rank(s) = {2 * nodes} ranks, zero3; run in "
+        f"{run}"
     )
     commands = [line for line in lines if not line.startswith("#")]
     assert commands == [
@@ -230,8 +231,13 @@ def test_deepspeed_command_across_nodes_uses_the_hostfile(capsys, tmp_path, repo
             ["--launcher", "deepspeed", "--nodes", "2", "distributed=zero3"],
             "error: deepspeed across nodes needs a hostfile (launch/hostfile.example): launcher.hostfile=PATH\n",
         ),
-        (["recipe=demo"], ("error: name the recipe once, as recipe=NAME (tooltrain launch recipe=NAME ...); "
-                           "got recipe=tiny, recipe=demo\n")),
+        (
+            ["recipe=demo"],
+            (
+                "error: name the recipe once, as recipe=NAME (tooltrain launch recipe=NAME ...); "
+                "got recipe=tiny, recipe=demo\n"
+            ),
+        ),
     ],
 )
 def test_what_cannot_launch_is_refused_before_queueing(capsys, argv, message):
@@ -243,8 +249,10 @@ def test_the_recipe_is_named_as_tooltrain_train_names_it(capsys):
     """recipe=NAME, as `tooltrain train`; the positional recipe of old is refused with the new spelling."""
     code, out, err = launch(capsys, "tiny", "--dry-run")
     assert (code, out) == (2, "")
-    assert err == ("error: 'tiny' is not a key=value override; name the recipe as in tooltrain train: "
-                   "tooltrain launch recipe=tiny ...\n")
+    assert err == (
+        "error: 'tiny' is not a key=value override; name the recipe as in tooltrain train: "
+        "tooltrain launch recipe=tiny ...\n"
+    )
     code, out, err = launch(capsys, "--dry-run", "distributed=ddp")
     assert (code, out) == (2, "")
     assert err == "error: name the recipe once, as recipe=NAME (tooltrain launch recipe=NAME ...); got none\n"
@@ -264,8 +272,13 @@ def test_a_dry_run_that_cannot_write_the_script_says_so(capsys, tmp_path):
 def test_data_files_that_do_not_exist_are_warned_about(capsys, tmp_path):
     present = tmp_path / "present.json"
     present.write_text("[]")
-    code, out, err = launch(capsys, "recipe=tiny", "--dry-run", f"output_dir={tmp_path}/run",
-                            f"data.sources.0.inputs=[{present},{tmp_path}/missing.json,relative/missing.json]")
+    code, out, err = launch(
+        capsys,
+        "recipe=tiny",
+        "--dry-run",
+        f"output_dir={tmp_path}/run",
+        f"data.sources.0.inputs=[{present},{tmp_path}/missing.json,relative/missing.json]",
+    )
     assert code == 0 and out.startswith("#!/usr/bin/env bash\n")
     # relative paths are read where the ranks run: the repository, for launch/slurm/train.sbatch
     tail = "the run would fail reading it"

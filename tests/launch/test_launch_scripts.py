@@ -252,8 +252,8 @@ def test_torchrun_script_on_a_torch_without_signal_forwarding_warns_and_leaves_t
         check=False,
     )
     assert result.stdout == (
-        f"+ {PY} -m torch.distributed.run --nnodes 1 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29500 "
-        "--rdzv-id x --rdzv-conf is_host=true -m train train recipe=tiny\n"
+        f"+ {PY} -m torch.distributed.run --nnodes 1 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint "
+        "127.0.0.1:29500 --rdzv-id x --rdzv-conf is_host=true -m train train recipe=tiny\n"
     )
     assert result.stderr == (
         "torchrun.sh: this torch cannot forward SIGUSR1 (needs torch >= 2.9); "

@@ -89,8 +89,9 @@ def test_a_rank_that_may_not_build_waits_for_its_node_rank_zero_then_loads(run_e
     tokenizer = load_tokenizer(cfg.model.tokenizer)
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     cache, loaded = tmp_path / "datasets", []
-    waiter = threading.Thread(target=lambda: loaded.append(
-        build_dataset(data_cfg, cfg.model.chat_format, tokenizer, cache, may_build=False)))
+    waiter = threading.Thread(
+        target=lambda: loaded.append(build_dataset(data_cfg, cfg.model.chat_format, tokenizer, cache, may_build=False))
+    )
     waiter.start()
     time.sleep(1.5)
     assert waiter.is_alive() and not any(path.is_dir() for path in cache.iterdir())  # waiting, building nothing

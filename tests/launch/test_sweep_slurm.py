@@ -28,8 +28,11 @@ from train.distributed import requeue_submitit_job
 def _sweep_config(tmp_path, *overrides):
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("train", overrides=["recipe=tiny", "launcher=slurm", f"output_dir={tmp_path / 'run'}",
-                                           *overrides], return_hydra_config=True)
+        return compose(
+            "train",
+            overrides=["recipe=tiny", "launcher=slurm", f"output_dir={tmp_path / 'run'}", *overrides],
+            return_hydra_config=True,
+        )
 
 
 class _Submitted(Exception):
@@ -79,9 +82,25 @@ def test_more_gpus_than_tasks_per_node_is_a_compose_error():
 def test_a_bad_sweep_fails_before_any_job_is_queued(repo, run_env, tmp_path):
     out = tmp_path / "run"
     result = subprocess.run(
-        [sys.executable, "-m", "train", "train", "-m", "recipe=tiny", "launcher=slurm", "launcher.gpus_per_node=2",
-         "launcher.tasks_per_node=1", "optim.lr=1e-3,2e-3", f"output_dir={out}"],
-        cwd=repo, env=run_env, capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "train",
+            "train",
+            "-m",
+            "recipe=tiny",
+            "launcher=slurm",
+            "launcher.gpus_per_node=2",
+            "launcher.tasks_per_node=1",
+            "optim.lr=1e-3,2e-3",
+            f"output_dir={out}",
+        ],
+        cwd=repo,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 2, result.stderr[-3000:]
     assert "error: invalid configuration:\n  - launcher=slurm starts launcher.tasks_per_node=1" in result.stderr

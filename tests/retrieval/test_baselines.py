@@ -20,12 +20,24 @@ def index(fixtures, tmp_path, monkeypatch):
 
 def test_tool_texts_are_the_papers_json_and_name_plus_description(index):
     tool = index.tools[5]
-    assert json.loads(json_text(tool)) == {"name": "random_quote", "description": "Get a random motivational quote", "parameters": {"type": "object", "properties": {}}}
+    assert json.loads(json_text(tool)) == {
+        "name": "random_quote",
+        "description": "Get a random motivational quote",
+        "parameters": {"type": "object", "properties": {}},
+    }
     assert name_description_text(tool) == "random_quote Get a random motivational quote"
 
 
 def test_bm25_tokens_split_names_and_drop_stop_words():
-    assert bm25_tokens("get_traffic_report Get the current trafficReport, e.g. A") == ["get", "traffic", "report", "get", "current", "traffic", "report"]
+    assert bm25_tokens("get_traffic_report Get the current trafficReport, e.g. A") == [
+        "get",
+        "traffic",
+        "report",
+        "get",
+        "current",
+        "traffic",
+        "report",
+    ]
 
 
 def test_keyword_bm25_ranks_by_name_and_description(index):
@@ -49,7 +61,11 @@ def test_keyword_dense_scoring_uses_embeddings(index):
 
 
 def test_history_compares_the_dialogue_with_each_tool_json(index):
-    found = history_search(index, ["I need the current traffic report for my city and state", "convert an amount of money between currencies"], k=2)
+    found = history_search(
+        index,
+        ["I need the current traffic report for my city and state", "convert an amount of money between currencies"],
+        k=2,
+    )
     assert found[0] == ["get_traffic_report", "get_weather"]  # get_weather shares "current" and "city"
     assert found[1][0] == "convert_currency"
     assert history_scores(index, []).shape == (0, 6)

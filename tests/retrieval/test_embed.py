@@ -27,8 +27,14 @@ class Recorder:
 
 
 TOOLS = [
-    Tool("a", "Get weather", {"type": "object", "properties": {"city": {"description": "The city"}}, "required": ["city"]}),
-    Tool("b", "Get news", {"type": "object", "properties": {"topic": {"description": "The city"}}, "required": ["topic"]}),
+    Tool(
+        "a",
+        "Get weather",
+        {"type": "object", "properties": {"city": {"description": "The city"}}, "required": ["city"]},
+    ),
+    Tool(
+        "b", "Get news", {"type": "object", "properties": {"topic": {"description": "The city"}}, "required": ["topic"]}
+    ),
 ]
 
 
@@ -73,7 +79,10 @@ def test_second_index_loads_from_disk_and_a_changed_library_re_embeds(cache):
     first = ToolIndex.build(TOOLS, embedder)
     assert len(model.batches) == 2
     files = sorted(p.name for p in (cache / "retrieval" / "fake").iterdir())
-    assert files == [f"{first.key}-description-{files[0].rsplit('-', 1)[1]}", f"{first.key}-params-{files[1].rsplit('-', 1)[1]}"]
+    assert files == [
+        f"{first.key}-description-{files[0].rsplit('-', 1)[1]}",
+        f"{first.key}-params-{files[1].rsplit('-', 1)[1]}",
+    ]
 
     again = ToolIndex.build(TOOLS, embedder)
     assert len(model.batches) == 2  # nothing embedded: both views came from disk
@@ -130,7 +139,14 @@ def test_duplicate_tool_names_and_empty_libraries_are_refused():
 
 def test_read_library_reads_library_lines_and_names_a_bad_line(fixtures, tmp_path):
     tools = read_library(fixtures / "retrieval" / "tiny.library.jsonl")
-    assert [t.name for t in tools] == ["get_traffic_report", "get_weather", "book_table", "search_recipes", "convert_currency", "random_quote"]
+    assert [t.name for t in tools] == [
+        "get_traffic_report",
+        "get_weather",
+        "book_table",
+        "search_recipes",
+        "convert_currency",
+        "random_quote",
+    ]
     bad = tmp_path / "bad.library.jsonl"
     bad.write_text('{"id": "x", "tools": []}\n{"id": "y"}\n')
     with pytest.raises(ValueError, match=r"bad.library.jsonl:2: .*missing key 'tools'"):

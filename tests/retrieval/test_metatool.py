@@ -33,14 +33,22 @@ def lookup(texts: list[str]) -> np.ndarray:
 
 
 def params(props: dict[str, str | None], required: list[str]) -> dict:
-    properties = {name: ({"type": "string", "description": d} if d else {"type": "string"}) for name, d in props.items()}
+    properties = {
+        name: ({"type": "string", "description": d} if d else {"type": "string"}) for name, d in props.items()
+    }
     return {"type": "object", "properties": properties, "required": required}
 
 
 LIBRARY = [
     # the optional "unit" would match "the date" exactly: it must not count
-    Tool("current_weather", "Get the current weather", params({"location": "The city and state", "unit": "Temperature unit"}, ["location"])),
-    Tool("forecast", "Get the weather forecast", params({"city": "City", "day": None}, ["city", "day"])),  # "day": no description
+    Tool(
+        "current_weather",
+        "Get the current weather",
+        params({"location": "The city and state", "unit": "Temperature unit"}, ["location"]),
+    ),
+    Tool(
+        "forecast", "Get the weather forecast", params({"city": "City", "day": None}, ["city", "day"])
+    ),  # "day": no description
     Tool("book_table", "Book a table", {"type": "object", "properties": {}}),
     Tool("weather_now", "Weather now", {"type": "object", "properties": {}}),
 ]
@@ -57,7 +65,9 @@ def test_required_param_texts_use_required_only_and_fall_back_to_the_name():
     assert required_param_texts(LIBRARY[0]) == ["The city and state"]
     assert required_param_texts(LIBRARY[1]) == ["City", "day"]
     assert required_param_texts(LIBRARY[2]) == []
-    odd = Tool("odd", "x", {"type": "object", "properties": {"a": {"description": "  "}}, "required": ["a", 3, "ghost"]})
+    odd = Tool(
+        "odd", "x", {"type": "object", "properties": {"a": {"description": "  "}}, "required": ["a", 3, "ghost"]}
+    )
     assert required_param_texts(odd) == ["a", "ghost"]  # blank description -> name; non-string skipped; undeclared kept
     assert required_param_texts(Tool("bad", "x", {"type": "object", "required": "a"})) == []
 
@@ -92,7 +102,11 @@ def test_a_query_without_parameters_ranks_by_description_alone(index):
 def test_batch_rows_are_independent_and_top_k_cuts(index):
     batch = [QUERY, ToolHypothesis("weather now"), QUERY]
     ranked = search(index, batch, alpha=0.5, k=2)
-    assert [[n for n, _ in row] for row in ranked] == [["forecast", "current_weather"], ["weather_now", "current_weather"], ["forecast", "current_weather"]]
+    assert [[n for n, _ in row] for row in ranked] == [
+        ["forecast", "current_weather"],
+        ["weather_now", "current_weather"],
+        ["forecast", "current_weather"],
+    ]
 
 
 def test_top_k_breaks_ties_by_library_order():
@@ -125,7 +139,13 @@ def test_vectorised_scores_equal_the_papers_loop():
         got = scores(Index, desc_q, params_q, param_query, alpha)
         for b in range(len(q_counts)):
             for v in range(n_tools):
-                want = tool_similarity(desc_q[b], params_q[param_query == b], Index.description[v], Index.params[Index.param_tool == v], alpha)
+                want = tool_similarity(
+                    desc_q[b],
+                    params_q[param_query == b],
+                    Index.description[v],
+                    Index.params[Index.param_tool == v],
+                    alpha,
+                )
                 assert got[b, v] == pytest.approx(want, abs=1e-5)
 
 
@@ -134,7 +154,9 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
 
 
 def test_hypothesis_from_arguments_follows_the_definition():
-    assert ToolHypothesis.from_arguments({"tool_description": "Get news", "param_description": ["topic", " "]}) == ToolHypothesis("Get news", ("topic",))
+    assert ToolHypothesis.from_arguments(
+        {"tool_description": "Get news", "param_description": ["topic", " "]}
+    ) == ToolHypothesis("Get news", ("topic",))
     cases = [
         ({"tool_description": "x"}, "meta_tool needs param_description"),
         ({"param_description": []}, "meta_tool needs tool_description"),

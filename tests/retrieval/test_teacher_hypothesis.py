@@ -59,8 +59,13 @@ def meta_tool(description: str, params: list[str]) -> str:
 def test_the_offline_teacher_answers_with_the_rule_based_reading():
     request = "Can you find a gif of a sunset on the beach?"
     answer = json.loads(OfflineTeacher(seed=3).hypothesis(request, key="q"))
-    assert answer == {"name": "meta_tool", "parameters": {"tool_description": "Find a gif of a sunset on the beach.",
-                                                          "param_description": ["The sunset", "The beach"]}}
+    assert answer == {
+        "name": "meta_tool",
+        "parameters": {
+            "tool_description": "Find a gif of a sunset on the beach.",
+            "param_description": ["The sunset", "The beach"],
+        },
+    }
     assert teacher_hypothesis(request, OfflineTeacher(), "q") == RuleTeacher().hypothesis(request)
 
 
@@ -73,9 +78,12 @@ def test_the_prompt_names_the_request_and_the_meta_tool_definition():
 
 def test_answers_that_are_not_meta_tool_calls_are_reasons(server):
     teacher = make_teacher({"kind": "http", "base_url": server, "model": "m", "timeout": 5}, seed=0)
-    Completions.script = ["```json\n" + meta_tool("Get the weather", ["The city"]) + "\n```", "No idea.",
-                          json.dumps({"name": "meta_tool", "parameters": {"tool_description": "Weather"}}),
-                          json.dumps({"name": "ToolSearcher", "parameters": {"keywords": "weather"}})]
+    Completions.script = [
+        "```json\n" + meta_tool("Get the weather", ["The city"]) + "\n```",
+        "No idea.",
+        json.dumps({"name": "meta_tool", "parameters": {"tool_description": "Weather"}}),
+        json.dumps({"name": "ToolSearcher", "parameters": {"keywords": "weather"}}),
+    ]
     assert teacher_hypothesis("rain?", teacher, "a") == ToolHypothesis("Get the weather", ("The city",))
     reasons = []
     for key in "bcd":
@@ -92,17 +100,43 @@ def test_answers_that_are_not_meta_tool_calls_are_reasons(server):
 def test_eval_retrieval_with_an_http_teacher(server, capsys, fixtures, tmp_path):
     # test split: q1 (get_traffic_report), q2 (search_recipes, book_table), q3 (convert_currency). The teacher
     # answers q1 and q3 with the gold tools' own texts (score 1: rank 1 under hash-bow) and q2 with prose.
-    Completions.script = [meta_tool("Get the current traffic report", ["The city and state, e.g. Los Angeles, CA"]),
-                          "Sorry, I can only chat.", meta_tool("Convert an amount between currencies", ["The amount"])]
+    Completions.script = [
+        meta_tool("Get the current traffic report", ["The city and state, e.g. Los Angeles, CA"]),
+        "Sorry, I can only chat.",
+        meta_tool("Convert an amount between currencies", ["The amount"]),
+    ]
     queries = fixtures / "retrieval" / "tiny.jsonl"
-    code = main(["eval", "retrieval", "--method", "metatool", "--embedder", "hash-bow", "--queries", str(queries),
-                 "--split", "test", "--teacher", "http", "--teacher-base-url", server, "--teacher-model", "m",
-                 "--teacher-timeout", "5", "-o", str(tmp_path / "m.json")])
+    code = main(
+        [
+            "eval",
+            "retrieval",
+            "--method",
+            "metatool",
+            "--embedder",
+            "hash-bow",
+            "--queries",
+            str(queries),
+            "--split",
+            "test",
+            "--teacher",
+            "http",
+            "--teacher-base-url",
+            server,
+            "--teacher-model",
+            "m",
+            "--teacher-timeout",
+            "5",
+            "-o",
+            str(tmp_path / "m.json"),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0
     assert out.splitlines() == [
-        ("method metatool (teacher hypothesis, http teacher), embedder hash-bow, 3 queries, 4 gold tools, 2 rankings, "
-        "6 library tools, 1 teacher answers not a meta_tool call (their gold tools miss)"),
+        (
+            "method metatool (teacher hypothesis, http teacher), embedder hash-bow, 3 queries, 4 gold tools, 2 "
+            "rankings, 6 library tools, 1 teacher answers not a meta_tool call (their gold tools miss)"
+        ),
         "alpha    HR@1    HR@3    HR@5",
         "  0.5  0.5000  0.5000  0.5000",  # q1 and q3 hit at rank 1; q2's two gold tools have no ranking
     ]

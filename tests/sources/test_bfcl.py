@@ -24,7 +24,9 @@ def outcome(items: list, base: Path) -> list[tuple[str, str]]:
     """("ok", id) or (location relative to base, reason) per item, in order."""
     prefix = f"{base}/"
     return [
-        (item.location.replace(prefix, ""), item.reason.replace(prefix, "")) if isinstance(item, Rejected) else ("ok", item.id)
+        (item.location.replace(prefix, ""), item.reason.replace(prefix, ""))
+        if isinstance(item, Rejected)
+        else ("ok", item.id)
         for item in items
     ]
 
@@ -74,12 +76,24 @@ def test_json_schema_moves_an_array_enum_to_its_items():
 @pytest.mark.parametrize(
     ("schema", "message"),
     [
-        ({"type": "dict", "properties": {"x": {"type": "complex"}}}, "parameters.properties.x.type: unknown BFCL type 'complex'"),
-        ({"type": "dict", "properties": {"x": {"type": 3}}}, "parameters.properties.x.type: expected a type name, got int"),
+        (
+            {"type": "dict", "properties": {"x": {"type": "complex"}}},
+            "parameters.properties.x.type: unknown BFCL type 'complex'",
+        ),
+        (
+            {"type": "dict", "properties": {"x": {"type": 3}}},
+            "parameters.properties.x.type: expected a type name, got int",
+        ),
         ({"type": "dict", "properties": []}, "parameters.properties: expected an object, got list"),
         ({"type": "dict", "properties": {"x": "string"}}, "parameters.properties.x: expected a schema object, got str"),
-        ({"type": "dict", "properties": {}, "required": "x"}, "parameters.required: expected a list of parameter names"),
-        ({"type": "array", "items": {"type": "set of things"}}, "parameters.items.type: unknown BFCL type 'set of things'"),
+        (
+            {"type": "dict", "properties": {}, "required": "x"},
+            "parameters.required: expected a list of parameter names",
+        ),
+        (
+            {"type": "array", "items": {"type": "set of things"}},
+            "parameters.items.type: unknown BFCL type 'set of things'",
+        ),
     ],
 )
 def test_json_schema_names_the_broken_field(schema, message):
@@ -149,23 +163,44 @@ def test_fixture_every_record_is_accepted_or_rejected_with_its_reason(fx):
         ("BFCL_v2_fixture.json:5 (fx_no_question)", "record: missing key 'question'"),
         ("BFCL_v2_fixture.json:6 (fx_bad_role)", "question[0].role: expected system, user or assistant, got 'robot'"),
         ("BFCL_v2_fixture.json:7 (fx_bad_content)", "question[0].content: expected a string, got NoneType"),
-        ("BFCL_v2_fixture.json:8 (fx_unknown_type)", "function[0].parameters.properties.x.type: unknown BFCL type 'complex'"),
+        (
+            "BFCL_v2_fixture.json:8 (fx_unknown_type)",
+            "function[0].parameters.properties.x.type: unknown BFCL type 'complex'",
+        ),
         ("BFCL_v2_fixture.json:9 (fx_function_not_list)", "function: expected a list, got dict"),
         ("BFCL_v2_fixture.json:10 (fx_no_answer)", "no possible answer with id 'fx_no_answer' in BFCL_v2_fixture.json"),
         ("ok", "fx_second"),
         ("BFCL_v2_fixture.json:13 (fx_good)", "duplicate id 'fx_good' (first at BFCL_v2_fixture.json:1)"),
         ("ok", "fx_parallel"),
         ("BFCL_v2_fixture.json:15 (fx_gt_not_list)", "ground_truth: expected a non-empty list"),
-        ("BFCL_v2_fixture.json:16 (fx_empty_alternatives)", "ground_truth[0].geo.area.shape: no acceptable value (empty list)"),
-        ("BFCL_v2_fixture.json:17 (fx_bad_call_entry)", "ground_truth[1].deck: expected {argument: [acceptable values]}, got list"),
+        (
+            "BFCL_v2_fixture.json:16 (fx_empty_alternatives)",
+            "ground_truth[0].geo.area.shape: no acceptable value (empty list)",
+        ),
+        (
+            "BFCL_v2_fixture.json:17 (fx_bad_call_entry)",
+            "ground_truth[1].deck: expected {argument: [acceptable values]}, got list",
+        ),
         ("BFCL_v2_fixture.json:18 (fx_question_not_list)", "question: expected a list, got dict"),
         ("BFCL_v2_fixture.json:19 (fx_bad_params)", "function[0].parameters.properties: expected an object, got list"),
         ("BFCL_v2_fixture.json:20 (fx_empty_question)", "question: no messages"),
         ("possible_answer/BFCL_v2_fixture.json:7", "invalid JSON at column 31: Unterminated string starting at"),
-        ("possible_answer/BFCL_v2_fixture.json:9", "possible answer: duplicate id 'fx_parallel' (first at possible_answer/BFCL_v2_fixture.json:3)"),
-        ("possible_answer/BFCL_v2_fixture.json:10", "possible answer: expected an object with a string 'id' and 'ground_truth'"),
-        ("possible_answer/BFCL_v2_fixture.json:8 (fx_orphan_answer)", "possible answer 'fx_orphan_answer' has no question in BFCL_v2_fixture.json"),
-        ("possible_answer/BFCL_v2_fixture.json:11 (fx_truncated)", "possible answer 'fx_truncated' has no question in BFCL_v2_fixture.json"),
+        (
+            "possible_answer/BFCL_v2_fixture.json:9",
+            "possible answer: duplicate id 'fx_parallel' (first at possible_answer/BFCL_v2_fixture.json:3)",
+        ),
+        (
+            "possible_answer/BFCL_v2_fixture.json:10",
+            "possible answer: expected an object with a string 'id' and 'ground_truth'",
+        ),
+        (
+            "possible_answer/BFCL_v2_fixture.json:8 (fx_orphan_answer)",
+            "possible answer 'fx_orphan_answer' has no question in BFCL_v2_fixture.json",
+        ),
+        (
+            "possible_answer/BFCL_v2_fixture.json:11 (fx_truncated)",
+            "possible answer 'fx_truncated' has no question in BFCL_v2_fixture.json",
+        ),
     ]
     # 20 question lines (one blank) + 19 answer lines: every record is accounted for once.
     assert len(items) == 19 + 5
@@ -188,8 +223,18 @@ def test_fixture_record_exact(fx):
                             "shape": {"type": "string", "enum": ["circle", "square"], "description": "Shape kind."},
                             "size": {"type": "number", "description": "Size in metres."},
                             "origin": {"type": "array", "items": {"type": "integer"}, "description": "Origin point."},
-                            "options": {"type": "object", "properties": {"precision": {"type": "integer"}, "unit": {"type": "string"}}, "description": "Options."},
-                            "layers": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "visible": {"type": "boolean"}}}},
+                            "options": {
+                                "type": "object",
+                                "properties": {"precision": {"type": "integer"}, "unit": {"type": "string"}},
+                                "description": "Options.",
+                            },
+                            "layers": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}, "visible": {"type": "boolean"}},
+                                },
+                            },
                             "payload": {"description": "Anything."},
                         },
                         "required": ["shape", "size"],
@@ -208,7 +253,13 @@ def test_fixture_record_exact(fx):
                         "type": "function",
                         "function": {
                             "name": "geo.area",
-                            "arguments": {"shape": "circle", "size": 2.0, "origin": [0, 0], "options": {"precision": 2, "unit": "m"}, "layers": [{"name": "base", "visible": True}]},
+                            "arguments": {
+                                "shape": "circle",
+                                "size": 2.0,
+                                "origin": [0, 0],
+                                "options": {"precision": 2, "unit": "m"},
+                                "layers": [{"name": "base", "visible": True}],
+                            },
                         },
                     }
                 ],
@@ -233,7 +284,11 @@ def test_fixture_record_exact(fx):
 
 
 def test_fixture_parallel_answer_is_one_assistant_turn_with_two_calls(fx):
-    items = {i.id: i for i in bfcl.read([fx / "BFCL_v2_fixture.json", fx / "possible_answer" / "BFCL_v2_fixture.json"]) if isinstance(i, Conversation)}
+    items = {
+        i.id: i
+        for i in bfcl.read([fx / "BFCL_v2_fixture.json", fx / "possible_answer" / "BFCL_v2_fixture.json"])
+        if isinstance(i, Conversation)
+    }
     (assistant,) = [m for m in items["fx_parallel"].messages if m.role == "assistant"]
     assert [(c.id, c.name, c.arguments) for c in assistant.tool_calls] == [
         ("call_0", "geo.area", {"shape": "square", "size": 1}),
@@ -244,27 +299,51 @@ def test_fixture_parallel_answer_is_one_assistant_turn_with_two_calls(fx):
 def test_exec_gold_is_parsed_not_executed(fx):
     items = list(bfcl.read([fx / "BFCL_v2_exec_simple.json"]))
     assert items[0].messages[-1].to_dict()["tool_calls"] == [
-        {"id": "call_0", "type": "function", "function": {"name": "calc_binomial_probability", "arguments": {"k": 5, "p": 1 / 6, "n": 20}}}
+        {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "calc_binomial_probability", "arguments": {"k": 5, "p": 1 / 6, "n": 20}},
+        }
     ]
     assert items[0].meta["ground_truth"] == ["calc_binomial_probability(20, k=5, p=1/6)"]
     assert outcome(items[1:], fx) == [
-        ("BFCL_v2_exec_simple.json:2 (exec_simple_1)", "ground_truth[0]: mean: argument 'numbers': a variable data is not a literal"),
-        ("BFCL_v2_exec_simple.json:3 (exec_simple_2)", "ground_truth[0]: 2 positional argument(s) for mean, whose documentation lists 1 parameter(s)"),
+        (
+            "BFCL_v2_exec_simple.json:2 (exec_simple_1)",
+            "ground_truth[0]: mean: argument 'numbers': a variable data is not a literal",
+        ),
+        (
+            "BFCL_v2_exec_simple.json:3 (exec_simple_2)",
+            "ground_truth[0]: 2 positional argument(s) for mean, whose documentation lists 1 parameter(s)",
+        ),
     ]
 
 
 def test_multi_turn_keeps_user_turns_and_holds_out_missed_functions(fx):
-    items = list(bfcl.read([fx / "BFCL_v4_multi_turn_miss_func.json", fx / "possible_answer" / "BFCL_v4_multi_turn_miss_func.json"]))
+    items = list(
+        bfcl.read(
+            [fx / "BFCL_v4_multi_turn_miss_func.json", fx / "possible_answer" / "BFCL_v4_multi_turn_miss_func.json"]
+        )
+    )
     first, twitter, memory = items
     assert [t.name for t in first.tools] == ["add"]
-    assert first.tools[0].parameters == {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
-    assert [(m.role, m.content) for m in first.messages] == [("user", "Add 2 and 3."), ("user", "Now take the square root.")]
+    assert first.tools[0].parameters == {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    }
+    assert [(m.role, m.content) for m in first.messages] == [
+        ("user", "Add 2 and 3."),
+        ("user", "Now take the square root."),
+    ]
     assert first.meta["question_turns"] == [1, 0, 1]
     assert first.meta["missed_function"] == {"1": ["square_root"]}
     assert [f["name"] for f in first.meta["bfcl_functions"]] == ["add", "square_root"]
     assert first.meta["ground_truth"] == [["add(a=2, b=3)"], [], ["square_root(number=5)"]]
     assert isinstance(twitter, Rejected)
-    assert twitter.reason == f"involved_classes: no function docs for TwitterAPI: {fx.resolve() / 'multi_turn_func_doc' / 'posting_api.json'} not found"
+    assert twitter.reason == (
+        "involved_classes: no function docs for TwitterAPI: "
+        f"{fx.resolve() / 'multi_turn_func_doc' / 'posting_api.json'} not found"
+    )
     assert memory.tools == [] and memory.meta["unresolved_classes"] == ["MemoryAPI"]
     assert [m.role for m in memory.messages] == ["user"] and memory.meta["ground_truth"] == ["Michael"]
 
@@ -283,7 +362,13 @@ def test_unusable_inputs_raise_source_error(fx, tmp_path):
 def test_huge_strings_and_undecodable_lines(tmp_path):
     path = tmp_path / "BFCL_v2_simple.json"
     huge = {"id": "huge", "question": [{"role": "user", "content": "x" * 2_000_000}], "function": []}
-    path.write_bytes(json.dumps(huge).encode() + b"\n" + b'{"id": "bad \xff"}\n' + json.dumps({"id": "k" * 100_000, "question": 7}).encode() + b"\n")
+    path.write_bytes(
+        json.dumps(huge).encode()
+        + b"\n"
+        + b'{"id": "bad \xff"}\n'
+        + json.dumps({"id": "k" * 100_000, "question": 7}).encode()
+        + b"\n"
+    )
     items = list(bfcl.read([path]))
     assert items[0].id == "huge" and len(items[0].messages[0].content) == 2_000_000
     assert (items[1].location, items[1].reason) == (f"{path}:2", "not UTF-8 at byte 12")
@@ -296,7 +381,11 @@ def test_deeply_nested_schemas_convert(tmp_path):
     for _ in range(450):  # 900 JSON levels: near what the JSON parser itself accepts
         schema = {"type": "dict", "properties": {"x": schema}}
     path = tmp_path / "BFCL_v2_simple.json"
-    record = {"id": "deep", "question": [{"role": "user", "content": "hi"}], "function": [{"name": "f", "parameters": schema}]}
+    record = {
+        "id": "deep",
+        "question": [{"role": "user", "content": "hi"}],
+        "function": [{"name": "f", "parameters": schema}],
+    }
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     (item,) = bfcl.read([path])
     node, depth = item.tools[0].parameters, 0
@@ -354,11 +443,25 @@ def test_real_v2_counts(shared_data, category, answers, read, written, rejected)
 
 @pytest.mark.shared_data
 def test_real_v2_rejects_are_source_data_faults(shared_data):
-    faults = [(i.location.rsplit("/", 1)[-1], i.reason) for c in ("live_simple", "parallel_multiple") for i in read_v2(shared_data, c) if isinstance(i, Rejected)]
+    faults = [
+        (i.location.rsplit("/", 1)[-1], i.reason)
+        for c in ("live_simple", "parallel_multiple")
+        for i in read_v2(shared_data, c)
+        if isinstance(i, Rejected)
+    ]
     assert faults == [
-        ("BFCL_v2_live_simple.json:107 (live_simple_106-63-0)", "ground_truth[0].record.auto_loan_payment_start: no acceptable value (empty list)"),
-        ("BFCL_v2_live_simple.json:113 (live_simple_112-68-0)", "ground_truth[0].record.acc_routing_start: no acceptable value (empty list)"),
-        ("BFCL_v2_parallel_multiple.json:180 (parallel_multiple_179)", "ground_truth[4].deck: expected {argument: [acceptable values]}, got list"),
+        (
+            "BFCL_v2_live_simple.json:107 (live_simple_106-63-0)",
+            "ground_truth[0].record.auto_loan_payment_start: no acceptable value (empty list)",
+        ),
+        (
+            "BFCL_v2_live_simple.json:113 (live_simple_112-68-0)",
+            "ground_truth[0].record.acc_routing_start: no acceptable value (empty list)",
+        ),
+        (
+            "BFCL_v2_parallel_multiple.json:180 (parallel_multiple_179)",
+            "ground_truth[4].deck: expected {argument: [acceptable values]}, got list",
+        ),
     ]
 
 
@@ -378,11 +481,23 @@ def test_real_simple_0_hand_checked(shared_data):
         }}],
         "messages": [
             {"role": "user", "content": "Find the area of a triangle with a base of 10 units and height of 5 units."},
-            {"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5, "unit": "units"}}}]},
+            {"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function", "function": {
+                "name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5, "unit": "units"},
+            }}]},
         ],
         "meta": {
             "source": "bfcl", "bfcl_version": "v2", "category": "simple",
-            "bfcl_functions": [{"name": "calculate_triangle_area", "description": "Calculate the area of a triangle given its base and height.", "parameters": {"type": "dict", "properties": {"base": {"type": "integer", "description": "The base of the triangle."}, "height": {"type": "integer", "description": "The height of the triangle."}, "unit": {"type": "string", "description": "The unit of measure (defaults to 'units' if not specified)"}}, "required": ["base", "height"]}}],
+            "bfcl_functions": [{
+                "name": "calculate_triangle_area",
+                "description": "Calculate the area of a triangle given its base and height.",
+                "parameters": {"type": "dict", "properties": {
+                    "base": {"type": "integer", "description": "The base of the triangle."},
+                    "height": {"type": "integer", "description": "The height of the triangle."},
+                    "unit": {
+                        "type": "string", "description": "The unit of measure (defaults to 'units' if not specified)",
+                    },
+                }, "required": ["base", "height"]},
+            }],
             "ground_truth": [{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}],
         },
     }  # fmt: skip
@@ -396,21 +511,40 @@ def test_real_parallel_multiple_and_nested_records(shared_data):
         ("spotify.play", {"artist": "Maroon 5", "duration": 15}),
     ]
     java = read_v2(shared_data, "java")[1]
-    assert java.messages[-1].tool_calls[0].arguments == {"object": "Customers", "useShortName": True, "params": {"limit": 50, "schemaFilter": "public"}}
-    assert java.tools[0].parameters["properties"]["object"] == {"description": "The database object for which to generate proposals."}  # Java 'any'
+    assert java.messages[-1].tool_calls[0].arguments == {
+        "object": "Customers",
+        "useShortName": True,
+        "params": {"limit": 50, "schemaFilter": "public"},
+    }
+    assert java.tools[0].parameters["properties"]["object"] == {
+        "description": "The database object for which to generate proposals."
+    }  # Java 'any'
     javascript = read_v2(shared_data, "javascript")[0]
     assert javascript.tools[0].parameters["properties"] == {
         "inputField": {"type": "string", "description": "The form field whose input needs to be validated."},
-        "isComplete": {"type": "boolean", "description": "Indicates if the user has finished typing in the input field."},
+        "isComplete": {
+            "type": "boolean",
+            "description": "Indicates if the user has finished typing in the input field.",
+        },
     }
     live = read_v2(shared_data, "live_multiple")[0]
     assert live.messages[-1].tool_calls[0].arguments == {
         "drink_id": "latte",
-        "new_preferences": {"size": "large", "milk_type": "coconut", "sweetness_level": "extra", "temperature": "hot", "special_instructions": "served boiling hot"},
+        "new_preferences": {
+            "size": "large",
+            "milk_type": "coconut",
+            "sweetness_level": "extra",
+            "temperature": "hot",
+            "special_instructions": "served boiling hot",
+        },
     }
     exec_pm = {c.id: c for c in read_v2(shared_data, "exec_parallel_multiple", answers=False)}
     assert exec_pm["exec_parallel_multiple_18"].messages[-1].tool_calls[0].arguments == {"numbers": [1, 3, 4, 6, 8]}
-    assert exec_pm["exec_parallel_multiple_11"].messages[-1].tool_calls[1].arguments == {"amount": 250000, "from_currency": "USD", "to_currency": "EUR"}
+    assert exec_pm["exec_parallel_multiple_11"].messages[-1].tool_calls[1].arguments == {
+        "amount": 250000,
+        "from_currency": "USD",
+        "to_currency": "EUR",
+    }
     irrelevance = read_v2(shared_data, "irrelevance", answers=False)[0]
     assert [m.role for m in irrelevance.messages] == ["user"] and "ground_truth" not in irrelevance.meta
 
@@ -440,7 +574,9 @@ def test_real_tool_schemas_are_valid_and_golds_validate(shared_data):
                     faults.add((conversation.id, call.name, "undefined tool"))
                     continue
                 for error in jsonschema.Draft202012Validator(tools[call.name].parameters).iter_errors(call.arguments):
-                    faults.add((conversation.id, call.name, f"{'/'.join(map(str, error.absolute_path))}: {error.message}"))
+                    faults.add(
+                        (conversation.id, call.name, f"{'/'.join(map(str, error.absolute_path))}: {error.message}")
+                    )
     assert faults == GOLD_SCHEMA_EXCEPTIONS
 
 
@@ -448,7 +584,17 @@ def test_real_tool_schemas_are_valid_and_golds_validate(shared_data):
 def test_cli_converts_simple(shared_data, tmp_path, capsys):
     folder = shared_data / "bfcl_v2"
     out = tmp_path / "simple.jsonl"
-    code = cli_main(["data", "convert", "bfcl", str(folder / "BFCL_v2_simple.json"), str(folder / "possible_answer" / "BFCL_v2_simple.json"), "-o", str(out)])
+    code = cli_main(
+        [
+            "data",
+            "convert",
+            "bfcl",
+            str(folder / "BFCL_v2_simple.json"),
+            str(folder / "possible_answer" / "BFCL_v2_simple.json"),
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     assert capsys.readouterr().out.splitlines()[0] == "read 400, written 400, rejected 0"
     lines = out.read_text(encoding="utf-8").splitlines()
@@ -467,12 +613,21 @@ def v4_data() -> Path:
 
 
 def test_v4_files_from_the_package(v4_data):
-    simple = list(bfcl.read([v4_data / "BFCL_v4_simple_python.json", v4_data / "possible_answer" / "BFCL_v4_simple_python.json"]))
+    simple = list(
+        bfcl.read([v4_data / "BFCL_v4_simple_python.json", v4_data / "possible_answer" / "BFCL_v4_simple_python.json"])
+    )
     assert len(simple) == 400 and all(isinstance(c, Conversation) for c in simple)
     assert simple[0].meta["bfcl_version"] == "v4" and simple[0].meta["category"] == "simple_python"
     assert simple[0].messages[-1].tool_calls[0].arguments == {"base": 10, "height": 5, "unit": "units"}
 
-    multi = list(bfcl.read([v4_data / "BFCL_v4_multi_turn_miss_func.json", v4_data / "possible_answer" / "BFCL_v4_multi_turn_miss_func.json"]))
+    multi = list(
+        bfcl.read(
+            [
+                v4_data / "BFCL_v4_multi_turn_miss_func.json",
+                v4_data / "possible_answer" / "BFCL_v4_multi_turn_miss_func.json",
+            ]
+        )
+    )
     assert len(multi) == 200 and all(isinstance(c, Conversation) for c in multi)
     first = multi[0]
     assert first.meta["question_turns"] == [1, 1, 1, 0, 1]

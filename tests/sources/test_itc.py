@@ -1,4 +1,5 @@
-"""ITC reader: API records to JSON Schema, json{Thought, Action} answers, multilingual fixtures from the paper's examples."""
+"""ITC reader: API records to JSON Schema, json{Thought, Action} answers, multilingual fixtures from the paper's
+examples."""
 
 from __future__ import annotations
 
@@ -30,11 +31,23 @@ def read_fixture(fx: Path, with_apis: bool = True) -> list:
 @pytest.mark.parametrize(
     ("action", "calls"),
     [
-        ("[ Google Translate(text='Hello, how are you?', 'target_lang'='fr')]", [PyCall("Google Translate", [], {"text": "Hello, how are you?", "target_lang": "fr"})]),
-        ("[ latest(from='EUR', to='USD,AUD'), currencies() ]", [PyCall("latest", [], {"from": "EUR", "to": "USD,AUD"}), PyCall("currencies")]),
-        ("[Generate_password(numbers=true, pwCount=1, x=null, y=false)]", [PyCall("Generate_password", [], {"numbers": True, "pwCount": 1, "x": None, "y": False})]),
+        (
+            "[ Google Translate(text='Hello, how are you?', 'target_lang'='fr')]",
+            [PyCall("Google Translate", [], {"text": "Hello, how are you?", "target_lang": "fr"})],
+        ),
+        (
+            "[ latest(from='EUR', to='USD,AUD'), currencies() ]",
+            [PyCall("latest", [], {"from": "EUR", "to": "USD,AUD"}), PyCall("currencies")],
+        ),
+        (
+            "[Generate_password(numbers=true, pwCount=1, x=null, y=false)]",
+            [PyCall("Generate_password", [], {"numbers": True, "pwCount": 1, "x": None, "y": False})],
+        ),
         ("[f(s='true, null and Google Translate(x)')]", [PyCall("f", [], {"s": "true, null and Google Translate(x)"})]),
-        ("[Global Email V4(opt='a'), Global Email V4(opt='b')]", [PyCall("Global Email V4", [], {"opt": "a"}), PyCall("Global Email V4", [], {"opt": "b"})]),
+        (
+            "[Global Email V4(opt='a'), Global Email V4(opt='b')]",
+            [PyCall("Global Email V4", [], {"opt": "a"}), PyCall("Global Email V4", [], {"opt": "b"})],
+        ),
         ("[f('two words'=1)]", [PyCall("f", [], {"two words": 1})]),
         ("[]", []),
         ("single(x=1)", [PyCall("single", [], {"x": 1})]),
@@ -84,8 +97,15 @@ def test_oversized_and_non_string_sources():
 
 
 def test_parameters_to_json_schema():
-    required = [{"name": "city", "type": "STRING", "description": "City.", "default": ""}, {"name": "date", "type": "DATE (YYYY-MM-DD)", "description": "Day."}]
-    optional = [{"name": "units", "type": "ENUM", "description": "Units.", "default": "metric"}, {"name": "days", "type": "NUMBER"}, {"name": "raw", "type": "CUSTOM"}]
+    required = [
+        {"name": "city", "type": "STRING", "description": "City.", "default": ""},
+        {"name": "date", "type": "DATE (YYYY-MM-DD)", "description": "Day."},
+    ]
+    optional = [
+        {"name": "units", "type": "ENUM", "description": "Units.", "default": "metric"},
+        {"name": "days", "type": "NUMBER"},
+        {"name": "raw", "type": "CUSTOM"},
+    ]
     schema = itc.rapidapi_parameters(required, optional, "api")
     assert schema == {
         "type": "object",
@@ -157,18 +177,39 @@ def test_fixture_outcomes(fx):
         ("ok", "itc-multiturn-ja"),
         ("samples.jsonl:9", "invalid JSON at column 61: Unterminated string starting at"),
         ("samples.jsonl:10 (itc-bad-conversations)", "conversations: expected a non-empty list"),
-        ("samples.jsonl:11 (itc-bad-action)", "conversations[1].value.Action: not valid Python: EOF in multi-line statement"),
-        ("samples.jsonl:12 (itc-unknown-api)", "conversations[1].value.Action: call 'book_taxi' matches no API in the API file"),
-        ("samples.jsonl:13 (itc-ambiguous-tool)", "conversations[1].value.Action: call 'Travel Toolkit' names tool 'Travel Toolkit', which has 2 APIs"),
+        (
+            "samples.jsonl:11 (itc-bad-action)",
+            "conversations[1].value.Action: not valid Python: EOF in multi-line statement",
+        ),
+        (
+            "samples.jsonl:12 (itc-unknown-api)",
+            "conversations[1].value.Action: call 'book_taxi' matches no API in the API file",
+        ),
+        (
+            "samples.jsonl:13 (itc-ambiguous-tool)",
+            "conversations[1].value.Action: call 'Travel Toolkit' names tool 'Travel Toolkit', which has 2 APIs",
+        ),
         ("samples.jsonl:14 (itc-no-thought)", "conversations[1].value.Thought: expected a string, got NoneType"),
         ("samples.jsonl:15 (itc-orphan-result)", "conversations[0]: tool result answers no earlier call"),
-        ("samples.jsonl:16 (itc-unknown-speaker)", "conversations[0]: unknown speaker 'robot'; expected user, assistant or tool"),
+        (
+            "samples.jsonl:16 (itc-unknown-speaker)",
+            "conversations[0]: unknown speaker 'robot'; expected user, assistant or tool",
+        ),
         ("samples.jsonl:17", "sample: expected an object, got str"),
         ("samples.jsonl:18 (itc-value-not-string)", "conversations[0].value: expected a string, got int"),
-        ("samples.jsonl:19 (itc-positional)", "conversations[1].value.Action: translate1: positional arguments have no parameter names"),
+        (
+            "samples.jsonl:19 (itc-positional)",
+            "conversations[1].value.Action: translate1: positional arguments have no parameter names",
+        ),
         ("samples.jsonl:20 (itc-system-not-string)", "system: expected a string, got list"),
         ("samples.jsonl:21 (itc-no-user)", "conversations: no user turn"),
-        ("samples.jsonl:22 (itc-broken-json)", "conversations[1].value: answer is not a json{Thought, Action} object: Expecting ',' delimiter at column 37"),
+        (
+            "samples.jsonl:22 (itc-broken-json)",
+            (
+                "conversations[1].value: answer is not a json{Thought, Action} object: Expecting ',' delimiter at "
+                "column 37"
+            ),
+        ),
         ("apis.json#8", "API record: api.api_list: expected a list, got dict"),
         ("apis.json#9", "API record: api.api_list[0].required_parameters[0].type: expected a string, got int"),
         ("apis.json#10", "API record: api.api_list[0].optional_parameters[0].name: duplicate parameter 'q'"),
@@ -184,16 +225,26 @@ def test_single_call_exact_record(fx):
         "id": "itc-single-en",
         "tools": [{"type": "function", "function": {
             "name": "translate1",
-            "description": "This API endpoint allows users to perform translations of text from one language to another.",
+            "description": (
+                "This API endpoint allows users to perform translations of text from one language to another."
+            ),
             "parameters": {"type": "object", "properties": {
                 "text": {"type": "string", "description": "The text content to be translated"},
-                "target_lang": {"type": "string", "description": "The target language code (e.g., 'en' for English, 'zh' for Chinese)"},
+                "target_lang": {
+                    "type": "string",
+                    "description": "The target language code (e.g., 'en' for English, 'zh' for Chinese)",
+                },
             }, "required": ["text", "target_lang"]},
         }}],
         "messages": [
-            {"role": "user", "content": "Can you help me translate 'Hello, how are you?' into French for my upcoming trip to Paris?"},
-            {"role": "assistant", "content": "To assist the user with their request for translation, I will utilize the Google Translate API.",
-             "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "translate1", "arguments": {"text": "Hello, how are you?", "target_lang": "fr"}}}]},
+            {"role": "user", "content": (
+                "Can you help me translate 'Hello, how are you?' into French for my upcoming trip to Paris?"
+            )},
+            {"role": "assistant", "content": (
+                "To assist the user with their request for translation, I will utilize the Google Translate API."
+            ), "tool_calls": [{"id": "call_0", "type": "function", "function": {
+                "name": "translate1", "arguments": {"text": "Hello, how are you?", "target_lang": "fr"},
+            }}]},
         ],
         "meta": {
             "language": "en", "task_type": "single", "source": "itc",
@@ -205,26 +256,48 @@ def test_single_call_exact_record(fx):
 
 def test_repeated_parallel_nested_and_empty_actions(fx):
     items = {i.id: i for i in read_fixture(fx) if isinstance(i, Conversation)}
-    calls = lambda conv: [[(c.id, c.name, c.arguments) for c in m.tool_calls] for m in conv.messages if m.role == "assistant"]
-    assert calls(items["itc-repeated-en"]) == [[
-        ("call_0", "verify_email", {"opt": "VerifyMailbox: Express", "email": "john.doe@example.com"}),
-        ("call_1", "verify_email", {"opt": "VerifyMailbox: ExpressPremium", "email": "jane.smith@sample.com"}),
-    ]]
-    assert calls(items["itc-parallel-en"]) == [[("call_0", "latest", {"from": "EUR", "to": "USD,AUD"}), ("call_1", "currencies", {})]]
+    calls = lambda conv: [
+        [(c.id, c.name, c.arguments) for c in m.tool_calls] for m in conv.messages if m.role == "assistant"
+    ]
+    assert calls(items["itc-repeated-en"]) == [
+        [
+            ("call_0", "verify_email", {"opt": "VerifyMailbox: Express", "email": "john.doe@example.com"}),
+            ("call_1", "verify_email", {"opt": "VerifyMailbox: ExpressPremium", "email": "jane.smith@sample.com"}),
+        ]
+    ]
+    assert calls(items["itc-parallel-en"]) == [
+        [("call_0", "latest", {"from": "EUR", "to": "USD,AUD"}), ("call_1", "currencies", {})]
+    ]
     nested = items["itc-nested-en"]
     assert [m.role for m in nested.messages] == ["user", "assistant", "tool", "assistant"]
-    assert calls(nested) == [[("call_0", "Generate_password", {"numbers": True, "pwCount": 1, "length": 12})], [("call_1", "MD5_Text_Hash", {"dataString": "A1b2C3d4E5f6"})]]
+    assert calls(nested) == [
+        [("call_0", "Generate_password", {"numbers": True, "pwCount": 1, "length": 12})],
+        [("call_1", "MD5_Text_Hash", {"dataString": "A1b2C3d4E5f6"})],
+    ]
     assert nested.messages[2].to_dict() == {
-        "role": "tool", "content": '{"code": 200, "msg": "Password generated successfully.", "data": {"password": "A1b2C3d4E5f6"}}',
+        "role": "tool",
+        "content": '{"code": 200, "msg": "Password generated successfully.", "data": {"password": "A1b2C3d4E5f6"}}',
         "tool_call_id": "call_0", "name": "Generate_password",
     }  # fmt: skip
     assert nested.meta["renamed_calls"] == {"MD5_Text Hash": "MD5_Text_Hash"}
     empty = items["itc-empty-fr"]
-    assert empty.messages[-1].to_dict() == {"role": "assistant", "content": "Aucun des outils disponibles ne permet de réserver un restaurant. Je vous suggère de contacter directement le restaurant."}
+    assert empty.messages[-1].to_dict() == {
+        "role": "assistant",
+        "content": (
+            "Aucun des outils disponibles ne permet de réserver un restaurant. Je vous suggère de contacter "
+            "directement le restaurant."
+        ),
+    }
     assert empty.tools == []
     japanese = items["itc-multiturn-ja"]
-    assert [t.name for t in japanese.tools] == ["train_search", "hotel_search"]  # the whole tool record, distractor included
-    assert japanese.messages[-1].to_dict() == {"role": "assistant", "content": "東京発大阪行きの列車は、のぞみ1号（6時00分発）があります。"}
+    assert [t.name for t in japanese.tools] == [
+        "train_search",
+        "hotel_search",
+    ]  # the whole tool record, distractor included
+    assert japanese.messages[-1].to_dict() == {
+        "role": "assistant",
+        "content": "東京発大阪行きの列車は、のぞみ1号（6時00分発）があります。",
+    }
 
 
 def test_multilingual_text_survives_and_languages_are_kept(fx):
@@ -236,7 +309,11 @@ def test_multilingual_text_survives_and_languages_are_kept(fx):
     chinese = items["itc-single-zh"]
     assert chinese.messages[0].content == "请帮我查询一下北京现在的天气，用公制单位。"
     assert chinese.messages[1].tool_calls[0].arguments == {"location": "北京", "unit": "m"}
-    assert chinese.tools[0].parameters["properties"]["unit"] == {"type": "string", "description": "单位：m 公制，i 英制", "default": "m"}
+    assert chinese.tools[0].parameters["properties"]["unit"] == {
+        "type": "string",
+        "description": "单位：m 公制，i 英制",
+        "default": "m",
+    }
     arabic = items["itc-single-ar"]
     assert arabic.messages[1].tool_calls[0].arguments == {"city": "مكة المكرمة", "country": "السعودية", "method": 4}
 
@@ -258,7 +335,9 @@ def test_without_api_file_calls_keep_their_written_names(fx):
     items = read_fixture(fx, with_apis=False)
     first = items[0]
     assert first.tools == [] and first.messages[1].tool_calls[0].name == "Google Translate"
-    assert sum(isinstance(i, Conversation) for i in items) == 10  # the unknown and the ambiguous name are kept as written
+    assert (
+        sum(isinstance(i, Conversation) for i in items) == 10
+    )  # the unknown and the ambiguous name are kept as written
 
 
 def test_inputs_contract(fx, tmp_path):

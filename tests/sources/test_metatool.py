@@ -42,7 +42,9 @@ def test_real_csv_single_tool_queries(shared_data: Path) -> None:
 
 def test_real_multi_tool_golden(shared_data: Path) -> None:
     folder = shared_data / "metatool"
-    queries, rejects, libraries = split_queries(list(read([folder / "multi_tool_query_golden.json", folder / "big_tool_des.json"])))
+    queries, rejects, libraries = split_queries(
+        list(read([folder / "multi_tool_query_golden.json", folder / "big_tool_des.json"]))
+    )
     assert (len(queries), len(rejects), len(libraries[0].tools)) == (497, 0, 47)
     assert Counter(len(q.gold_tools) for q in queries) == {2: 497}
     assert queries[0].to_dict() == {
@@ -60,17 +62,25 @@ def test_real_task_files(shared_data: Path) -> None:
     assert Counter((q.meta["label"], len(q.gold_tools)) for q in task1) == {("positive", 1): 520, ("negative", 0): 520}
     assert task1[0].gold_tools == ["Now"] and task1[0].meta["thought_prompt"].startswith("You are an intelligent agent")
 
-    subtask3, rejects, libraries = split_queries(list(read([folder / "Task2-Subtask3.json", folder / "plugin_info.json"])))
+    subtask3, rejects, libraries = split_queries(
+        list(read([folder / "Task2-Subtask3.json", folder / "plugin_info.json"]))
+    )
     assert (len(subtask3), len(libraries[0].tools)) == (995, 388)
     # plugin_info.json defines SEO and web_scraper twice: the second definitions are rejected, the first kept
-    assert [r.reason.split(" (")[0] for r in rejects] == ["duplicate tool name 'web_scraper'", "duplicate tool name 'SEO'"]
+    assert [r.reason.split(" (")[0] for r in rejects] == [
+        "duplicate tool name 'web_scraper'",
+        "duplicate tool name 'SEO'",
+    ]
     assert libraries[0].meta["plugins"]["vio_com"] == {
         "name_for_human": "Vio.com",
         "description_for_human": "A better deal on your next hotel, motel or accommodation booking.",
     }
     first = subtask3[0]
     assert (first.id, first.query, first.gold_tools) == (
-        "Task2-Subtask3-0", "How can I make this experience as immersive as possible?", ["timeport"])
+        "Task2-Subtask3-0",
+        "How can I make this experience as immersive as possible?",
+        ["timeport"],
+    )
     assert sorted(first.meta) == ["action_prompt", "index", "source", "thought_prompt"] and first.meta["index"] == 9
 
     subtask4, rejects, _ = split_queries(list(read([folder / "Task2-Subtask4.json", folder / "big_tool_des.json"])))
@@ -97,29 +107,72 @@ def test_csv_non_utf8_row_is_rejected_alone(here: Path) -> None:
     queries, rejects, _ = split_queries(list(read([here / "latin1.csv", here / "mini_tools.json"])))
     assert [q.id for q in queries] == ["latin1-0", "latin1-2"]
     assert [(r.location, r.reason, r.raw) for r in rejects] == [
-        (f"{here / 'latin1.csv'}#1", "not UTF-8: undecodable bytes in the row ending at line 3", ["Caf\ufffd row", "WeatherTool"])
+        (
+            f"{here / 'latin1.csv'}#1",
+            "not UTF-8: undecodable bytes in the row ending at line 3",
+            ["Caf\ufffd row", "WeatherTool"],
+        )
     ]
 
 
 def test_csv_without_the_tool_column_is_a_source_error(here: Path) -> None:
-    with pytest.raises(SourceError, match=r"missing_column.csv: missing column\(s\) Tool; header is \['Query', 'Label'\]"):
+    with pytest.raises(
+        SourceError, match=r"missing_column.csv: missing column\(s\) Tool; header is \['Query', 'Label'\]"
+    ):
         list(read([here / "missing_column.csv", here / "mini_tools.json"]))
 
 
 def test_task_layout_gold_from_tool_or_label(here: Path) -> None:
     queries, rejects, _ = split_queries(list(read([here / "mini_task.json", here / "mini_tools.json"])))
     assert [q.to_dict() for q in queries] == [
-        {"id": "mini_task-0", "query": "Check the trends.", "gold_tools": ["WeatherTool"],
-         "meta": {"source": "metatool", "thought_prompt": "Do you need a tool? Query: check trends", "label": "positive"}},
-        {"id": "mini_task-1", "query": "Write a poem.", "gold_tools": [],
-         "meta": {"source": "metatool", "thought_prompt": "Do you need a tool? Query: write a poem", "label": "negative"}},
-        {"id": "mini_task-2", "query": "Tell me a joke.", "gold_tools": [],
-         "meta": {"source": "metatool", "thought_prompt": "Assess the query.", "action_prompt": "Choose one tool or None.", "index": 9}},
-        {"id": "mini_task-3", "query": "Tesla news and stock.", "gold_tools": ["FinanceTool", "NewsTool"],
-         "meta": {"source": "metatool", "thought_prompt": "Assess the query.", "action_prompt": "Choose two tools.",
-                  "unknown_gold": ["NewsTool"]}},
-        {"id": "mini_task-6", "query": "Extra keys.", "gold_tools": ["WeatherTool"],
-         "meta": {"source": "metatool", "action_prompt": "Choose one tool.", "extra": {"difficulty": "easy"}}},
+        {
+            "id": "mini_task-0",
+            "query": "Check the trends.",
+            "gold_tools": ["WeatherTool"],
+            "meta": {
+                "source": "metatool",
+                "thought_prompt": "Do you need a tool? Query: check trends",
+                "label": "positive",
+            },
+        },
+        {
+            "id": "mini_task-1",
+            "query": "Write a poem.",
+            "gold_tools": [],
+            "meta": {
+                "source": "metatool",
+                "thought_prompt": "Do you need a tool? Query: write a poem",
+                "label": "negative",
+            },
+        },
+        {
+            "id": "mini_task-2",
+            "query": "Tell me a joke.",
+            "gold_tools": [],
+            "meta": {
+                "source": "metatool",
+                "thought_prompt": "Assess the query.",
+                "action_prompt": "Choose one tool or None.",
+                "index": 9,
+            },
+        },
+        {
+            "id": "mini_task-3",
+            "query": "Tesla news and stock.",
+            "gold_tools": ["FinanceTool", "NewsTool"],
+            "meta": {
+                "source": "metatool",
+                "thought_prompt": "Assess the query.",
+                "action_prompt": "Choose two tools.",
+                "unknown_gold": ["NewsTool"],
+            },
+        },
+        {
+            "id": "mini_task-6",
+            "query": "Extra keys.",
+            "gold_tools": ["WeatherTool"],
+            "meta": {"source": "metatool", "action_prompt": "Choose one tool.", "extra": {"difficulty": "easy"}},
+        },
     ]
     path = here / "mini_task.json"
     assert [(r.location, r.reason) for r in rejects] == [
@@ -140,14 +193,31 @@ def test_plugin_info_tool_file(here: Path) -> None:
     assert libraries[0].to_dict() == {
         "id": "mini_plugin_info",
         "tools": [
-            {"type": "function", "function": {"name": "SEO", "description": "On-page SEO analysis.",
-                                              "parameters": {"type": "object", "properties": {}}}},
-            {"type": "function", "function": {"name": "web_scraper", "description": "Scrape webpages.",
-                                              "parameters": {"type": "object", "properties": {}}}},
+            {
+                "type": "function",
+                "function": {
+                    "name": "SEO",
+                    "description": "On-page SEO analysis.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": "web_scraper",
+                    "description": "Scrape webpages.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            },
         ],
-        "meta": {"source": "metatool", "file": "mini_plugin_info.json", "plugins": {
-            "SEO": {"name_for_human": "SEO", "description_for_human": "SEO analysis!"},
-            "web_scraper": {"name_for_human": "Scraper", "description_for_human": "Scrape webpages."}}},
+        "meta": {
+            "source": "metatool",
+            "file": "mini_plugin_info.json",
+            "plugins": {
+                "SEO": {"name_for_human": "SEO", "description_for_human": "SEO analysis!"},
+                "web_scraper": {"name_for_human": "Scraper", "description_for_human": "Scrape webpages."},
+            },
+        },
     }
     assert [q.meta["unknown_gold"] for q in queries] == [["FinanceTool", "NewsTool"], ["WeatherTool", "ResearchHelper"]]
 

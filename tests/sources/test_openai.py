@@ -32,8 +32,12 @@ def test_string_arguments_are_decoded_and_extras_kept(records):
             {"role": "tool", "content": '{"temp_c": 18}', "tool_call_id": "call_abc", "name": "get_weather"},
             {"role": "assistant", "content": "18 °C in Paris."},
         ],
-        "meta": {"source": "openai", "extra": {"parallel_tool_calls": False}, "message_extra": {"4": {"weight": 1}},
-                 "tool_extra": {"0": {"strict": True}}},
+        "meta": {
+            "source": "openai",
+            "extra": {"parallel_tool_calls": False},
+            "message_extra": {"4": {"weight": 1}},
+            "tool_extra": {"0": {"strict": True}},
+        },
     }
 
 
@@ -54,8 +58,14 @@ def test_legacy_function_calling_becomes_tool_calls(records):
 def test_calls_without_ids_get_ids_and_results_link_by_name_then_order(records):
     assert [m.to_dict() for m in records[2].messages] == [
         {"role": "user", "content": "Weather in Rome and time in Rome?"},
-        {"role": "assistant", "content": "Checking both.", "tool_calls": [
-            call("call_0", "get_weather", {"city": "Rome"}), call("call_1", "get_time", {"timezone": "Europe/Rome"})]},
+        {
+            "role": "assistant",
+            "content": "Checking both.",
+            "tool_calls": [
+                call("call_0", "get_weather", {"city": "Rome"}),
+                call("call_1", "get_time", {"timezone": "Europe/Rome"}),
+            ],
+        },
         {"role": "tool", "content": "12:00", "tool_call_id": "call_1", "name": "get_time"},
         {"role": "tool", "content": '{"temp_c": 25}', "tool_call_id": "call_0", "name": "get_weather"},
         {"role": "assistant", "content": "25 °C, and it is noon."},
@@ -76,8 +86,14 @@ def test_broken_lines_are_each_one_reject(fixtures):
         ("broken.jsonl:9", "messages[0].role: expected one of system, user, assistant, tool, got 'robot'"),
         ("broken.jsonl:10", "messages[0].content: expected str, got int"),
         ("broken.jsonl:11", "messages[0].content: expected str, got list"),
-        ("broken.jsonl:12", "messages[1].tool_calls[0].function.arguments: invalid JSON at column 17: Expecting ',' delimiter"),
-        ("broken.jsonl:13", "messages[1].tool_calls[0].function.arguments: arguments string is JSON list, not an object"),
+        (
+            "broken.jsonl:12",
+            "messages[1].tool_calls[0].function.arguments: invalid JSON at column 17: Expecting ',' delimiter",
+        ),
+        (
+            "broken.jsonl:13",
+            "messages[1].tool_calls[0].function.arguments: arguments string is JSON list, not an object",
+        ),
         ("broken.jsonl:14", "messages[1].tool_calls[0].function.arguments: expected an object, got int"),
         ("broken.jsonl:15", "messages[1].tool_calls[0].id: expected str, got int"),
         ("broken.jsonl:16", "messages[1].tool_calls[0].type: expected 'function', got 'code'"),
@@ -98,8 +114,12 @@ def test_broken_lines_are_each_one_reject(fixtures):
 def test_arguments_string_that_is_not_an_object_names_the_call():
     from train.schema import SchemaError
 
-    record = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [
-        call("a", "f", "{}"), call("b", "g", '"Paris"')]}]}
+    record = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "tool_calls": [call("a", "f", "{}"), call("b", "g", '"Paris"')]},
+        ]
+    }
     with pytest.raises(SchemaError) as err:
         conversation_from_openai(record, "x-0")
     assert str(err.value) == "messages[1].tool_calls[1].function.arguments: arguments string is JSON str, not an object"
@@ -107,10 +127,13 @@ def test_arguments_string_that_is_not_an_object_names_the_call():
 
 def test_record_already_canonical_passes_unchanged():
     canonical = {
-        "id": "c1", "tools": [tool("get_time", "Local time in a timezone", TIME_PARAMS)],
-        "messages": [{"role": "user", "content": "Time?"},
-                     {"role": "assistant", "tool_calls": [call("t1", "get_time", {"timezone": "UTC"})]},
-                     {"role": "tool", "content": "12:00", "tool_call_id": "t1", "name": "get_time"}],
+        "id": "c1",
+        "tools": [tool("get_time", "Local time in a timezone", TIME_PARAMS)],
+        "messages": [
+            {"role": "user", "content": "Time?"},
+            {"role": "assistant", "tool_calls": [call("t1", "get_time", {"timezone": "UTC"})]},
+            {"role": "tool", "content": "12:00", "tool_call_id": "t1", "name": "get_time"},
+        ],
         "meta": {"source": "glaive", "layout": "raw"},
     }
     assert conversation_from_openai(canonical, "x-0").to_dict() == canonical

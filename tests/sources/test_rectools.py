@@ -22,7 +22,9 @@ def here(fixtures: Path) -> Path:
 
 def test_real_rectools_counts_and_first_record(shared_data: Path) -> None:
     folder = shared_data / "rectools_ptr"
-    queries, rejects, libraries = split_queries(list(read([folder / "RecTools_QT.json", folder / "RecTools_tool.json"])))
+    queries, rejects, libraries = split_queries(
+        list(read([folder / "RecTools_QT.json", folder / "RecTools_tool.json"]))
+    )
     assert (len(queries), len(rejects), len(libraries)) == (1000, 0, 1)
     assert len(libraries[0].tools) == 47 and libraries[0].id == "RecTools_tool"
     # exactly 100 queries for each gold-set size 1..10 (SOURCES.md)
@@ -31,8 +33,17 @@ def test_real_rectools_counts_and_first_record(shared_data: Path) -> None:
         "id": "RecTools_QT-0",
         "query": "**\n\nI want to find a local restaurant with a menu that fits my diet plan, book a table, get "
         "astrology insights on the best date for my dinner, and select a thoughtful gift for my dining companion.",
-        "gold_tools": ["StrologyTool", "MemoryTool", "ResumeTool", "GiftTool", "DietTool", "RestaurantBookingTool",
-                       "local", "HouseRentingTool", "HousePurchasingTool"],
+        "gold_tools": [
+            "StrologyTool",
+            "MemoryTool",
+            "ResumeTool",
+            "GiftTool",
+            "DietTool",
+            "RestaurantBookingTool",
+            "local",
+            "HouseRentingTool",
+            "HousePurchasingTool",
+        ],
         "meta": {"source": "rectools"},
     }
     assert [q.id for q in queries[:3]] == ["RecTools_QT-0", "RecTools_QT-1", "RecTools_QT-2"]
@@ -57,10 +68,18 @@ def test_mini_file_rejects_wrong_types_and_warns_on_unknown_gold(here: Path) -> 
     assert isinstance(items[0], ToolLibrary)  # the library comes before the queries
     assert [t.name for t in libraries[0].tools] == ["RestaurantBookingTool", "WeatherTool", "local"]
     assert [q.to_dict() for q in queries] == [
-        {"id": "mini_QT-0", "query": "**\n\nBook a table and check the weather.",
-         "gold_tools": ["RestaurantBookingTool", "WeatherTool"], "meta": {"source": "rectools"}},
-        {"id": "mini_QT-1", "query": "Find a local shop.", "gold_tools": ["local", "ShopTool"],
-         "meta": {"source": "rectools", "unknown_gold": ["ShopTool"]}},
+        {
+            "id": "mini_QT-0",
+            "query": "**\n\nBook a table and check the weather.",
+            "gold_tools": ["RestaurantBookingTool", "WeatherTool"],
+            "meta": {"source": "rectools"},
+        },
+        {
+            "id": "mini_QT-1",
+            "query": "Find a local shop.",
+            "gold_tools": ["local", "ShopTool"],
+            "meta": {"source": "rectools", "unknown_gold": ["ShopTool"]},
+        },
         {"id": "mini_QT-3", "query": "Plan a trip.", "gold_tools": ["WeatherTool"], "meta": {"source": "rectools"}},
     ]
     path = here / "mini_QT.json"
@@ -78,8 +97,10 @@ def test_truncated_array_keeps_the_records_before_the_break(here: Path) -> None:
     queries, rejects, _ = split_queries(list(read([here / "truncated_QT.json", here / "mini_tool.json"])))
     assert [q.query for q in queries] == ["First query.", "Second query."]
     assert [(r.location, r.reason) for r in rejects] == [
-        (f"{here / 'truncated_QT.json'}#2",
-         "invalid JSON at line 4 column 13: Unterminated string starting at; the rest of the file is unreadable"),
+        (
+            f"{here / 'truncated_QT.json'}#2",
+            "invalid JSON at line 4 column 13: Unterminated string starting at; the rest of the file is unreadable",
+        ),
     ]
 
 

@@ -10,12 +10,22 @@ from helpers import call, split
 from train.schema import Conversation, SchemaError, dumps
 from train.sources.sharegpt import parse_function_call, read
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "Local time in a timezone",
-    "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Local time in a timezone",
+        "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]},
+    },
+}
 
 
 @pytest.fixture
@@ -32,8 +42,13 @@ def test_parallel_calls_in_one_value_and_results_in_order(records):
         "messages": [
             {"role": "system", "content": "You are a travel assistant."},
             {"role": "user", "content": "Weather and time in Tokyo?"},
-            {"role": "assistant", "tool_calls": [
-                call("call_0", "get_weather", {"city": "Tokyo"}), call("call_1", "get_time", {"timezone": "Asia/Tokyo"})]},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    call("call_0", "get_weather", {"city": "Tokyo"}),
+                    call("call_1", "get_time", {"timezone": "Asia/Tokyo"}),
+                ],
+            },
             {"role": "tool", "content": '{"temp_c": 21}', "tool_call_id": "call_0", "name": "get_weather"},
             {"role": "tool", "content": '{"time": "14:05"}', "tool_call_id": "call_1", "name": "get_time"},
             {"role": "assistant", "content": "It is 21 °C and 14:05 in Tokyo."},
@@ -46,8 +61,13 @@ def test_role_content_keys_consecutive_call_turns_and_named_results(records):
     conv = records[1]
     assert [m.to_dict() for m in conv.messages] == [
         {"role": "user", "content": "Weather in Oslo and Lima?"},
-        {"role": "assistant", "tool_calls": [
-            call("call_0", "get_weather", {"city": "Oslo"}), call("call_1", "get_time", {"timezone": "America/Lima"})]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                call("call_0", "get_weather", {"city": "Oslo"}),
+                call("call_1", "get_time", {"timezone": "America/Lima"}),
+            ],
+        },
         # the results name their tool, so they link by name even though they come in the other order
         {"role": "tool", "content": '{"time": "07:00"}', "tool_call_id": "call_1", "name": "get_time"},
         {"role": "tool", "content": '{"temp_c": -3}', "tool_call_id": "call_0", "name": "get_weather"},
@@ -64,7 +84,11 @@ def test_text_then_call_is_one_message_and_extras_go_to_meta(records):
         "messages": [
             {"role": "system", "content": "Answer briefly."},
             {"role": "user", "content": "Is it raining in Bergen?"},
-            {"role": "assistant", "content": "Let me check.", "tool_calls": [call("call_0", "get_weather", {"city": "Bergen"})]},
+            {
+                "role": "assistant",
+                "content": "Let me check.",
+                "tool_calls": [call("call_0", "get_weather", {"city": "Bergen"})],
+            },
             {"role": "tool", "content": '{"rain": true}', "tool_call_id": "call_0", "name": "get_weather"},
             {"role": "assistant", "content": "Yes, it is raining in Bergen."},
         ],
@@ -107,7 +131,10 @@ def test_broken_lines_are_each_one_reject(fixtures):
 
 def test_json_array_input_and_several_files(fixtures, tmp_path):
     array = tmp_path / "array.json"
-    records = [json.loads(line) for line in (fixtures / "sources/sharegpt/records.jsonl").read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(line)
+        for line in (fixtures / "sources/sharegpt/records.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     array.write_text(json.dumps(records[:2]), encoding="utf-8")
     accepted, rejected = split(read([array, fixtures / "sources/sharegpt/records.jsonl"]))
     assert [c.id for c in accepted] == ["array-0", "array-1", "records-0", "records-1", "sg-7"]
@@ -119,8 +146,17 @@ def test_observation_with_nothing_to_answer_is_kept_unlinked():
     from train.sources.sharegpt import conversation_from_sharegpt
 
     conv = conversation_from_sharegpt(
-        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "calling"},
-                           {"from": "observation", "value": "{}"}, {"from": "gpt", "value": "done"}]}, "x-0", "sharegpt")
+        {
+            "conversations": [
+                {"from": "human", "value": "hi"},
+                {"from": "gpt", "value": "calling"},
+                {"from": "observation", "value": "{}"},
+                {"from": "gpt", "value": "done"},
+            ]
+        },
+        "x-0",
+        "sharegpt",
+    )
     assert conv.messages[2].to_dict() == {"role": "tool", "content": "{}"}
 
 
@@ -128,7 +164,9 @@ def test_function_call_values_in_every_accepted_shape():
     assert parse_function_call('{"name": "f", "arguments": "{\\"a\\": 1}"}', "v") == [("f", {"a": 1})]
     assert parse_function_call({"name": "f"}, "v") == [("f", {})]
     assert parse_function_call([{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"b": [1]}}], "v") == [
-        ("f", {}), ("g", {"b": [1]})]
+        ("f", {}),
+        ("g", {"b": [1]}),
+    ]
     with pytest.raises(SchemaError, match=r"^v\.arguments: arguments string is JSON int, not an object$"):
         parse_function_call('{"name": "f", "arguments": "3"}', "v")
 

@@ -35,7 +35,10 @@ def test_fixture_outcomes(fx):
         ("ok", "weather/test-0"),
         ("ok", "weather/test-1"),
         ("weather/test.jsonl:3", "invalid JSON at column 53: Unterminated string starting at"),
-        ("weather/test.jsonl:4 (weather/test-3)", "test.csv: Instruction 'How warm is Milan today?' does not match the prompt 'How warm is Rome today?'"),
+        (
+            "weather/test.jsonl:4 (weather/test-3)",
+            "test.csv: Instruction 'How warm is Milan today?' does not match the prompt 'How warm is Rome today?'",
+        ),
         ("weather/test.jsonl:5 (weather/test-4)", "completion: expected a non-empty list of program strings"),
         ("weather/test.jsonl:6 (weather/test-5)", "test.csv.Name: 'Moon Phase' matches none of the 3 tools"),
         ("weather/test.jsonl:7 (weather/test-6)", "test case: expected an object, got list"),
@@ -49,14 +52,21 @@ def test_fixture_exact_record(fx):
     home = next(toolbench.read([fx / "home"]))  # a task folder alone: tools come from its parent
     tools = json.loads((fx / "sambanova.json").read_text())["api_list"]
     assert home.to_dict()["messages"] == [{"role": "user", "content": "Rent a 2-bedroom home in Boston."}]
-    assert [t.name for t in home.tools] == [api["name"] for api in tools] == ["current_weather_city", "forecast_weather_city", "home_search"]
+    assert (
+        [t.name for t in home.tools]
+        == [api["name"] for api in tools]
+        == ["current_weather_city", "forecast_weather_city", "home_search"]
+    )
     assert home.meta == {
         "source": "toolbench_sambanova",
         "task": "home",
         "gold_tool": "home_search",
         "gold_tool_label": "Home search",
         "completion": ['API.set_location("Boston")\nAPI.set_buy_or_rent("rent")\nAPI.set_num_beds(2)\nAPI.search()'],
-        "api_program": "API.set_location(\"Boston\")\nAPI.set_buy_or_rent(\"rent\")\nAPI.set_min_price('None')\nAPI.set_num_beds(2)\nAPI.search()",
+        "api_program": (
+            'API.set_location("Boston")\nAPI.set_buy_or_rent("rent")\nAPI.set_min_price(\'None\')\n'
+            "API.set_num_beds(2)\nAPI.search()"
+        ),
         "compare_string_only": False,
     }
     weather = home.tools[0].to_dict()["function"]
@@ -102,26 +112,36 @@ def test_real_tasks(shared_data):
         ("weather", "current_weather_zipcode"): 13, ("weather", "current_weather_city"): 12,
         ("weather", "forecast_weather_latitude_longitude"): 12, ("weather", "current_weather_latitude_longitude"): 11,
         ("weather", "forecast_weather_city"): 11, ("weather", "forecast_weather_zipcode"): 11,
-        ("weather", "forecast_air_pollution"): 10, ("weather", "current_air_pollution"): 10, ("weather", "geographical_coordinates"): 10,
+        ("weather", "forecast_air_pollution"): 10, ("weather", "current_air_pollution"): 10,
+        ("weather", "geographical_coordinates"): 10,
     }  # fmt: skip
     assert all(len(i.tools) == 17 and [m.role for m in i.messages] == ["user"] for i in items)
     for tool in items[0].tools:
         jsonschema.Draft202012Validator.check_schema(tool.parameters)
     cat = next(i for i in items if i.id == "cat/test-0")
     assert cat.messages[0].content == "Delete the cat image with id = dv0 from my favorites."
-    assert {k: cat.meta[k] for k in ("gold_tool", "gold_tool_label", "completion", "api_program", "compare_string_only")} == {
+    assert {
+        k: cat.meta[k] for k in ("gold_tool", "gold_tool_label", "completion", "api_program", "compare_string_only")
+    } == {
         "gold_tool": "delete_image_from_favorites",
         "gold_tool_label": "Delete image from favorites",
         "completion": ["curl -X DELETE 'https://api.thecatapi.com/v1/favourites/dv0'"],
         "api_program": "curl -X DELETE 'https://api.thecatapi.com/v1/favourites/dv0'",
         "compare_string_only": True,
     }
-    assert Counter(i.meta["gold_tool"] for i in items if i.meta["compare_string_only"]) == {"delete_image_from_favorites": 8}
+    assert Counter(i.meta["gold_tool"] for i in items if i.meta["compare_string_only"]) == {
+        "delete_image_from_favorites": 8
+    }
 
 
 @pytest.mark.shared_data
 def test_cli_converts_the_folder(shared_data, tmp_path, capsys):
     out = tmp_path / "toolbench.jsonl"
-    assert cli_main(["data", "convert", "toolbench", str(shared_data / "toolbench_sambanova_toolverifier"), "-o", str(out)]) == 0
+    assert (
+        cli_main(
+            ["data", "convert", "toolbench", str(shared_data / "toolbench_sambanova_toolverifier"), "-o", str(out)]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.splitlines()[0] == "read 420, written 420, rejected 0"
     assert len(out.read_text(encoding="utf-8").splitlines()) == 420

@@ -35,19 +35,34 @@ def test_real_toollens(shared_data: Path) -> None:
     assert queries[0].to_dict() == {
         "id": "18674",
         "query": "I'm planning a meal using the ingredient beef and grocery.",
-        "gold_tools": ["suggestions_for_worldwide_recipes", "v1_nutrition_for_nutrition_by_api_ninjas",
-                       "search_a_grocery_for_store_groceries"],
+        "gold_tools": [
+            "suggestions_for_worldwide_recipes",
+            "v1_nutrition_for_nutrition_by_api_ninjas",
+            "search_a_grocery_for_store_groceries",
+        ],
         "meta": {"source": "toollens", "split": "train", "gold_corpus_ids": ["0", "1", "2"]},
     }
     assert library.tools[1].to_dict()["function"] == {
         "name": "v1_nutrition_for_nutrition_by_api_ninjas",
         "description": "API Ninjas Nutrition API endpoint.",
-        "parameters": {"type": "object", "required": ["query"], "properties": {"query": {
-            "type": "string", "description": "Query text to extract nutrition information (e.g. **bacon and 3 eggs**)."}}},
+        "parameters": {
+            "type": "object",
+            "required": ["query"],
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "Query text to extract nutrition information (e.g. **bacon and 3 eggs**).",
+                }
+            },
+        },
     }
     info = library.meta["corpus"]["v1_nutrition_for_nutrition_by_api_ninjas"]
     assert (info["_id"], info["category_name"], info["tool_name"], info["api_name"]) == (
-        "1", "Food", "Nutrition by API-Ninjas", "/v1/nutrition")
+        "1",
+        "Food",
+        "Nutrition by API-Ninjas",
+        "/v1/nutrition",
+    )
     assert info["return_schema"]["calories"] == "float" and info["text"].startswith("category_name:Food, tool_name:")
 
 
@@ -71,17 +86,39 @@ def test_mini_folder_records_and_rejects(mini: Path) -> None:
         "required": ["q"],
     }
     corpus = libraries[0].meta["corpus"]
-    assert corpus["toollens_2"] == {"_id": "2", "title": "", "text": "a free-text description that is not packed",
-                                    "metadata": {}, "unparsed": True}
+    assert corpus["toollens_2"] == {
+        "_id": "2",
+        "title": "",
+        "text": "a free-text description that is not packed",
+        "metadata": {},
+        "unparsed": True,
+    }
     assert corpus[names[3]]["return_schema"] == "not json"
     assert [q.to_dict() for q in queries] == [
-        {"id": "10", "query": "I'm planning a meal using the ingredient beef.", "gold_tools": names[:2],
-         "meta": {"source": "toollens", "split": "train", "gold_corpus_ids": ["0", "1"]}},
-        {"id": "11", "query": "Find dive sites in Egypt.", "gold_tools": [names[1], names[3]],
-         "meta": {"source": "toollens", "split": "test", "gold_corpus_ids": ["1", "3"], "metadata": {"lang": "en"}}},
-        {"id": "15", "query": "Judged against a missing corpus id and a score 0.", "gold_tools": ["99"],
-         "meta": {"source": "toollens", "split": "train", "gold_corpus_ids": ["99"], "unknown_gold": ["99"],
-                  "nonrelevant_corpus_ids": ["2"]}},
+        {
+            "id": "10",
+            "query": "I'm planning a meal using the ingredient beef.",
+            "gold_tools": names[:2],
+            "meta": {"source": "toollens", "split": "train", "gold_corpus_ids": ["0", "1"]},
+        },
+        {
+            "id": "11",
+            "query": "Find dive sites in Egypt.",
+            "gold_tools": [names[1], names[3]],
+            "meta": {"source": "toollens", "split": "test", "gold_corpus_ids": ["1", "3"], "metadata": {"lang": "en"}},
+        },
+        {
+            "id": "15",
+            "query": "Judged against a missing corpus id and a score 0.",
+            "gold_tools": ["99"],
+            "meta": {
+                "source": "toollens",
+                "split": "train",
+                "gold_corpus_ids": ["99"],
+                "unknown_gold": ["99"],
+                "nonrelevant_corpus_ids": ["2"],
+            },
+        },
     ]
     train, queries_file = mini / "qrels" / "train.tsv", mini / "queries.jsonl"
     assert [(r.location, r.reason) for r in rejects] == [
@@ -115,13 +152,19 @@ def test_layout_errors_are_source_errors(mini: Path, tmp_path: Path) -> None:
 
 
 def test_packed_text_and_names() -> None:
-    text = ('category_name:Data, tool_name:A, B & C, api_name:get, api_description:Gets a, b, required_params: '
-            '[{"name": "x", "type": "ENUM", "description": "one, two"}], optional_params: [], return_schema: {}')
+    text = (
+        "category_name:Data, tool_name:A, B & C, api_name:get, api_description:Gets a, b, required_params: "
+        '[{"name": "x", "type": "ENUM", "description": "one, two"}], optional_params: [], return_schema: {}'
+    )
     # commas inside the names and the description do not split fields: the field markers do
     assert parse_packed_text(text) == {
-        "category_name": "Data", "tool_name": "A, B & C", "api_name": "get", "api_description": "Gets a, b",
+        "category_name": "Data",
+        "tool_name": "A, B & C",
+        "api_name": "get",
+        "api_description": "Gets a, b",
         "required_params": [{"name": "x", "type": "ENUM", "description": "one, two"}],
-        "optional_params": [], "return_schema": {},
+        "optional_params": [],
+        "return_schema": {},
     }
     assert parse_packed_text("category_name:x, tool_name:y") is None
     assert function_name("/v1/nutrition", "Nutrition by API-Ninjas") == "v1_nutrition_for_nutrition_by_api_ninjas"

@@ -21,13 +21,24 @@ def fx(fixtures: Path) -> Path:
 def test_fixture_outcomes(fx):
     items = list(toolselect.read([fx / "train.csv", fx / "tools.csv"]))
     prefix = f"{fx}/"
-    assert [("ok", i.id) if isinstance(i, Conversation) else (i.location.replace(prefix, ""), i.reason) for i in items] == [
+    assert [
+        ("ok", i.id) if isinstance(i, Conversation) else (i.location.replace(prefix, ""), i.reason) for i in items
+    ] == [
         ("ok", "train-0"),
         ("ok", "train-1"),
         ("train.csv#2", "text: expected 3 sections separated by '###', got 2"),
         ("train.csv#3", "text: first section does not start with 'User: '"),
-        ("train.csv#4", "text.choices[1]: expected '<name> = <description>', got 'News: The News tool gets the top news for a particular topic'"),
-        ("train.csv#5", "text.gold: CALLTOOL['Music Player'] names no candidate ('Book Review', 'News', 'Weather Now')"),
+        (
+            "train.csv#4",
+            (
+                "text.choices[1]: expected '<name> = <description>', got 'News: The News tool gets the top news for a "
+                "particular topic'"
+            ),
+        ),
+        (
+            "train.csv#5",
+            "text.gold: CALLTOOL['Music Player'] names no candidate ('Book Review', 'News', 'Weather Now')",
+        ),
         ("train.csv#6", "text.choices: duplicate candidate(s) 'Book Review'"),
         ("train.csv#7", "text: expected 3 sections separated by '###', got 1"),
         ("train.csv#8", "row: 1 field(s) more than the header"),
@@ -42,14 +53,28 @@ def test_fixture_exact_record(fx):
     assert first.to_dict() == {
         "id": "train-0",
         "tools": [
-            {"type": "function", "function": {"name": "Book Review", "description": "The Book Review tool gets the top-rated book reviews for a particular book.", "parameters": {"type": "object", "properties": {}}}},
-            {"type": "function", "function": {"name": "News", "description": "The News tool gets the top news for a particular topic or query.", "parameters": {"type": "object", "properties": {}}}},
-            {"type": "function", "function": {"name": "Weather Now", "description": "Current weather at a place.", "parameters": {"type": "object", "properties": {}}}},
+            {"type": "function", "function": {
+                "name": "Book Review",
+                "description": "The Book Review tool gets the top-rated book reviews for a particular book.",
+                "parameters": {"type": "object", "properties": {}},
+            }},
+            {"type": "function", "function": {
+                "name": "News",
+                "description": "The News tool gets the top news for a particular topic or query.",
+                "parameters": {"type": "object", "properties": {}},
+            }},
+            {"type": "function", "function": {
+                "name": "Weather Now",
+                "description": "Current weather at a place.",
+                "parameters": {"type": "object", "properties": {}},
+            }},
         ],
         "messages": [
             {"role": "user", "content": '10 reviews for "Dune".'},
             {"role": "assistant", "content": "The user wants reviews of a book.\nThe Book Review tool fits.",
-             "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "Book Review", "arguments": {}}}]},
+             "tool_calls": [
+                 {"id": "call_0", "type": "function", "function": {"name": "Book Review", "arguments": {}}},
+             ]},
         ],
         "meta": {
             "source": "toolselect",
@@ -65,7 +90,12 @@ def test_hyphen_cut_gold_label_and_unicode(fx):
     items = [i for i in toolselect.read([fx / "train.csv"]) if isinstance(i, Conversation)]
     sun = items[1]
     assert sun.messages[-1].tool_calls[0].name == "Sun-Rise Time tool"
-    assert sun.meta == {"source": "toolselect", "candidates": ["Sun-Rise Time tool", "Sun Set Time"], "gold_tool": "Sun-Rise Time tool", "gold_label": "Sun"}
+    assert sun.meta == {
+        "source": "toolselect",
+        "candidates": ["Sun-Rise Time tool", "Sun Set Time"],
+        "gold_tool": "Sun-Rise Time tool",
+        "gold_label": "Sun",
+    }
     assert items[2].messages[0].content == "Wie wird das Wetter in Köln? 天气怎么样？"
     assert "description_mismatch" not in items[0].meta  # no tools.csv given, no cross-check
 
@@ -92,11 +122,18 @@ def test_real_train_set(shared_data):
     assert all(i.meta["gold_tool"] in i.meta["candidates"] for i in items)
     assert all(i.messages[-1].tool_calls[0].name == i.meta["gold_tool"] for i in items)
     assert Counter(len(i.tools) for i in items) == {8: 482, 3: 39, 2: 18, 4: 16}
-    assert [(i.id, i.meta["gold_label"]) for i in items if "gold_label" in i.meta] == [("train-36", "Sun"), ("train-37", "Sun"), ("train-38", "Sun")]
+    assert [(i.id, i.meta["gold_label"]) for i in items if "gold_label" in i.meta] == [
+        ("train-36", "Sun"),
+        ("train-37", "Sun"),
+        ("train-38", "Sun"),
+    ]
     assert sum("not_in_tools_csv" in i.meta for i in items) == 0
-    assert (sum("description_mismatch" in i.meta for i in items), sum(len(i.meta.get("description_mismatch", {})) for i in items)) == (276, 386)
+    assert (
+        sum("description_mismatch" in i.meta for i in items),
+        sum(len(i.meta.get("description_mismatch", {})) for i in items),
+    ) == (276, 386)
     first = items[0]
-    assert first.messages[0].content == "10 reviews for \"Harry Potter and the Philosopher's Stone\"."
+    assert first.messages[0].content == '10 reviews for "Harry Potter and the Philosopher\'s Stone".'
     assert first.meta["candidates"][3] == "Book Review" and first.meta["gold_tool"] == "Book Review"
 
 
@@ -104,5 +141,10 @@ def test_real_train_set(shared_data):
 def test_cli_converts_the_train_set(shared_data, tmp_path, capsys):
     folder = shared_data / "toolselect_toolverifier"
     out = tmp_path / "toolselect.jsonl"
-    assert cli_main(["data", "convert", "toolselect", str(folder / "train.csv"), str(folder / "tools.csv"), "-o", str(out)]) == 0
+    assert (
+        cli_main(
+            ["data", "convert", "toolselect", str(folder / "train.csv"), str(folder / "tools.csv"), "-o", str(out)]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.splitlines()[0] == "read 555, written 555, rejected 0"

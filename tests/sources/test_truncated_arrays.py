@@ -49,8 +49,10 @@ def test_the_reason_names_line_and_column_of_the_break(tmp_path):
     last_line = text.splitlines()[-1]
     column = last_line.index('"', last_line.index(":")) + 1  # the unterminated string opens here
     [reject] = [item for item in iter_json_records(path) if isinstance(item, Rejected)]
-    assert reject.reason == (f"invalid JSON at line {text.count(chr(10)) + 1} column {column}: "
-                             "Unterminated string starting at; the rest of the file is unreadable")
+    assert reject.reason == (
+        f"invalid JSON at line {text.count(chr(10)) + 1} column {column}: "
+        "Unterminated string starting at; the rest of the file is unreadable"
+    )
 
 
 def test_convert_counts_the_broken_tail_as_one_rejected_record(tmp_path, capsys):
@@ -64,15 +66,24 @@ def test_convert_counts_the_broken_tail_as_one_rejected_record(tmp_path, capsys)
     assert reject["location"] == f"{path}#7" and "Unterminated string" in reject["reason"]
 
 
-@pytest.mark.parametrize(("text", "kept", "reason"), [
-    (dump(RECORDS)[:-2], 10, "file ends before the closing ']' (truncated?)"),  # cut right after the last record
-    (dump(RECORDS) + "\n]", 10, "text after the closing ']' at line {last} column 1"),
-    # a missing comma between two records: the first is kept, the break is where the comma should be
-    (dump(RECORDS[:2])[:-2] + "\n  {}\n]", 2,
-     "expected ',' or ']' at line {last_but_one} column 3; the rest of the file is unreadable"),
-    ("[\n" + json.dumps(RECORDS[0])[:40], 0,
-     "invalid JSON at line 2 column 38: Unterminated string starting at; the rest of the file is unreadable"),
-])
+@pytest.mark.parametrize(
+    ("text", "kept", "reason"),
+    [
+        (dump(RECORDS)[:-2], 10, "file ends before the closing ']' (truncated?)"),  # cut right after the last record
+        (dump(RECORDS) + "\n]", 10, "text after the closing ']' at line {last} column 1"),
+        # a missing comma between two records: the first is kept, the break is where the comma should be
+        (
+            dump(RECORDS[:2])[:-2] + "\n  {}\n]",
+            2,
+            "expected ',' or ']' at line {last_but_one} column 3; the rest of the file is unreadable",
+        ),
+        (
+            "[\n" + json.dumps(RECORDS[0])[:40],
+            0,
+            "invalid JSON at line 2 column 38: Unterminated string starting at; the rest of the file is unreadable",
+        ),
+    ],
+)
 def test_every_kind_of_break_is_one_reject(tmp_path, text, kept, reason):
     path = tmp_path / "broken.json"
     path.write_text(text, encoding="utf-8")
@@ -81,7 +92,8 @@ def test_every_kind_of_break_is_one_reject(tmp_path, text, kept, reason):
     rejects = [item for item in items if isinstance(item, Rejected)]
     assert [obj for _, obj in records] == RECORDS[:kept]
     assert [(r.location, r.reason) for r in rejects] == [
-        (f"{path}#{kept}", reason.format(last=text.count("\n") + 1, last_but_one=text.count("\n")))]
+        (f"{path}#{kept}", reason.format(last=text.count("\n") + 1, last_but_one=text.count("\n")))
+    ]
 
 
 def test_a_whole_array_and_an_empty_one_read_as_before(tmp_path):

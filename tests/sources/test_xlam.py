@@ -10,12 +10,24 @@ from helpers import call, split
 from train.schema import Conversation, dumps
 from train.sources.xlam import json_type, read, schema_from_xlam
 
-LIVE = {"type": "function", "function": {
-    "name": "live_giveaways_by_type",
-    "description": "Retrieve live giveaways from the GamerPower API based on the specified type.",
-    "parameters": {"type": "object", "properties": {
-        "type": {"description": "The type of giveaways to retrieve (e.g., game, loot, beta).", "type": "string", "default": "game"}},
-        "required": ["type"]}}}
+LIVE = {
+    "type": "function",
+    "function": {
+        "name": "live_giveaways_by_type",
+        "description": "Retrieve live giveaways from the GamerPower API based on the specified type.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "type": {
+                    "description": "The type of giveaways to retrieve (e.g., game, loot, beta).",
+                    "type": "string",
+                    "default": "game",
+                }
+            },
+            "required": ["type"],
+        },
+    },
+}
 
 
 @pytest.fixture
@@ -29,9 +41,13 @@ def test_parallel_answers_become_one_call_turn_exact(fixture_items):
         "tools": [LIVE],
         "messages": [
             {"role": "user", "content": "Where can I find live giveaways for beta access and games?"},
-            {"role": "assistant", "tool_calls": [
-                call("call_0", "live_giveaways_by_type", {"type": "beta"}),
-                call("call_1", "live_giveaways_by_type", {"type": "game"})]},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    call("call_0", "live_giveaways_by_type", {"type": "beta"}),
+                    call("call_1", "live_giveaways_by_type", {"type": "game"}),
+                ],
+            },
         ],
         "meta": {"source": "xlam", "xlam_types": {"0": {"type": "str"}}},
     }
@@ -39,23 +55,33 @@ def test_parallel_answers_become_one_call_turn_exact(fixture_items):
 
 def test_optional_and_default_types_are_not_required(fixture_items):
     conv = fixture_items[0][1]
-    assert conv.tools[0].parameters == {"type": "object", "properties": {
-        "symbol": {"description": "Ticker symbol.", "type": "string", "default": "AAPL"},
-        "interval": {"description": "Interval between points.", "type": "string", "default": "1day"},
-        "outputsize": {"description": "Number of points, default 30.", "type": "integer"}},
-        "required": ["symbol"]}
-    assert conv.meta["xlam_types"] == {"0": {"symbol": "str", "interval": "str, optional", "outputsize": "int, default=30"},
-                                       "1": {"type": "str"}}
+    assert conv.tools[0].parameters == {
+        "type": "object",
+        "properties": {
+            "symbol": {"description": "Ticker symbol.", "type": "string", "default": "AAPL"},
+            "interval": {"description": "Interval between points.", "type": "string", "default": "1day"},
+            "outputsize": {"description": "Number of points, default 30.", "type": "integer"},
+        },
+        "required": ["symbol"],
+    }
+    assert conv.meta["xlam_types"] == {
+        "0": {"symbol": "str", "interval": "str, optional", "outputsize": "int, default=30"},
+        "1": {"type": "str"},
+    }
     assert conv.messages[1].tool_calls[0].arguments == {"symbol": "MSFT", "interval": "1day", "outputsize": 10}
 
 
 def test_container_and_unknown_types_and_string_arguments(fixture_items):
     conv = fixture_items[0][2]
-    assert conv.tools[0].parameters == {"type": "object", "properties": {
-        "numbers": {"description": "The numbers.", "type": "array", "items": {"type": "number"}},
-        "weights": {"description": "Per-number weights.", "type": "object"},
-        "when": {"description": "Timestamp.", "default": None}},
-        "required": ["numbers"]}
+    assert conv.tools[0].parameters == {
+        "type": "object",
+        "properties": {
+            "numbers": {"description": "The numbers.", "type": "array", "items": {"type": "number"}},
+            "weights": {"description": "Per-number weights.", "type": "object"},
+            "when": {"description": "Timestamp.", "default": None},
+        },
+        "required": ["numbers"],
+    }
     assert conv.messages[1].tool_calls[0].arguments == {"numbers": [1.5, 2.5, 3]}
 
 
@@ -64,7 +90,10 @@ def test_fixture_rejects(fixture_items):
     assert [c.id for c in accepted] == ["0", "1", "2"]
     assert [(r.location.rsplit("/", 1)[-1], r.reason) for r in rejected] == [
         ("records.jsonl:4 (id 3)", "answers: invalid JSON at column 57: Expecting ',' delimiter"),
-        ("records.jsonl:5 (id 4)", "answers: empty list: no call to make, and xLAM has no text answer to train instead"),
+        (
+            "records.jsonl:5 (id 4)",
+            "answers: empty list: no call to make, and xLAM has no text answer to train instead",
+        ),
     ]
 
 
@@ -93,35 +122,50 @@ def test_already_decoded_lists_and_json_schema_parameters_are_accepted():
     from train.sources.xlam import conversation_from_xlam
 
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    conv = conversation_from_xlam({"query": "find x", "tools": [{"name": "search", "parameters": schema}],
-                                   "answers": [{"name": "search", "arguments": {"q": "x"}}], "source": "apigen"}, "f-3")
+    conv = conversation_from_xlam(
+        {
+            "query": "find x",
+            "tools": [{"name": "search", "parameters": schema}],
+            "answers": [{"name": "search", "arguments": {"q": "x"}}],
+            "source": "apigen",
+        },
+        "f-3",
+    )
     assert conv.id == "f-3"
     assert conv.tools[0].parameters == schema
     assert conv.meta == {"source": "xlam", "extra": {"source": "apigen"}}
 
 
-@pytest.mark.parametrize("published, expected", [
-    ("str", {"type": "string"}),
-    ("int, optional", {"type": "integer"}),
-    ("float", {"type": "number"}),
-    ("bool, optional", {"type": "boolean"}),
-    ("List[int]", {"type": "array", "items": {"type": "integer"}}),
-    ("List[Dict[str, int]], optional", {"type": "array", "items": {"type": "object"}}),
-    ("Tuple[int, int]", {"type": "array"}),
-    ("list", {"type": "array"}),
-    ("Dict[str, Any]", {"type": "object"}),
-    ("string", {"type": "string"}),
-    ("datetime", {}),
-    ("Union[str, int]", {}),
-])
+@pytest.mark.parametrize(
+    "published, expected",
+    [
+        ("str", {"type": "string"}),
+        ("int, optional", {"type": "integer"}),
+        ("float", {"type": "number"}),
+        ("bool, optional", {"type": "boolean"}),
+        ("List[int]", {"type": "array", "items": {"type": "integer"}}),
+        ("List[Dict[str, int]], optional", {"type": "array", "items": {"type": "object"}}),
+        ("Tuple[int, int]", {"type": "array"}),
+        ("list", {"type": "array"}),
+        ("Dict[str, Any]", {"type": "object"}),
+        ("string", {"type": "string"}),
+        ("datetime", {}),
+        ("Union[str, int]", {}),
+    ],
+)
 def test_json_type(published, expected):
     assert json_type(published) == expected
 
 
 def test_schema_from_xlam_keeps_key_order_and_reports_types():
-    schema, types = schema_from_xlam({"a": {"type": "Dict[str, int], optional", "description": "d"}, "b": {"description": "no type"}}, "p")
-    assert schema == {"type": "object", "properties": {"a": {"type": "object", "description": "d"}, "b": {"description": "no type"}},
-                      "required": ["b"]}
+    schema, types = schema_from_xlam(
+        {"a": {"type": "Dict[str, int], optional", "description": "d"}, "b": {"description": "no type"}}, "p"
+    )
+    assert schema == {
+        "type": "object",
+        "properties": {"a": {"type": "object", "description": "d"}, "b": {"description": "no type"}},
+        "required": ["b"],
+    }
     assert types == {"a": "Dict[str, int], optional"}
 
 

@@ -72,8 +72,10 @@ class BenchOptions:
 
     def __post_init__(self) -> None:
         if self.pool_size < 1 or self.hard_tool_count < 0 or not 0.0 <= self.hard_fraction <= 1.0:
-            raise ValueError(f"bench options out of range: pool_size={self.pool_size} (>= 1), hard_tool_count="
-                             f"{self.hard_tool_count} (>= 0), hard_fraction={self.hard_fraction} (in [0, 1])")
+            raise ValueError(
+                f"bench options out of range: pool_size={self.pool_size} (>= 1), hard_tool_count="
+                f"{self.hard_tool_count} (>= 0), hard_fraction={self.hard_fraction} (in [0, 1])"
+            )
 
 
 @dataclass
@@ -89,9 +91,15 @@ class BenchReport:
                 out[group.split("/")[position]] += n
             return dict(sorted(out.items()))
 
-        return {"dialogues": self.dialogues, "rows": sum(self.rows.values()), "by_category": by(2),
-                "by_difficulty": by(0), "by_world": by(1), "by_group": dict(sorted(self.rows.items())),
-                "skipped": dict(sorted(self.skipped.items()))}
+        return {
+            "dialogues": self.dialogues,
+            "rows": sum(self.rows.values()),
+            "by_category": by(2),
+            "by_difficulty": by(0),
+            "by_world": by(1),
+            "by_group": dict(sorted(self.rows.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+        }
 
 
 def tool_library(conversations: Iterable[Conversation]) -> tuple[list[Tool], int]:
@@ -165,8 +173,13 @@ class MetaBenchBuilder:
             return tools
 
         def row(name: str, messages: list, tools: list[Tool], category: str, world: str, **extra: Any) -> Conversation:
-            meta = {"category": category, "difficulty": difficulty, "world": world, "dialogue": conv.id,
-                    "source": conv.meta.get("source")}
+            meta = {
+                "category": category,
+                "difficulty": difficulty,
+                "world": world,
+                "dialogue": conv.id,
+                "source": conv.meta.get("source"),
+            }
             if self.options.instruction:
                 meta["instruction"] = "fig10"
             meta.update(extra)
@@ -180,23 +193,54 @@ class MetaBenchBuilder:
             closed = closed_world(conv).messages[: first_call + 1]
             single = "single_call" if len(calls) == 1 else "multi_call"
             out.append(row(f"{single}/closed", closed, listed(True), single, "closed"))
-            out.append(row("function_existing/open", closed_world(conv).messages[: first_call + 1],
-                           [META_TOOL_DEFINITION, *listed(True)], "function_existing", "open"))
+            out.append(
+                row(
+                    "function_existing/open",
+                    closed_world(conv).messages[: first_call + 1],
+                    [META_TOOL_DEFINITION, *listed(True)],
+                    "function_existing",
+                    "open",
+                )
+            )
             meta_turn = min(opened.new_tools)
             gold = opened.new_tools[meta_turn]
             pool = self.pool(rng, library, gold, [t.name for t in invoked])
             open_tools = [META_TOOL_DEFINITION, *listed(False)]
-            out.append(row("function_missing/open/retrieve", opened.conversation.messages[: meta_turn + 1], open_tools,
-                           "function_missing", "open", gold_tools=gold, pool=pool, library=LIBRARY_FILE))
+            out.append(
+                row(
+                    "function_missing/open/retrieve",
+                    opened.conversation.messages[: meta_turn + 1],
+                    open_tools,
+                    "function_missing",
+                    "open",
+                    gold_tools=gold,
+                    pool=pool,
+                    library=LIBRARY_FILE,
+                )
+            )
             call_turn = opened.positions[first_call]
-            out.append(row("function_missing/open/call", opened.conversation.messages[: call_turn + 1], open_tools,
-                           "function_missing", "open"))
+            out.append(
+                row(
+                    "function_missing/open/call",
+                    opened.conversation.messages[: call_turn + 1],
+                    open_tools,
+                    "function_missing",
+                    "open",
+                )
+            )
         chats = chat_turns(conv)
         if chats:
             out.append(row("chat/closed", closed_world(conv).messages[: chats[0] + 1], listed(True), "chat", "closed"))
             position = opened.positions[chats[0]]
-            out.append(row("chat/open", opened.conversation.messages[: position + 1],
-                           [META_TOOL_DEFINITION, *listed(False)], "chat", "open"))
+            out.append(
+                row(
+                    "chat/open",
+                    opened.conversation.messages[: position + 1],
+                    [META_TOOL_DEFINITION, *listed(False)],
+                    "chat",
+                    "open",
+                )
+            )
         return out
 
     def pool(self, rng: random.Random, library: list[Tool], gold: list[str], invoked: list[str]) -> list[str]:
@@ -220,5 +264,12 @@ class MetaBenchBuilder:
         return row
 
 
-__all__ = ["LIBRARY_FILE", "BenchOptions", "BenchReport", "MetaBenchBuilder", "consecutive_assistant",
-           "library_record", "tool_library"]
+__all__ = [
+    "LIBRARY_FILE",
+    "BenchOptions",
+    "BenchReport",
+    "MetaBenchBuilder",
+    "consecutive_assistant",
+    "library_record",
+    "tool_library",
+]

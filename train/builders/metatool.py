@@ -122,15 +122,30 @@ class BuildReport:
         self.skipped[re.sub(r"'[^']*'", "'…'", reason)] += 1
 
     # reported even when zero, so a report always says how many rewrites were dropped
-    KEYS = ("read", "open", "closed", "meta_tool_insertions", "meta_tool_calls", "meta_tool_calls_verified",
-            "rewrite_attempts", "rewrites_kept", "rewrites_dropped", "rewrites_unchanged", "reasoning_added",
-            "reasoning_from_source", "get_user_input_calls")
+    KEYS = (
+        "read",
+        "open",
+        "closed",
+        "meta_tool_insertions",
+        "meta_tool_calls",
+        "meta_tool_calls_verified",
+        "rewrite_attempts",
+        "rewrites_kept",
+        "rewrites_dropped",
+        "rewrites_unchanged",
+        "reasoning_added",
+        "reasoning_from_source",
+        "get_user_input_calls",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         counts = {key: self.counts.get(key, 0) for key in sorted({*self.KEYS, *self.counts})}
-        return {"counts": counts, "skipped": dict(sorted(self.skipped.items())),
-                "rewrite_failures": dict(sorted(self.rewrite_failures.items())),
-                "reasoning_fallbacks": dict(sorted(self.reasoning_fallbacks.items()))}
+        return {
+            "counts": counts,
+            "skipped": dict(sorted(self.skipped.items())),
+            "rewrite_failures": dict(sorted(self.rewrite_failures.items())),
+            "reasoning_fallbacks": dict(sorted(self.reasoning_fallbacks.items())),
+        }
 
 
 # ---------------------------------------------------------------- stage 1: tools
@@ -332,8 +347,9 @@ def with_reasoning(conv: Conversation, teacher: Any, definitions: dict[str, Tool
     return out
 
 
-def rewrite_meta_calls(conv: Conversation, teacher: Any, similarity: Similarity, options: MetaToolOptions,
-                       report: BuildReport) -> tuple[Conversation, int]:
+def rewrite_meta_calls(
+    conv: Conversation, teacher: Any, similarity: Similarity, options: MetaToolOptions, report: BuildReport
+) -> tuple[Conversation, int]:
     """Each meta_tool call replaced by a verified, similar-enough rewrite (Figure 7, A.3), when one comes."""
     out = copy.deepcopy(conv)
     kept = 0
@@ -460,8 +476,9 @@ class MetaToolBuilder:
             self.report.counts["meta_tool_insertions"] += built.inserted
             self.report.counts["meta_tool_calls"] += sum(len(v) for v in built.new_tools.values())
             if self.options.rewrite and built.inserted:
-                out, info["rewritten"] = rewrite_meta_calls(out, self.teacher, self.similarity, self.options,
-                                                            self.report)
+                out, info["rewritten"] = rewrite_meta_calls(
+                    out, self.teacher, self.similarity, self.options, self.report
+                )
         else:
             out = closed_world(conv)
         self.report.counts[world] += 1
@@ -495,8 +512,9 @@ def check(args: dict[str, Any]) -> None:
         raise ValueError(f"metatool builder: unknown teacher kind {kind!r}; valid: offline, http, hf")
 
 
-def build(conversations: Iterable[Conversation], *, seed: int, on_drop: OnDrop | None = None,
-          **args: Any) -> Iterator[Conversation]:
+def build(
+    conversations: Iterable[Conversation], *, seed: int, on_drop: OnDrop | None = None, **args: Any
+) -> Iterator[Conversation]:
     """The registry entry: MT-LLaMA training conversations from canonical ones (``builder_args`` as keywords).
 
     ``on_drop(reason)`` hears about every conversation read but not yielded (held out, or unbuildable).
@@ -505,7 +523,24 @@ def build(conversations: Iterable[Conversation], *, seed: int, on_drop: OnDrop |
     yield from builder.build(conversations, on_drop)
 
 
-__all__ = ["BUILDER_VERSION", "INSTRUCTION", "SYSTEM_INSTRUCTION", "BuildReport", "MetaToolBuilder", "MetaToolOptions",
-           "assign_worlds", "build", "chat_turns", "closed_world", "held_out", "invoked_names", "meta_call_arguments",
-           "open_world", "rewrite_meta_calls", "split_tools", "with_get_user_input",
-           "with_instruction", "with_reasoning"]
+__all__ = [
+    "BUILDER_VERSION",
+    "INSTRUCTION",
+    "SYSTEM_INSTRUCTION",
+    "BuildReport",
+    "MetaToolBuilder",
+    "MetaToolOptions",
+    "assign_worlds",
+    "build",
+    "chat_turns",
+    "closed_world",
+    "held_out",
+    "invoked_names",
+    "meta_call_arguments",
+    "open_world",
+    "rewrite_meta_calls",
+    "split_tools",
+    "with_get_user_input",
+    "with_instruction",
+    "with_reasoning",
+]

@@ -14,17 +14,21 @@ from train.builders.metatool import BUILDER_VERSION, MetaToolOptions, build
 from train.schema import Conversation
 
 
-def files(conversations: list[Conversation], options: MetaToolOptions,
-          seed: int) -> tuple[dict[str, list], dict[str, Any], list[str]]:
+def files(
+    conversations: list[Conversation], options: MetaToolOptions, seed: int
+) -> tuple[dict[str, list], dict[str, Any], list[str]]:
     """(train.jsonl, bench.jsonl and library.jsonl records; the report's counts; the summary lines)."""
     from train.builders.metabench import BenchOptions, MetaBenchBuilder, library_record, tool_library
     from train.builders.metatool import MetaToolBuilder
 
     if not 0.0 < options.holdout_fraction < 1.0:
-        raise ValueError("data build metatool: holdout_fraction (the share of dialogues held out for Meta-Bench) "
-                         f"must be in (0, 1), got {options.holdout_fraction}; e.g. holdout_fraction=0.1")
-    bench_options = BenchOptions(pool_size=options.pool_size, hard_tool_count=options.hard_tool_count,
-                                 hard_fraction=options.hard_fraction)
+        raise ValueError(
+            "data build metatool: holdout_fraction (the share of dialogues held out for Meta-Bench) "
+            f"must be in (0, 1), got {options.holdout_fraction}; e.g. holdout_fraction=0.1"
+        )
+    bench_options = BenchOptions(
+        pool_size=options.pool_size, hard_tool_count=options.hard_tool_count, hard_fraction=options.hard_fraction
+    )
     builder = MetaToolBuilder(options, seed)
     usable = builder.usable(conversations)
     train_dialogues, bench_dialogues = builder.split(usable)
@@ -36,8 +40,12 @@ def files(conversations: list[Conversation], options: MetaToolOptions,
     report = {
         "skipped": train_report["skipped"],
         "held_out": len(bench_dialogues),
-        "train": {"rows": len(train), **train_report["counts"], "rewrite_failures": train_report["rewrite_failures"],
-                  "reasoning_fallbacks": train_report["reasoning_fallbacks"]},
+        "train": {
+            "rows": len(train),
+            **train_report["counts"],
+            "rewrite_failures": train_report["rewrite_failures"],
+            "reasoning_fallbacks": train_report["reasoning_fallbacks"],
+        },
         "bench": {**bench_builder.report.to_dict(), "stages": bench_builder.stages.to_dict()},
         "library": {"tools": len(library), "name_conflicts": conflicts},
         "options": {**asdict(options), **asdict(bench_options)},
@@ -45,17 +53,26 @@ def files(conversations: list[Conversation], options: MetaToolOptions,
     for key in ("read", "held_out"):  # reported once, at the top level
         report["train"].pop(key, None)
     counts, bench_report = report["train"], report["bench"]
-    first = (f"training rows {len(train)} (open {counts.get('open', 0)}, closed {counts.get('closed', 0)}), held out "
-             f"{len(bench_dialogues)}, skipped {sum(report['skipped'].values())}")
-    calls = (f"meta_tool insertions {counts.get('meta_tool_insertions', 0)}; rewrites kept "
-             f"{counts.get('rewrites_kept', 0)}, dropped {counts.get('rewrites_dropped', 0)}; "
-             f"bench rows {bench_report['rows']} from {bench_report['dialogues']} dialogues")
+    first = (
+        f"training rows {len(train)} (open {counts.get('open', 0)}, closed {counts.get('closed', 0)}), held out "
+        f"{len(bench_dialogues)}, skipped {sum(report['skipped'].values())}"
+    )
+    calls = (
+        f"meta_tool insertions {counts.get('meta_tool_insertions', 0)}; rewrites kept "
+        f"{counts.get('rewrites_kept', 0)}, dropped {counts.get('rewrites_dropped', 0)}; "
+        f"bench rows {bench_report['rows']} from {bench_report['dialogues']} dialogues"
+    )
     lines = [first, calls, *(f"  bench {group}: {count}" for group, count in bench_report["by_group"].items())]
     outputs = {"train.jsonl": train, "bench.jsonl": bench, "library.jsonl": [library_record(library)]}
     return outputs, report, lines
 
 
-SPEC = BuilderSpec(build=build, args=MetaToolOptions, version=BUILDER_VERSION,
-                   outputs=("train.jsonl", "bench.jsonl", "library.jsonl"), files=files)
+SPEC = BuilderSpec(
+    build=build,
+    args=MetaToolOptions,
+    version=BUILDER_VERSION,
+    outputs=("train.jsonl", "bench.jsonl", "library.jsonl"),
+    files=files,
+)
 
 __all__ = ["SPEC", "files"]

@@ -79,10 +79,14 @@ class ToolGTOptions:
     def from_args(cls, args: dict[str, Any]) -> ToolGTOptions:
         options = cls(**args)
         if options.template not in prompts.TEMPLATES:
-            hint = "; No-Thought is arm=none (its queries still come from a template)" if options.template == "none" \
+            hint = (
+                "; No-Thought is arm=none (its queries still come from a template)"
+                if options.template == "none"
                 else ""
-            raise ValueError(f"toolgt builder: unknown template {options.template!r}; valid: "
-                             f"{', '.join(prompts.TEMPLATES)}{hint}")
+            )
+            raise ValueError(
+                f"toolgt builder: unknown template {options.template!r}; valid: {', '.join(prompts.TEMPLATES)}{hint}"
+            )
         if options.arm not in ARMS:
             raise ValueError(f"toolgt builder: unknown arm {options.arm!r}; valid: {', '.join(ARMS)}")
         options.teacher = dict(options.teacher or {"kind": "offline"})
@@ -91,8 +95,10 @@ class ToolGTOptions:
             raise ValueError(f"toolgt builder: unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}")
         unknown = sorted(set(options.teacher) - {"kind", *BACKEND_SETTINGS[kind]})
         if unknown:
-            raise ValueError(f"toolgt builder: teacher {kind!r}: unknown setting(s) {unknown}; valid: "
-                             f"{', '.join(BACKEND_SETTINGS[kind]) or 'none'}")
+            raise ValueError(
+                f"toolgt builder: teacher {kind!r}: unknown setting(s) {unknown}; valid: "
+                f"{', '.join(BACKEND_SETTINGS[kind]) or 'none'}"
+            )
         return options
 
     def verified_templates(self) -> tuple[str, ...]:
@@ -146,7 +152,8 @@ class ToolGTBuilder:
     def __init__(self, options: ToolGTOptions, seed: int, teacher: Teacher | None = None):
         self.options, self.seed = options, seed
         self.teacher = teacher or Teacher(
-            make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), default_cache(options))
+            make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), default_cache(options)
+        )
         self.index = EvalIndex(options.decontaminate) if options.decontaminate else None
         self.counts: Counter = Counter()
         self.dropped: Counter = Counter()  # reason -> samples (and conversations without a call turn)
@@ -155,9 +162,11 @@ class ToolGTBuilder:
 
     def _params(self, stage: str) -> StageParams:
         o = self.options
-        temperature, tokens = {"reasoning": (o.reasoning_temperature, o.reasoning_max_tokens),
-                               "call": (o.call_temperature, o.call_max_tokens),
-                               "judge": (o.judge_temperature, o.judge_max_tokens)}[stage]
+        temperature, tokens = {
+            "reasoning": (o.reasoning_temperature, o.reasoning_max_tokens),
+            "call": (o.call_temperature, o.call_max_tokens),
+            "judge": (o.judge_temperature, o.judge_max_tokens),
+        }[stage]
         return StageParams(temperature=float(temperature), max_tokens=int(tokens), seed=self.seed)
 
     def _ask(self, stage: str, system_user: tuple[str, str], context: dict[str, Any]) -> str:
@@ -168,9 +177,11 @@ class ToolGTBuilder:
         """(reasoning, how it was verified) when it passes stages 1-3, else (None, "stageN: reason")."""
         counts = self.stages[template]
         try:
-            answer = self._ask("reasoning", prompts.reasoning_prompts(sample.query, sample.tools, sample.gold, template),
-                               {"query": sample.query, "tools": sample.tools, "gold": sample.gold,
-                                "template": template})
+            answer = self._ask(
+                "reasoning",
+                prompts.reasoning_prompts(sample.query, sample.tools, sample.gold, template),
+                {"query": sample.query, "tools": sample.tools, "gold": sample.gold, "template": template},
+            )
         except TeacherError as err:
             return None, f"stage1: teacher failed: {str(err)[:120]}"
         found = THINKING.search(answer)
@@ -182,8 +193,11 @@ class ToolGTBuilder:
             return None, f"stage1: leaks the answer ({leaked!r})"
         counts["stage1"]["passed"] += 1
         try:
-            answer = self._ask("call", prompts.call_prompts(sample.query, sample.tools, reasoning),
-                               {"query": sample.query, "tools": sample.tools, "reasoning": reasoning})
+            answer = self._ask(
+                "call",
+                prompts.call_prompts(sample.query, sample.tools, reasoning),
+                {"query": sample.query, "tools": sample.tools, "reasoning": reasoning},
+            )
         except TeacherError as err:
             return None, f"stage2: teacher failed: {str(err)[:120]}"
         found = FUNCTION.search(answer)
@@ -231,14 +245,24 @@ class ToolGTBuilder:
         trained = self.options.trained_template()
         answer = prompts.call_list_text(sample.gold)  # the GOLD call, never the regenerated one
         content = answer if trained is None else f"<thinking>{reasonings[trained]}</thinking>\n{answer}"
-        meta = {"gold_calls": [{"name": c.name, "arguments": c.arguments} for c in sample.gold],
-                "template": self.options.template, "arm": self.options.arm, "source_id": sample.source_id,
-                "turn": sample.turn, "verified": verified}
-        return Conversation(id=sample.id, tools=sample.tools, meta=meta, messages=[
-            Message(role="system", content=prompts.train_system_prompt(sample.tools)),
-            Message(role="user", content=sample.query),
-            Message(role="assistant", content=content),
-        ])
+        meta = {
+            "gold_calls": [{"name": c.name, "arguments": c.arguments} for c in sample.gold],
+            "template": self.options.template,
+            "arm": self.options.arm,
+            "source_id": sample.source_id,
+            "turn": sample.turn,
+            "verified": verified,
+        }
+        return Conversation(
+            id=sample.id,
+            tools=sample.tools,
+            meta=meta,
+            messages=[
+                Message(role="system", content=prompts.train_system_prompt(sample.tools)),
+                Message(role="user", content=sample.query),
+                Message(role="assistant", content=content),
+            ],
+        )
 
     def build(self, conversations: Iterable[Conversation], on_drop: Any = None) -> Iterator[Conversation]:
         """The kept samples. Every dropped sample is counted by reason in ``dropped``; ``on_drop(reason)`` is called
@@ -246,8 +270,13 @@ class ToolGTBuilder:
         once), with its first sample's reason."""
         from tqdm.auto import tqdm
 
-        bar = tqdm(desc=f"toolgt {self.options.template}/{self.options.arm}", unit="sample", disable=None,
-                   leave=False, dynamic_ncols=True)
+        bar = tqdm(
+            desc=f"toolgt {self.options.template}/{self.options.arm}",
+            unit="sample",
+            disable=None,
+            leave=False,
+            dynamic_ncols=True,
+        )
         for conv in conversations:
             self.counts["conversations"] += 1
             reasons: list[str] = []
@@ -271,20 +300,30 @@ class ToolGTBuilder:
         bar.close()
 
     def report(self) -> dict[str, Any]:
-        stages = {template: {stage: dict(sorted(counter.items())) for stage, counter in sorted(by_stage.items())}
-                  for template, by_stage in self.stages.items()}
+        stages = {
+            template: {stage: dict(sorted(counter.items())) for stage, counter in sorted(by_stage.items())}
+            for template, by_stage in self.stages.items()
+        }
         decontamination: Any = "not checked"
         if self.index is not None:
-            decontamination = {**self.index.report(), "matched": {k: self.decontaminated.get(k, 0)
-                                                                  for k in ("query", "calls")}}
-        return {"conversations": self.counts["conversations"], "samples": self.counts["samples"],
-                "kept": self.counts["kept"], "dropped": dict(sorted(self.dropped.items())),
-                "decontamination": decontamination, "stages": stages,
-                "teacher": {"backend": self.teacher.kind, "model": str(self.teacher.backend.model)}}
+            decontamination = {
+                **self.index.report(),
+                "matched": {k: self.decontaminated.get(k, 0) for k in ("query", "calls")},
+            }
+        return {
+            "conversations": self.counts["conversations"],
+            "samples": self.counts["samples"],
+            "kept": self.counts["kept"],
+            "dropped": dict(sorted(self.dropped.items())),
+            "decontamination": decontamination,
+            "stages": stages,
+            "teacher": {"backend": self.teacher.kind, "model": str(self.teacher.backend.model)},
+        }
 
 
-def build(conversations: Iterable[Conversation], *, seed: int, on_drop: Any = None,
-          **args: Any) -> Iterator[Conversation]:
+def build(
+    conversations: Iterable[Conversation], *, seed: int, on_drop: Any = None, **args: Any
+) -> Iterator[Conversation]:
     """``data.builder: toolgt``: the training samples of ``arm`` (see the module docstring)."""
     yield from ToolGTBuilder(ToolGTOptions.from_args(args), seed).build(conversations, on_drop)
 

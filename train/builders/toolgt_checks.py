@@ -48,8 +48,12 @@ def _canonical(name: str, arguments: dict[str, Any], tool: Tool | None) -> str:
     kept = {}
     for key, value in arguments.items():
         spec = properties.get(key) if isinstance(properties.get(key), dict) else {}
-        if key not in required and "default" in spec and _number(spec["default"]) == _number(value) \
-                and type(_number(spec["default"])) is type(_number(value)):
+        if (
+            key not in required
+            and "default" in spec
+            and _number(spec["default"]) == _number(value)
+            and type(_number(spec["default"])) is type(_number(value))
+        ):
             continue  # an optional argument at its default changes nothing
         kept[key] = _number(value)
     return json.dumps([name, kept], sort_keys=True, ensure_ascii=False)
@@ -108,8 +112,10 @@ def eval_files(source: str, path: Path) -> list[list[Path]]:
     if not path.is_dir():
         raise ValueError(f"toolgt builder: decontaminate: {path} is neither a file nor a folder")
     if source == "bfcl":
-        return [[q, q.parent / "possible_answer" / q.name] if (q.parent / "possible_answer" / q.name).is_file()
-                else [q] for q in sorted(path.glob("BFCL_*.json"))]
+        return [
+            [q, q.parent / "possible_answer" / q.name] if (q.parent / "possible_answer" / q.name).is_file() else [q]
+            for q in sorted(path.glob("BFCL_*.json"))
+        ]
     definitions = path / "_derived_function_definitions.json"
     queries = sorted(path.glob("*_queries.json"))
     return [[*queries, *([definitions] if definitions.is_file() else [])]] if queries else []

@@ -14,8 +14,9 @@ from train.builders.toolgt import BUILDER_VERSION, ToolGTBuilder, ToolGTOptions,
 from train.schema import Conversation
 
 
-def files(conversations: list[Conversation], options: ToolGTOptions,
-          seed: int) -> tuple[dict[str, list], dict[str, Any], list[str]]:
+def files(
+    conversations: list[Conversation], options: ToolGTOptions, seed: int
+) -> tuple[dict[str, list], dict[str, Any], list[str]]:
     """(train.jsonl records; the report's counts; the summary lines)."""
     builder = ToolGTBuilder(options, seed)
     train = list(builder.build(conversations))
@@ -23,15 +24,26 @@ def files(conversations: list[Conversation], options: ToolGTOptions,
     dropped = builder.dropped
     report = {**counts, "train": {"rows": len(train)}, "options": asdict(options)}
     decontamination = counts["decontamination"]
-    matched = "not checked" if isinstance(decontamination, str) else (
-        f"{sum(decontamination['matched'].values())} matched {decontamination['eval_items']} eval items "
-        f"(query {decontamination['matched']['query']}, calls {decontamination['matched']['calls']})")
+    matched = (
+        "not checked"
+        if isinstance(decontamination, str)
+        else (
+            f"{sum(decontamination['matched'].values())} matched {decontamination['eval_items']} eval items "
+            f"(query {decontamination['matched']['query']}, calls {decontamination['matched']['calls']})"
+        )
+    )
     teacher = builder.teacher.report()
-    lines = [(f"samples {counts['samples']} from {counts['conversations']} conversations, kept {counts['kept']} "
-             f"({options.template} template, arm {options.arm}), dropped {sum(dropped.values())}"),
-             f"decontamination: {matched}",
-             (f"teacher {teacher['backend']} {teacher['model']}: asked {teacher['asked']}, backend calls "
-             f"{teacher['backend_calls']}, cache hits {teacher['cache_hits']}, failures {teacher['failures']}")]
+    lines = [
+        (
+            f"samples {counts['samples']} from {counts['conversations']} conversations, kept {counts['kept']} "
+            f"({options.template} template, arm {options.arm}), dropped {sum(dropped.values())}"
+        ),
+        f"decontamination: {matched}",
+        (
+            f"teacher {teacher['backend']} {teacher['model']}: asked {teacher['asked']}, backend calls "
+            f"{teacher['backend_calls']}, cache hits {teacher['cache_hits']}, failures {teacher['failures']}"
+        ),
+    ]
     return {"train.jsonl": train}, report, lines
 
 

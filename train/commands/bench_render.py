@@ -93,7 +93,11 @@ def trl_path(reference: Reference, tokenizer: Any) -> Callable[[tuple[list, list
     def encode(hf: tuple[list, list | None]) -> Row:
         messages, tools = hf
         out = tokenizer.apply_chat_template(
-            messages, tools=tools, chat_template=reference.template, tokenize=True, return_dict=True,
+            messages,
+            tools=tools,
+            chat_template=reference.template,
+            tokenize=True,
+            return_dict=True,
             return_assistant_tokens_mask=reference.masks,
         )
         ids = out["input_ids"]
@@ -105,8 +109,12 @@ def trl_path(reference: Reference, tokenizer: Any) -> Callable[[tuple[list, list
     return encode
 
 
-def warm_up(conversations: Sequence[Conversation], hf: Sequence[Any], tooltrain: Callable[[Conversation], Row],
-            trl: Callable[[Any], Row] | None) -> tuple[list[int], int]:
+def warm_up(
+    conversations: Sequence[Conversation],
+    hf: Sequence[Any],
+    tooltrain: Callable[[Conversation], Row],
+    trl: Callable[[Any], Row] | None,
+) -> tuple[list[int], int]:
     """One untimed pass through both paths: which conversations both handle, and on how many
     their input_ids agree (the parity the format's tests check, seen on this data)."""
     keep, identical = [], 0
@@ -181,10 +189,14 @@ def run(args: argparse.Namespace) -> int:
     ]
     if reference is not None and trl is not None:
         rates.append(best_pass(reference.label, trl, [hf[i] for i in keep], args.repeat))
-    print(f"render benchmark: format {args.format}, tokenizer {args.tokenizer or fmt.default_tokenizer}, "
-          f"best of {max(1, args.repeat)} passes after a warm-up")
-    print(f"{len(chosen)} conversations from {args.file}; left out: {len(conversations) - len(chosen)} "
-          f"that a path cannot render; unreadable lines: {unreadable}")
+    print(
+        f"render benchmark: format {args.format}, tokenizer {args.tokenizer or fmt.default_tokenizer}, "
+        f"best of {max(1, args.repeat)} passes after a warm-up"
+    )
+    print(
+        f"{len(chosen)} conversations from {args.file}; left out: {len(conversations) - len(chosen)} "
+        f"that a path cannot render; unreadable lines: {unreadable}"
+    )
     print(table(rates))
     if reference is None:
         print("no reference template for this format and tokenizer: tooltrain's rate only")

@@ -72,8 +72,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="training config overrides, e.g. recipe=demo")
     parser.add_argument("--steps", type=int, default=8, metavar="N", help="timed optimizer steps per path (default 8)")
     parser.add_argument("--warmup", type=int, default=2, metavar="W", help="untimed steps before them (default 2)")
-    add_out_dir(parser, "-o", "--output-dir", default=Path("runs/bench_train"),
-                help="the folder each path's run directory and log go to (default runs/bench_train)")
+    add_out_dir(
+        parser,
+        "-o",
+        "--output-dir",
+        default=Path("runs/bench_train"),
+        help="the folder each path's run directory and log go to (default runs/bench_train)",
+    )
 
 
 class StepClock:
@@ -155,7 +160,9 @@ def hf_dataset(cfg: Any, tokenizer: Any) -> Any:
     from train.tokenizers import cache_root
 
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
-    built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, Path(cfg.data.cache_dir or cache_root() / "datasets"))
+    built = build_dataset(
+        data_cfg, cfg.model.chat_format, tokenizer, Path(cfg.data.cache_dir or cache_root() / "datasets")
+    )
     kept = {row["id"] for row in built.train}
     records = []
     for conv in read_conversations(data_cfg["sources"], BuildReport()):
@@ -187,21 +194,28 @@ def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Mea
     tokenizer.chat_template = reference.template
     gpu = distributed.on_gpu()
     dtype = resolve_dtype(cfg.model.dtype, gpu)
-    model = build_model(cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed)
+    model = build_model(
+        cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed
+    )
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, 1)
-    args = SFTConfig(**training_arguments(
-        cfg, out, grad_accum, dtype == torch.bfloat16,
-        max_length=cfg.data.max_seq_len,
-        packing=True,
-        packing_strategy="bfd",
-        assistant_only_loss=reference.masks,
-        # SFTConfig's own default differs from TrainingArguments': match what run(cfg) trains with
-        gradient_checkpointing=bool(cfg.distributed.gradient_checkpointing),
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-    ))
+    args = SFTConfig(
+        **training_arguments(
+            cfg,
+            out,
+            grad_accum,
+            dtype == torch.bfloat16,
+            max_length=cfg.data.max_seq_len,
+            packing=True,
+            packing_strategy="bfd",
+            assistant_only_loss=reference.masks,
+            # SFTConfig's own default differs from TrainingArguments': match what run(cfg) trains with
+            gradient_checkpointing=bool(cfg.distributed.gradient_checkpointing),
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+        )
+    )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     meter = TokenMeter()
     trainer.data_collator = MeteredCollator(trainer.data_collator, meter, None)
@@ -243,21 +257,38 @@ def run_isolated(path: str, overrides: list[str], warmup: int, steps: int, out: 
 
 
 def table(results: list[Measurement]) -> str:
-    rows = [("path", "steps", "real tokens", "seconds", "tokens/s", "cpu s", "tokens/cpu s", "padding eff", "peak mem MiB")]
+    rows = [
+        ("path", "steps", "real tokens", "seconds", "tokens/s", "cpu s", "tokens/cpu s", "padding eff", "peak mem MiB")
+    ]
     for r in results:
         if r.error or not r.steps:
             rows.append((r.path, *["-"] * (len(rows[0]) - 1)))
             continue
-        rows.append((r.path, str(r.steps), f"{r.real_tokens:,}", f"{r.seconds:.1f}", f"{r.tokens_per_s:.1f}", f"{r.cpu_seconds:.1f}",
-                     f"{r.tokens_per_cpu_s:.1f}", f"{r.padding_efficiency:.1%}", f"{r.peak_memory_mib:,.0f}"))
+        rows.append(
+            (
+                r.path,
+                str(r.steps),
+                f"{r.real_tokens:,}",
+                f"{r.seconds:.1f}",
+                f"{r.tokens_per_s:.1f}",
+                f"{r.cpu_seconds:.1f}",
+                f"{r.tokens_per_cpu_s:.1f}",
+                f"{r.padding_efficiency:.1%}",
+                f"{r.peak_memory_mib:,.0f}",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(row[0].ljust(widths[0]) + "".join(f"  {c.rjust(w)}" for c, w in zip(row[1:], widths[1:])) for row in rows)
+    return "\n".join(
+        row[0].ljust(widths[0]) + "".join(f"  {c.rjust(w)}" for c, w in zip(row[1:], widths[1:])) for row in rows
+    )
 
 
 def ratio(numerator: Measurement, denominator: Measurement) -> str:
     if numerator.error or denominator.error or not denominator.tokens_per_s or not numerator.steps:
         return "n/a"
-    by_cpu = f"{numerator.tokens_per_cpu_s / denominator.tokens_per_cpu_s:.2f}x" if denominator.tokens_per_cpu_s else "n/a"
+    by_cpu = (
+        f"{numerator.tokens_per_cpu_s / denominator.tokens_per_cpu_s:.2f}x" if denominator.tokens_per_cpu_s else "n/a"
+    )
     return f"{numerator.tokens_per_s / denominator.tokens_per_s:.2f}x tokens/s, {by_cpu} tokens/cpu s"
 
 
@@ -275,19 +306,28 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU, {torch.get_num_threads()} threads"
-    print(f"training benchmark: model {cfg.model.name}, data {cfg.data.name} (max_seq_len {cfg.data.max_seq_len}), "
-          f"micro batch {cfg.train.micro_batch_size}, global batch {cfg.train.global_batch_size}, "
-          f"{args.steps} timed steps after {args.warmup} warm-up, on {device}", flush=True)
+    print(
+        f"training benchmark: model {cfg.model.name}, data {cfg.data.name} (max_seq_len {cfg.data.max_seq_len}), "
+        f"micro batch {cfg.train.micro_batch_size}, global batch {cfg.train.global_batch_size}, "
+        f"{args.steps} timed steps after {args.warmup} warm-up, on {device}",
+        flush=True,
+    )
     results = []
     for path in PATHS:
         started = time.perf_counter()
-        result = run_isolated(path, list(args.overrides), args.warmup, args.steps, args.out_dir / path.replace(" ", "_"))
+        result = run_isolated(
+            path, list(args.overrides), args.warmup, args.steps, args.out_dir / path.replace(" ", "_")
+        )
         results.append(result)
-        status = f"failed: {result.error} (log: {args.out_dir / path.replace(' ', '_')}.log)" if result.error else "done"
+        status = (
+            f"failed: {result.error} (log: {args.out_dir / path.replace(' ', '_')}.log)" if result.error else "done"
+        )
         print(f"  {path}: {status} in {time.perf_counter() - started:.0f} s", flush=True)
     print(table(results))
     by_path = {r.path: r for r in results}
-    print(f"ratio tooltrain packed / tooltrain padded: {ratio(by_path['tooltrain packed'], by_path['tooltrain padded'])}")
+    print(
+        f"ratio tooltrain packed / tooltrain padded: {ratio(by_path['tooltrain packed'], by_path['tooltrain padded'])}"
+    )
     print(f"ratio tooltrain packed / trl packed: {ratio(by_path['tooltrain packed'], by_path['trl packed'])}")
     for r in results:
         if r.note:

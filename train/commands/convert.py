@@ -34,17 +34,38 @@ from train.validate import check_conversation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="SOURCE", help=f"one of: {', '.join(SOURCES)}; or module:attr (a reader of your own)")
-    parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="source files or folders, in the order the source expects")
-    parser.add_argument("-o", "--output", type=output_path, required=True,
-                        help="canonical JSON Lines output; '-' for stdout (the report then goes to stderr)")
-    parser.add_argument("--rejects", type=output_path, metavar="PATH",
-                        help="rejected records with their reasons (default OUT.rejects.jsonl; "
-                             "with -o - or a device, only written when given)")
-    parser.add_argument("--library", type=output_path, metavar="PATH",
-                        help="a query dataset's tool library (default OUT.library.jsonl; with -o - or a device, "
-                             "only written when given)")
-    parser.add_argument("--validate", action="store_true", help="also reject records with tool-aware validation errors (structure is always checked)")
+    parser.add_argument(
+        "source", metavar="SOURCE", help=f"one of: {', '.join(SOURCES)}; or module:attr (a reader of your own)"
+    )
+    parser.add_argument(
+        "inputs", nargs="+", type=Path, metavar="INPUT", help="source files or folders, in the order the source expects"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=output_path,
+        required=True,
+        help="canonical JSON Lines output; '-' for stdout (the report then goes to stderr)",
+    )
+    parser.add_argument(
+        "--rejects",
+        type=output_path,
+        metavar="PATH",
+        help="rejected records with their reasons (default OUT.rejects.jsonl; "
+        "with -o - or a device, only written when given)",
+    )
+    parser.add_argument(
+        "--library",
+        type=output_path,
+        metavar="PATH",
+        help="a query dataset's tool library (default OUT.library.jsonl; with -o - or a device, "
+        "only written when given)",
+    )
+    parser.add_argument(
+        "--validate",
+        action="store_true",
+        help="also reject records with tool-aware validation errors (structure is always checked)",
+    )
 
 
 def source_inputs(source: str) -> str:
@@ -95,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     written += 1
                     no_assistant += isinstance(item, Conversation) and not any(
-                        m.role == "assistant" for m in item.messages)
+                        m.role == "assistant" for m in item.messages
+                    )
                     out.write(line + b"\n")
             if rejects.count and not written:
                 outputs.discard()  # a wrong reader rejects everything: keep whatever was there before
@@ -110,15 +132,22 @@ def run(args: argparse.Namespace) -> int:
     for line in rejects.lines():
         print(line, file=report_to)
     if rejects.count and not written:
-        hint = (f"is {args.source} the right source for these files, and are they in the order it reads? "
-                f"{args.source} reads: {source_inputs(args.source)}")
+        hint = (
+            f"is {args.source} the right source for these files, and are they in the order it reads? "
+            f"{args.source} reads: {source_inputs(args.source)}"
+        )
         return nothing_written(rejects.count, args.output, hint)
     if rejects.count:
         print(where_rejects_are(rejects_path), file=report_to)
     if libraries and not library_path:
-        print("  tool library not written (the output is not a regular file): give --library PATH to keep it",
-              file=report_to)
+        print(
+            "  tool library not written (the output is not a regular file): give --library PATH to keep it",
+            file=report_to,
+        )
     if no_assistant:
-        print(f"  note: {no_assistant} of {written} conversations have no assistant turn (nothing to train on); "
-              f"{args.source} reads: {source_inputs(args.source)}", file=report_to)
+        print(
+            f"  note: {no_assistant} of {written} conversations have no assistant turn (nothing to train on); "
+            f"{args.source} reads: {source_inputs(args.source)}",
+            file=report_to,
+        )
     return 0

@@ -1,4 +1,5 @@
-"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] --out-dir DIR [--seed N]``: a recipe's data, built by its builder.
+"""``tooltrain data build NAME INPUT... [KEY=VALUE ...] --out-dir DIR [--seed N]``: a recipe's data, built by its
+builder.
 
 NAME is a data builder (``train.builders.BUILDERS``, or ``module:attr`` naming a ``BuilderSpec`` of your own).
 INPUT is canonical JSON Lines (``tooltrain data convert`` output), or ``SOURCE:PATH[,PATH...]`` to read source
@@ -49,10 +50,14 @@ SOURCE_INPUT = re.compile(r"^([A-Za-z_][\w.]*:[A-Za-z_][\w.]*):(.+)$")  # module
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("builder", metavar="NAME", help=f"the data builder: {', '.join(builders.BUILDERS)}; or module:attr")
-    add("inputs", nargs="+", metavar="INPUT | KEY=VALUE",
+    add(
+        "inputs",
+        nargs="+",
+        metavar="INPUT | KEY=VALUE",
         help="canonical JSON Lines, or SOURCE:PATH[,PATH...]; KEY=VALUE sets a builder argument (what a recipe "
-             "writes in data.builder_args), e.g. metatool: holdout_fraction=0.15 embedder=hash-bow pool_size=30 "
-             "teacher.kind=http teacher.base_url=URL teacher.model=NAME; before --out-dir and --seed")
+        "writes in data.builder_args), e.g. metatool: holdout_fraction=0.15 embedder=hash-bow pool_size=30 "
+        "teacher.kind=http teacher.base_url=URL teacher.model=NAME; before --out-dir and --seed",
+    )
     add_out_dir(parser, "-o", "--output", required=True, help="the folder the builder's files and report.json go to")
     add("--seed", type=int, default=42, help="the run's seed: every seeded choice the builder makes (42)")
 
@@ -98,8 +103,9 @@ def read_inputs(specs: list[str], rejected: Counter, per_input: list[dict[str, A
 # ---------------------------------------------------------------- building
 
 
-def build_files(name: str, conversations: list[Conversation], arguments: Any,
-                seed: int) -> tuple[dict[str, list], dict[str, Any], list[str]]:
+def build_files(
+    name: str, conversations: list[Conversation], arguments: Any, seed: int
+) -> tuple[dict[str, list], dict[str, Any], list[str]]:
     """The builder's own files (``BuilderSpec.files``), else its conversations as train.jsonl."""
     spec = builders.BUILDERS.get(name)
     if spec.files is not None:
@@ -140,9 +146,14 @@ def run(args: argparse.Namespace) -> int:
             records, built, lines = build_files(args.builder, conversations, arguments, args.seed)
             for name in spec.outputs:
                 write_jsonl(files[name], records.get(name, []))
-            report = {"builder": args.builder, "seed": args.seed, "inputs": per_input,
-                      "read": len(conversations) + sum(rejected.values()), "rejected": dict(sorted(rejected.items())),
-                      **built}
+            report = {
+                "builder": args.builder,
+                "seed": args.seed,
+                "inputs": per_input,
+                "read": len(conversations) + sum(rejected.values()),
+                "rejected": dict(sorted(rejected.items())),
+                **built,
+            }
             files["report.json"].write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     except (SourceError, ValueError) as err:  # an unreadable input; builder arguments (teacher kind, fractions)
         print(f"error: {err}", file=sys.stderr)

@@ -21,9 +21,16 @@ DEFAULT_OUTPUT_DIR = Path("runs/data-demo")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_out_dir(parser, "-o", "--output-dir", default=DEFAULT_OUTPUT_DIR,
-                help=f"the folder the tour writes its files to (default: {DEFAULT_OUTPUT_DIR})")
-    parser.add_argument("--format", default="chatml", help="chat format to render with (default: chatml, the demo model's)")
+    add_out_dir(
+        parser,
+        "-o",
+        "--output-dir",
+        default=DEFAULT_OUTPUT_DIR,
+        help=f"the folder the tour writes its files to (default: {DEFAULT_OUTPUT_DIR})",
+    )
+    parser.add_argument(
+        "--format", default="chatml", help="chat format to render with (default: chatml, the demo model's)"
+    )
 
 
 def demo_sample() -> Path:
@@ -31,16 +38,31 @@ def demo_sample() -> Path:
 
 
 def run(args: argparse.Namespace, run_verb: Callable[[list[str]], int]) -> int:
-    """Each step through ``run_verb`` (the CLI's ``main``, handed in by ``train.cli``: a command never imports the CLI)."""
+    """Each step through ``run_verb`` (the CLI's ``main``, handed in by ``train.cli``: a command never imports the
+    CLI)."""
     out: Path = args.out_dir
     canonical = out / "glaive_sample.jsonl"
     steps = [
-        ("convert the shipped glaive sample to canonical JSON Lines, rejecting tool-invalid records",
-         ["data", "convert", "glaive", str(demo_sample()), "-o", str(canonical), "--validate"]),
+        (
+            "convert the shipped glaive sample to canonical JSON Lines, rejecting tool-invalid records",
+            ["data", "convert", "glaive", str(demo_sample()), "-o", str(canonical), "--validate"],
+        ),
         ("validate it against its tools", ["data", "validate", str(canonical)]),
         ("count what is in it", ["data", "stats", str(canonical)]),
-        (f"render it to token ids and loss labels ({args.format})",
-         ["data", "render", str(canonical), "--format", args.format, "-o", str(out / f"rendered.{args.format}.jsonl"), "--show", "1"]),
+        (
+            f"render it to token ids and loss labels ({args.format})",
+            [
+                "data",
+                "render",
+                str(canonical),
+                "--format",
+                args.format,
+                "-o",
+                str(out / f"rendered.{args.format}.jsonl"),
+                "--show",
+                "1",
+            ],
+        ),
     ]
     for number, (what, argv) in enumerate(steps, start=1):
         print(f"\n[{number}/{len(steps)}] {what}\n$ tooltrain {' '.join(argv)}", flush=True)

@@ -54,17 +54,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     arg = parser.add_argument
     # REMAINDER: Hydra's own flags may follow the overrides (-m, --cfg job); options come before them.
-    arg("overrides", nargs=argparse.REMAINDER, metavar="KEY=VALUE",
-        help="Hydra overrides (retrieval.alpha=0.8 ...) instead of the options")
+    arg(
+        "overrides",
+        nargs=argparse.REMAINDER,
+        metavar="KEY=VALUE",
+        help="Hydra overrides (retrieval.alpha=0.8 ...) instead of the options",
+    )
     arg("-m", "--multirun", action="store_true", help="with overrides: a Hydra sweep, one job per value")
     arg("--method", choices=METHODS, help="retrieval method (required without overrides)")
     arg("--queries", type=Path, metavar="Q.jsonl", help="ToolQuery rows (required without overrides)")
-    arg("--library", type=Path, metavar="L.jsonl",
-        help="ToolLibrary rows (default: Q.library.jsonl beside the queries)")
+    arg(
+        "--library", type=Path, metavar="L.jsonl", help="ToolLibrary rows (default: Q.library.jsonl beside the queries)"
+    )
     arg("--alpha", default="0.5", metavar="A[,A...]", help="Algorithm 1's α, or a comma list to sweep (metatool; 0.5)")
     arg("--k", default="1,3,5", metavar="K[,K...]", help="cut-offs for HR@k (default 1,3,5)")
-    arg("--embedder", default=DEFAULT_EMBEDDER, metavar="NAME",
-        help=f"embedder (default {DEFAULT_EMBEDDER}; hash-bow: no model)")
+    arg(
+        "--embedder",
+        default=DEFAULT_EMBEDDER,
+        metavar="NAME",
+        help=f"embedder (default {DEFAULT_EMBEDDER}; hash-bow: no model)",
+    )
     arg("--hypothesis", choices=HYPOTHESES, default="teacher", help="where meta_tool queries come from (teacher)")
     arg("--keyword-scoring", choices=KEYWORD_SCORING, default="bm25", help="keyword retrieval: BM25 or embeddings")
     arg("--split", metavar="NAME", help="only queries whose meta.split is NAME (ToolLens: train, test)")
@@ -114,5 +123,3 @@ def run(args: argparse.Namespace) -> int:
     report(done, s)
     write_outputs(done.result, s, args.per_item, args.output)  # an OutputError is one error line, exit 2
     return 0
-
-

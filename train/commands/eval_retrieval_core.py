@@ -117,15 +117,28 @@ def evaluate_settings(s: Settings, names: dict[str, str]) -> Evaluated:
     embedder = load_embedder(s.embedder, device=s.device) if needs_model else None
     index = ToolIndex(tools, embedder, use_cache=s.cache)
     teacher = make_teacher(dict(s.teacher), seed=0)
-    result = evaluate(queries, index, s.method, alphas=s.alphas, ks=s.ks, hypothesis=s.hypothesis,
-                      keyword_scoring=s.keyword_scoring, teacher=teacher)
+    result = evaluate(
+        queries,
+        index,
+        s.method,
+        alphas=s.alphas,
+        ks=s.ks,
+        hypothesis=s.hypothesis,
+        keyword_scoring=s.keyword_scoring,
+        teacher=teacher,
+    )
     return Evaluated(result, len(tools), needs_model)
 
 
 def format_table(result: dict[str, Any], ks: list[int]) -> str:
     header = ["alpha", *(f"HR@{k}" for k in ks)]
-    rows = [[("-" if row["alpha"] is None else f"{row['alpha']:g}"),
-             *(f"{row[f'HR@{k}']:.4f}" if row[f"HR@{k}"] is not None else "-" for k in ks)] for row in result["rows"]]
+    rows = [
+        [
+            ("-" if row["alpha"] is None else f"{row['alpha']:g}"),
+            *(f"{row[f'HR@{k}']:.4f}" if row[f"HR@{k}"] is not None else "-" for k in ks),
+        ]
+        for row in result["rows"]
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in [header, *rows])
 

@@ -121,8 +121,9 @@ def _job(cfg: DictConfig) -> None:
         return
     report(done, settings)
     out.mkdir(parents=True, exist_ok=True)
-    write_outputs(done.result, settings, out / "per_item.jsonl" if cfg.retrieval.per_item else None,
-                  out / "metrics.json")
+    write_outputs(
+        done.result, settings, out / "per_item.jsonl" if cfg.retrieval.per_item else None, out / "metrics.json"
+    )
     print(f"metrics: {out / 'metrics.json'}", flush=True)
 
 
@@ -132,8 +133,11 @@ def main(args: argparse.Namespace, option_defaults: dict[str, Any]) -> int:
     global _exit_code
     from hydra.core.global_hydra import GlobalHydra
 
-    mixed = [name for name, default in option_defaults.items()
-             if name not in ("overrides", "multirun") and getattr(args, name) != default]
+    mixed = [
+        name
+        for name, default in option_defaults.items()
+        if name not in ("overrides", "multirun") and getattr(args, name) != default
+    ]
     if mixed:
         options = ", ".join("--" + name.replace("_", "-") for name in mixed)
         print(f"error: {options}: with Hydra overrides, give every setting as retrieval.KEY=VALUE", file=sys.stderr)
@@ -162,8 +166,9 @@ class SweepTable(Callback):
         rows = sweep_rows(sweep)
         if not rows:
             return
-        (sweep / "sweep.json").write_text(json.dumps({"jobs": rows}, ensure_ascii=False, indent=2) + "\n",
-                                          encoding="utf-8")
+        (sweep / "sweep.json").write_text(
+            json.dumps({"jobs": rows}, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
         print(f"\nsweep: {len(rows)} jobs under {sweep}")
         print(sweep_table(rows))
 
@@ -189,8 +194,11 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
     varied = [key for key in keys if len({row["overrides"].get(key) for row in rows}) > 1] or ["job"]
     metrics = [key for key in rows[0] if key.startswith("HR@")]
     header = [*varied, *metrics]
-    body = [[str(row["job"]) if key == "job" else str(row["overrides"].get(key, "-")) for key in varied]
-            + [f"{row[m]:.4f}" if row[m] is not None else "-" for m in metrics] for row in rows]
+    body = [
+        [str(row["job"]) if key == "job" else str(row["overrides"].get(key, "-")) for key in varied]
+        + [f"{row[m]:.4f}" if row[m] is not None else "-" for m in metrics]
+        for row in rows
+    ]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in [header, *body])
 

@@ -49,28 +49,58 @@ class LoadedModel:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg = parser.add_argument
     # BENCH is checked in run() (bench_problem), not by choices=: the old order MODEL BENCH gets its own message
-    arg("bench", metavar="BENCH", help="benchmark: its task builds the prompts, its scorer scores "
-        f"({', '.join(task_names())}; or module:attr naming a ScorerSpec with a task)")
+    arg(
+        "bench",
+        metavar="BENCH",
+        help="benchmark: its task builds the prompts, its scorer scores "
+        f"({', '.join(task_names())}; or module:attr naming a ScorerSpec with a task)",
+    )
     arg("model", metavar="MODEL", help="a run directory, a HF model directory, or a conf/model name (tiny, smollm2)")
-    arg("--data", type=Path, nargs="+", metavar="FILE",
-        help="reference conversations (canonical JSON Lines) or the bench's own files")
+    arg(
+        "--data",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="reference conversations (canonical JSON Lines) or the bench's own files",
+    )
     arg("--source", metavar="READER", help="read --data with this reader (default: canonical, else the bench's own)")
     arg("--format", dest="chat_format", metavar="F", help="chat format (default: the run's or the model config's)")
-    arg("--format-option", action="append", default=[], metavar="KEY=VALUE", dest="format_options",
-        help="a chat format option, repeatable (default: the run's data.format_options)")
+    arg(
+        "--format-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="format_options",
+        help="a chat format option, repeatable (default: the run's data.format_options)",
+    )
     arg("--tokenizer", metavar="T", help="tokenizer name or directory (default: the model's)")
-    arg("--option", action="append", default=[], metavar="KEY=VALUE",
-        help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the meta_tool retriever)")
+    arg(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the meta_tool retriever)",
+    )
     arg("--limit", type=int, metavar="N", help="evaluate the first N usable references")
     arg("--max-new-tokens", type=int, default=256, metavar="N", help="tokens generated per turn (default 256)")
     arg("--batch-size", type=int, default=8, metavar="N", help="prompts per generate call (default 8)")
     arg("--temperature", type=float, default=0.0, metavar="T", help="0 (default): greedy")
     arg("--backend", choices=("hf", "vllm"), default="hf", help="hf (default) or vllm (GPU, when installed)")
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
-    arg("--summary", choices=("toolgt",), help="bfcl, nexus: ToolGT's numbers (seed 004 §3.3) beside the paper's "
-        "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; nexus: its ToolGT tasks, W / U")
+    arg(
+        "--summary",
+        choices=("toolgt",),
+        help="bfcl, nexus: ToolGT's numbers (seed 004 §3.3) beside the paper's "
+        "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; "
+        "nexus: its ToolGT tasks, W / U",
+    )
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
-    arg("--predictions", type=output_file, metavar="OUT.jsonl", help="write one prediction row (and its generation) per item")
+    arg(
+        "--predictions",
+        type=output_file,
+        metavar="OUT.jsonl",
+        help="write one prediction row (and its generation) per item",
+    )
 
 
 # ---------------------------------------------------------------- loading the model
@@ -112,8 +142,14 @@ def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
         tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
     _, dtype = _device_and_dtype(dtype_name, str(cfg.model.dtype))
     model, _ = merged_model(cfg, weights, len(tokenizer), dtype)
-    return LoadedModel(model, tokenizer, str(cfg.model.chat_format), f"{run_dir} ({weights.name})", run_cfg=cfg,
-                       format_options=run_format_options(cfg))
+    return LoadedModel(
+        model,
+        tokenizer,
+        str(cfg.model.chat_format),
+        f"{run_dir} ({weights.name})",
+        run_cfg=cfg,
+        format_options=run_format_options(cfg),
+    )
 
 
 def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None) -> LoadedModel:
@@ -136,8 +172,9 @@ def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None)
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_name or str(model_dir))
     _, dtype = _device_and_dtype(dtype_name)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype, use_safetensors=True)
-    return LoadedModel(model, tokenizer, chat_format, str(model_dir), model_dir=model_dir,
-                       format_options=format_options)
+    return LoadedModel(
+        model, tokenizer, chat_format, str(model_dir), model_dir=model_dir, format_options=format_options
+    )
 
 
 def run_format_options(cfg: Any) -> dict[str, Any]:
@@ -211,8 +248,10 @@ def backend_for(args: argparse.Namespace, loaded: LoadedModel) -> Any:
 
     if args.backend == "vllm":
         if loaded.model_dir is None:
-            raise ModelError("the vllm backend loads a model directory: export the run first "
-                             "(tooltrain export RUN_DIR) and pass RUN_DIR/merged")
+            raise ModelError(
+                "the vllm backend loads a model directory: export the run first "
+                "(tooltrain export RUN_DIR) and pass RUN_DIR/merged"
+            )
         return VllmBackend(str(loaded.model_dir), temperature=args.temperature)
     device, _ = _device_and_dtype("auto")
     model = loaded.model.to(device).eval()
@@ -307,8 +346,9 @@ def run(args: argparse.Namespace) -> int:
         loaded = load(args.model, args.dtype, args.tokenizer)
         format_name = args.chat_format or loaded.chat_format
         if format_name is None:
-            raise ModelError(f"{args.model}: give --format (the model directory does not say which chat format "
-                             "it was trained with)")
+            raise ModelError(
+                f"{args.model}: give --format (the model directory does not say which chat format it was trained with)"
+            )
         # the run's own options hold only when evaluating in the run's format; the command line adds to them
         options = dict(loaded.format_options) if format_name == loaded.chat_format else {}
         options.update(parse_format_option(format_name, spec) for spec in args.format_options)
@@ -322,8 +362,10 @@ def run(args: argparse.Namespace) -> int:
             raise ModelError("give --data (only heldout on a run directory defaults to the run's eval split)")
         prepared = task.prepare(conversations, args.limit, args.data or [])
         if not prepared.items:
-            raise TaskError(f"no reference to evaluate: {len(conversations)} conversations, "
-                            f"{len(prepared.skipped)} unusable, {len(rejected)} unreadable")
+            raise TaskError(
+                f"no reference to evaluate: {len(conversations)} conversations, "
+                f"{len(prepared.skipped)} unusable, {len(rejected)} unreadable"
+            )
         backend = backend_for(args, loaded)
         prompts = [(item.conversation, item.target) for item in prepared.items]
         generations = generate(prompts, fmt, loaded.tokenizer, backend, args.max_new_tokens)
@@ -333,8 +375,10 @@ def run(args: argparse.Namespace) -> int:
     outcome = evaluate_generations(task, prepared.items, generations)
     summary = generation_summary(generations)
     decoding = "greedy" if args.temperature <= 0 else f"temperature {args.temperature}"
-    print(f"{args.bench}: {len(prepared.items)} items, {loaded.description}, {format_name}, {args.backend}, "
-          f"{decoding}, max {args.max_new_tokens} new tokens")
+    print(
+        f"{args.bench}: {len(prepared.items)} items, {loaded.description}, {format_name}, {args.backend}, "
+        f"{decoding}, max {args.max_new_tokens} new tokens"
+    )
     print(metric_tables(outcome.metrics))
     print("\ngeneration  " + ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in summary.items()))
     toolgt = toolgt_summary(args, outcome.metrics, [args.model, loaded.description]) if args.summary else None

@@ -49,10 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from train.evaluation import SCORERS
 
     parser.epilog = epilog()
-    parser.add_argument("bench", metavar="BENCH",
-                        help=f"benchmark whose scorer to run: {', '.join(SCORERS)}; or module:attr (a ScorerSpec)")
-    parser.add_argument("--predictions", type=Path, required=True, metavar="P.jsonl",
-                        help="model predictions; bfcl: or a folder of per-category prediction files")
+    parser.add_argument(
+        "bench",
+        metavar="BENCH",
+        help=f"benchmark whose scorer to run: {', '.join(SCORERS)}; or module:attr (a ScorerSpec)",
+    )
+    parser.add_argument(
+        "--predictions",
+        type=Path,
+        required=True,
+        metavar="P.jsonl",
+        help="model predictions; bfcl: or a folder of per-category prediction files",
+    )
     parser.add_argument(
         "--references", type=Path, action="append", required=True, metavar="R.jsonl",
         help="reference rows; bfcl: the questions file, then (again) the possible-answer file; "
@@ -63,12 +71,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="bfcl only: the category scored (default: from the questions file name); with folders, repeatable: "
              "only these categories",
     )  # fmt: skip
-    parser.add_argument("--summary", choices=("v4", "v2", "toolgt"),
-                        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files), "
-                             "or toolgt: ToolGT's W, non-live / live / relevance and exec-free BFCL")
-    parser.add_argument("--languages", metavar="CODES", help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29")
+    parser.add_argument(
+        "--summary",
+        choices=("v4", "v2", "toolgt"),
+        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files), "
+        "or toolgt: ToolGT's W, non-live / live / relevance and exec-free BFCL",
+    )
+    parser.add_argument(
+        "--languages",
+        metavar="CODES",
+        help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29",
+    )
     parser.add_argument("--per-item", type=output_file, metavar="OUT.jsonl", help="write one JSON line per scored item")
-    parser.add_argument("-o", "--output", type=output_file, metavar="METRICS.json", help="write the metrics and issues as JSON")
+    parser.add_argument(
+        "-o", "--output", type=output_file, metavar="METRICS.json", help="write the metrics and issues as JSON"
+    )
 
 
 # ---------------------------------------------------------------- scoring
@@ -88,7 +105,11 @@ def run_scorer(args: argparse.Namespace, predictions: list[dict], references: li
     if args.bench == "itc" and args.languages:
         from train.evaluation.itc import ITC_LANGUAGES
 
-        codes = ITC_LANGUAGES if args.languages == "itc" else tuple(c.strip() for c in args.languages.split(",") if c.strip())
+        codes = (
+            ITC_LANGUAGES
+            if args.languages == "itc"
+            else tuple(c.strip() for c in args.languages.split(",") if c.strip())
+        )
         try:
             return scorer(predictions, references[0], languages=codes)
         except ValueError as err:  # a code langid does not know
@@ -96,11 +117,15 @@ def run_scorer(args: argparse.Namespace, predictions: list[dict], references: li
     return scorer(predictions, references[0])
 
 
-def _score_bfcl(scorer, args: argparse.Namespace, predictions: list[dict], references: list[list[dict]]) -> dict[str, Any]:
+def _score_bfcl(
+    scorer, args: argparse.Namespace, predictions: list[dict], references: list[list[dict]]
+) -> dict[str, Any]:
     from train.evaluation.bfcl import canonical_category
 
     if len(references) > 2:
-        raise SourceError(f"bfcl takes the questions file and optionally the possible-answer file, got {len(references)} --references")
+        raise SourceError(
+            f"bfcl takes the questions file and optionally the possible-answer file, got {len(references)} --references"
+        )
     if args.category and len(args.category) > 1:
         raise SourceError("one --category per prediction file (several: give folders of files)")
     try:
@@ -112,7 +137,9 @@ def _score_bfcl(scorer, args: argparse.Namespace, predictions: list[dict], refer
         result = scorer(predictions, references[0], answers, category)
     except ValueError as err:  # e.g. a category that needs its possible-answer file
         raise SourceError(str(err)) from None
-    result["missing_prediction_ids"] = [i["id"] for i in result["per_item"] if i.get("error_type") == "missing_prediction"]
+    result["missing_prediction_ids"] = [
+        i["id"] for i in result["per_item"] if i.get("error_type") == "missing_prediction"
+    ]
     return result
 
 
@@ -144,7 +171,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     metrics, issues = split_result(result)
     summary = counts(result, issues, bad)
-    print(f"{args.bench}: {summary['items']} items scored from {args.predictions} against {', '.join(map(str, args.references))}")
+    print(
+        f"{args.bench}: {summary['items']} items scored from {args.predictions} "
+        f"against {', '.join(map(str, args.references))}"
+    )
     print(metric_tables(metrics))
     details = issue_lines(issues, {"references": ref_where, "predictions": pred_where}, bad)
     if details:
@@ -157,5 +187,6 @@ def run(args: argparse.Namespace) -> int:
         "counts": summary,
         "issues": {**issues, "unreadable_lines": bad},
     }
-    return write_results(args.per_item, result.get("per_item", []), args.output, report,
-                         inputs=[args.predictions, *args.references])
+    return write_results(
+        args.per_item, result.get("per_item", []), args.output, report, inputs=[args.predictions, *args.references]
+    )

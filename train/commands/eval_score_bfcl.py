@@ -82,8 +82,9 @@ def score_folders(args: argparse.Namespace) -> dict[str, Any]:
     from train.evaluation.bfcl_summary import summarize_bfcl
 
     if len(args.references) != 1:
-        raise SourceError(f"with a folder of predictions, give the BFCL data folder once as --references "
-                          f"(got {len(args.references)})")
+        raise SourceError(
+            f"with a folder of predictions, give the BFCL data folder once as --references (got {len(args.references)})"
+        )
     data = args.references[0]
     predicted, not_scored = files_by_category(args.predictions, "prediction files")
     questions, _ = files_by_category(data, "question files")
@@ -115,10 +116,15 @@ def score_folders(args: argparse.Namespace) -> dict[str, Any]:
         except ValueError as err:  # a category that needs its possible-answer file
             raise SourceError(f"{err} ({answers_path} not found)") from None
         result["missing_prediction_ids"] = [
-            item["id"] for item in result["per_item"] if item.get("error_type") == "missing_prediction"]
+            item["id"] for item in result["per_item"] if item.get("error_type") == "missing_prediction"
+        ]
         _, issues = split_result(result)
-        results[category] = {"result": result, "issues": issues, "unreadable": bad + bad_refs,
-                             "where": {"predictions": pred_where, "references": ref_where}}
+        results[category] = {
+            "result": result,
+            "issues": issues,
+            "unreadable": bad + bad_refs,
+            "where": {"predictions": pred_where, "references": ref_where},
+        }
     scores = {category: entry["result"] for category, entry in results.items()}
     version = summary_version(list(predicted.values()), args.summary)
     return {"categories": results, "summary": summarize_bfcl(scores, version), "not_scored": not_scored}
@@ -136,19 +142,24 @@ def toolgt_lines(summary: dict[str, Any], model_names: list[str]) -> list[str]:
     columns = ("W", "non-live", "live", "relevance", "BFCL")
     width = 24
     lines = [
-        (f"ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): {summary['items']:,} of "
-        f"{summary['paper_items']:,} items; BFCL is the v2 overall without its exec groups"),
+        (
+            f"ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): {summary['items']:,} of "
+            f"{summary['paper_items']:,} items; BFCL is the v2 overall without its exec groups"
+        ),
         "".ljust(width) + "".join(c.rjust(10) for c in columns),
-        "this model".ljust(width) + "".join(_percent(summary[k]).rjust(10)
-                                          for k in ("W", "non_live", "live", "relevance", "bfcl")),
+        "this model".ljust(width)
+        + "".join(_percent(summary[k]).rjust(10) for k in ("W", "non_live", "live", "relevance", "bfcl")),
     ]
     if summary["missing"]:
-        lines.append(f"  not scored (left out of every mean; the paper's numbers need all 13): "
-                     f"{', '.join(summary['missing'])}")
+        lines.append(
+            f"  not scored (left out of every mean; the paper's numbers need all 13): {', '.join(summary['missing'])}"
+        )
     model = paper_model(*model_names)
     if model is None:
-        lines.append("paper: no Table 2 row for this model (Table 2 has LLaMA-3.1-8B, Mistral-7B-v0.3, Mistral-Nemo-12B, "
-                     "Qwen-2.5-14B)")
+        lines.append(
+            "paper: no Table 2 row for this model (Table 2 has LLaMA-3.1-8B, Mistral-7B-v0.3, Mistral-Nemo-12B, "
+            "Qwen-2.5-14B)"
+        )
         return lines
     lines.append(f"paper, Table 2 (W / BFCL) and Table 6 (groups), {model.label}:")
     for arm, row in model.arms.items():
@@ -164,8 +175,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     categories = scored["categories"]
-    by_category = {name: {key: entry["result"][key] for key in ("accuracy", "correct", "total")}
-                   for name, entry in categories.items()}
+    by_category = {
+        name: {key: entry["result"][key] for key in ("accuracy", "correct", "total")}
+        for name, entry in categories.items()
+    }
     summary = scored["summary"]
     items = sum(entry["total"] for entry in by_category.values())
     print(f"bfcl: {items} items in {len(by_category)} categories from {args.predictions} against {args.references[0]}")
@@ -177,8 +190,9 @@ def run(args: argparse.Namespace) -> int:
         print(metric_tables({"by_category": by_category, "summary": shown}))
     lines = []
     if summary["missing"] and summary["version"] != "toolgt":  # toolgt_lines lists them
-        lines.append(f"categories not scored, counted as 0 by the {summary['version']} summary: "
-                     f"{len(summary['missing'])}")
+        lines.append(
+            f"categories not scored, counted as 0 by the {summary['version']} summary: {len(summary['missing'])}"
+        )
         lines += textwrap.wrap(", ".join(summary["missing"]), 100, initial_indent="  ", subsequent_indent="  ")
     for row in scored["not_scored"]:
         lines.append(f"prediction file not scored: {row['file']}: {row['reason']}")
@@ -193,9 +207,12 @@ def run(args: argparse.Namespace) -> int:
         "references": [str(args.references[0])],
         "metrics": {"by_category": by_category, "summary": summary},
         "counts": {"items": items, "categories": len(by_category), "files_not_scored": len(scored["not_scored"])},
-        "issues": {"files_not_scored": scored["not_scored"],
-                   **{name: {**entry["issues"], "unreadable_lines": entry["unreadable"]}
-                      for name, entry in categories.items()}},
+        "issues": {
+            "files_not_scored": scored["not_scored"],
+            **{
+                name: {**entry["issues"], "unreadable_lines": entry["unreadable"]} for name, entry in categories.items()
+            },
+        },
     }
     rows = ({**item, "category": name} for name, entry in categories.items() for item in entry["result"]["per_item"])
     return write_results(args.per_item, rows, args.output, report, inputs=[args.predictions, *args.references])

@@ -20,8 +20,12 @@ from train.export import EXPORT_DTYPES
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a training run's output_dir")
-    add_out_dir(parser, "-o", "--output", default=None, help="the folder the model is written to (default: RUN_DIR/merged)")
-    parser.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto", help="weights dtype (default: the dtype the run trained in)")
+    add_out_dir(
+        parser, "-o", "--output", default=None, help="the folder the model is written to (default: RUN_DIR/merged)"
+    )
+    parser.add_argument(
+        "--dtype", choices=EXPORT_DTYPES, default="auto", help="weights dtype (default: the dtype the run trained in)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

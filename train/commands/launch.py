@@ -1,4 +1,5 @@
-"""``tooltrain launch recipe=NAME --nodes N --gpus-per-node G [--launcher slurm|torchrun|deepspeed] [--dry-run] [overrides]``
+"""``tooltrain launch recipe=NAME --nodes N --gpus-per-node G [--launcher slurm|torchrun|deepspeed] [--dry-run]
+[overrides]``
 
 Composes the recipe's config with the overrides (``launcher.*`` settings included), then:
 slurm: renders a batch script (partition, account, time, memory, constraint, log paths from
@@ -47,17 +48,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the batch script or commands and start nothing (slurm: the script is written, not submitted)",
     )
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="recipe=NAME (recipes/NAME.yaml, required), then Hydra overrides for the run and launcher.*")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="key=value",
+        help="recipe=NAME (recipes/NAME.yaml, required), then Hydra overrides for the run and launcher.*",
+    )
     return parser
 
 
 def take_recipe(args: argparse.Namespace) -> None:
-    """``recipe=NAME`` out of the overrides into ``args.recipe``; LaunchError for a missing, repeated or old-style one."""
+    """``recipe=NAME`` out of the overrides into ``args.recipe``; LaunchError for a missing, repeated or old-style
+    one."""
     for item in args.overrides:
         if "=" not in item and not item.startswith("~"):  # `tooltrain launch tiny`: the positional spelling
-            raise LaunchError(f"{item!r} is not a key=value override; name the recipe as in tooltrain train: "
-                              f"tooltrain launch recipe={item} ...")
+            raise LaunchError(
+                f"{item!r} is not a key=value override; name the recipe as in tooltrain train: "
+                f"tooltrain launch recipe={item} ..."
+            )
     recipes = [item for item in args.overrides if item.split("=", 1)[0].lstrip("+") == "recipe"]
     if len(recipes) != 1:
         found = "none" if not recipes else ", ".join(recipes)

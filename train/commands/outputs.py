@@ -339,12 +339,18 @@ class RenamedOption(argparse.Action):
     a folder, in every verb. Using it is an argparse error (one ``error:`` line, exit 2)."""
 
     def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any):
-        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="?", default=argparse.SUPPRESS,
-                         help=argparse.SUPPRESS)
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
         self.new = new
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         parser.error(f"{option_string} is now {self.new} (-o always names a file, --out-dir a folder)")
 
 

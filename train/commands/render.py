@@ -8,8 +8,9 @@ loss weight) when ``--weights`` changes any. ``--format-option KEY=VALUE`` sets 
 A line that is not a canonical conversation, or a
 conversation the format cannot express (parallel calls in ``llama3_1``), goes to
 OUT.rejects.jsonl with its location and reason. Prints ``read N, rendered A, rejected R`` with
-N = A + R, and the first rejects with their file:line and reason. ``--show N`` prints the first N rendered conversations with trained and masked tokens
-told apart: colours on a terminal, ⟦trained⟧ brackets when the output is piped.
+N = A + R, and the first rejects with their file:line and reason. ``--show N`` prints the first N
+rendered conversations with trained and masked tokens told apart: colours on a terminal,
+⟦trained⟧ brackets when the output is piped.
 Outputs are replaced only when the render succeeds (``train.commands.outputs``); an output that
 is the input is refused. ``-o -`` writes the rows to stdout and the report to stderr; beside stdout
 or a device (``-o /dev/null``) rejects are written only to the path ``--rejects`` names.
@@ -57,17 +58,28 @@ def part_weight(spec: str) -> tuple[str, float]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE.jsonl", help="canonical conversations (JSON Lines)")
     parser.add_argument(
-        "--format", required=True, metavar="FORMAT",
+        "--format",
+        required=True,
+        metavar="FORMAT",
         help=f"one of: {', '.join(FORMATS)}; or module:attr (your own ChatFormat)",
     )
     parser.add_argument(
         "--tokenizer", help="a tooltrain tokenizer name or a local tokenizer folder (default: the format's)"
     )
-    parser.add_argument("-o", "--output", type=output_path, required=True,
-                        help="rendered JSON Lines output; '-' for stdout (the report then goes to stderr)")
-    parser.add_argument("--rejects", type=output_path, metavar="PATH",
-                        help="rejected lines with their reasons (default OUT.rejects.jsonl; "
-                             "with -o - or a device, only written when given)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=output_path,
+        required=True,
+        help="rendered JSON Lines output; '-' for stdout (the report then goes to stderr)",
+    )
+    parser.add_argument(
+        "--rejects",
+        type=output_path,
+        metavar="PATH",
+        help="rejected lines with their reasons (default OUT.rejects.jsonl; "
+        "with -o - or a device, only written when given)",
+    )
     parser.add_argument("--text", action="store_true", help="also write the rendered string of each conversation")
     parser.add_argument(
         "--show", type=int, default=0, metavar="N", help="print the first N conversations with trained tokens marked"
@@ -76,11 +88,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--last-turn-only", action="store_true", help="train only each conversation's last assistant turn"
     )
     parser.add_argument(
-        "--weights", type=part_weight, nargs="+", default=[], metavar="PART=W",
+        "--weights",
+        type=part_weight,
+        nargs="+",
+        default=[],
+        metavar="PART=W",
         help="loss weight per trained part, e.g. call_args=2",
     )
     parser.add_argument(
-        "--format-option", action="append", default=[], metavar="KEY=VALUE", dest="format_options",
+        "--format-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="format_options",
         help="a chat format option, repeatable; llama3_1: tools_in_user_message=false, date_string='01 Jan 2025'",
     )
 

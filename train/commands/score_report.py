@@ -105,12 +105,16 @@ def metric_tables(metrics: dict[str, Any]) -> str:
             continue
         rows = {row: _flat(values) for row, values in section.items()}
         columns = list(dict.fromkeys(column for values in rows.values() for column in values))
-        table = _table([name, *columns], [[row, *(_cell(values.get(c)) for c in columns)] for row, values in rows.items()])
+        table = _table(
+            [name, *columns], [[row, *(_cell(values.get(c)) for c in columns)] for row, values in rows.items()]
+        )
         blocks.append("\n".join(table))
     return "\n\n".join(blocks)
 
 
-def issue_lines(issues: dict[str, Any], where: dict[str, dict[Any, str]], unreadable: list[dict[str, str]]) -> list[str]:
+def issue_lines(
+    issues: dict[str, Any], where: dict[str, dict[Any, str]], unreadable: list[dict[str, str]]
+) -> list[str]:
     """One summary line per kind of issue, then up to MAX_LISTED details each, with file:line where known."""
     lines: list[str] = []
 
@@ -123,12 +127,30 @@ def issue_lines(issues: dict[str, Any], where: dict[str, dict[Any, str]], unread
 
     ref, pred = where["references"], where["predictions"]
     listed("unreadable lines (skipped)", [f"{bad['location']}: {bad['reason']}" for bad in unreadable])
-    listed("references without a prediction (scored wrong)", [f"{ref.get(i, '?')}: id {i!r}" for i in issues.get("missing_prediction_ids", [])])
-    listed("predictions without a reference (not scored)", [f"{pred.get(i, '?')}: id {i!r}" for i in issues.get("unknown_prediction_ids", [])])
+    listed(
+        "references without a prediction (scored wrong)",
+        [f"{ref.get(i, '?')}: id {i!r}" for i in issues.get("missing_prediction_ids", [])],
+    )
+    listed(
+        "predictions without a reference (not scored)",
+        [f"{pred.get(i, '?')}: id {i!r}" for i in issues.get("unknown_prediction_ids", [])],
+    )
     listed("repeated prediction ids (first kept)", [f"id {i!r}" for i in issues.get("duplicate_prediction_ids", [])])
     listed("repeated reference ids (first kept)", [f"id {i!r}" for i in issues.get("duplicate_reference_ids", [])])
-    listed("references the scorer cannot use (not scored)", [f"{ref.get(e.get('id'), '?')}: id {e.get('id')!r}: {e.get('reason')}" for e in issues.get("reference_errors", [])])
-    listed("other rows not scored", [json.dumps(row, ensure_ascii=False) for row in issues.get("rows_without_id", []) + issues.get("unreadable_predictions", [])])
+    listed(
+        "references the scorer cannot use (not scored)",
+        [
+            f"{ref.get(e.get('id'), '?')}: id {e.get('id')!r}: {e.get('reason')}"
+            for e in issues.get("reference_errors", [])
+        ],
+    )
+    listed(
+        "other rows not scored",
+        [
+            json.dumps(row, ensure_ascii=False)
+            for row in issues.get("rows_without_id", []) + issues.get("unreadable_predictions", [])
+        ],
+    )
     return lines
 
 

@@ -45,18 +45,39 @@ def parse_severity(text: str) -> tuple[str, str]:
     code, sep, level = text.partition("=")
     if not sep or code not in DEFAULT_SEVERITIES or level not in SETTINGS:
         raise argparse.ArgumentTypeError(
-            f"expected CODE=LEVEL with LEVEL one of {', '.join(SETTINGS)} and CODE one of: {', '.join(DEFAULT_SEVERITIES)}"
+            f"expected CODE=LEVEL with LEVEL one of {', '.join(SETTINGS)} "
+            f"and CODE one of: {', '.join(DEFAULT_SEVERITIES)}"
         )
     return code, level
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE.jsonl", help="canonical JSON Lines (conversations, tool queries or libraries)")
-    parser.add_argument("--strict", action="store_true", help="treat every warning as an error (an explicit --severity still wins)")
-    parser.add_argument("--severity", type=parse_severity, action="append", default=[], metavar="CODE=LEVEL", help="set one check to error, warning or ignore; repeatable")
-    parser.add_argument("--max-report", type=int, default=50, metavar="N", help="print at most N problem lines (default 50)")
-    parser.add_argument("--json", action="store_true", help="print one JSON document (problems and summary) instead of text")
-    parser.add_argument("--library", type=Path, metavar="FILE", help="tool library JSON Lines: gold tools of queries must be named in it")
+    parser.add_argument(
+        "file", type=Path, metavar="FILE.jsonl", help="canonical JSON Lines (conversations, tool queries or libraries)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="treat every warning as an error (an explicit --severity still wins)"
+    )
+    parser.add_argument(
+        "--severity",
+        type=parse_severity,
+        action="append",
+        default=[],
+        metavar="CODE=LEVEL",
+        help="set one check to error, warning or ignore; repeatable",
+    )
+    parser.add_argument(
+        "--max-report", type=int, default=50, metavar="N", help="print at most N problem lines (default 50)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document (problems and summary) instead of text"
+    )
+    parser.add_argument(
+        "--library",
+        type=Path,
+        metavar="FILE",
+        help="tool library JSON Lines: gold tools of queries must be named in it",
+    )
 
 
 @dataclass
@@ -69,7 +90,14 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         p = self.problem
-        return {"line": self.line, "id": self.record_id, "severity": p.severity, "code": p.code, "where": p.where, "message": p.message}
+        return {
+            "line": self.line,
+            "id": self.record_id,
+            "severity": p.severity,
+            "code": p.code,
+            "where": p.where,
+            "message": p.message,
+        }
 
 
 @dataclass
@@ -122,7 +150,9 @@ def record_id(obj: Any) -> str | None:
     return obj["id"] if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
 
 
-def check_file(path: Path, severities: dict[str, Setting], library: set[str] | None) -> Iterator[tuple[int, str | None, list[Problem] | None]]:
+def check_file(
+    path: Path, severities: dict[str, Setting], library: set[str] | None
+) -> Iterator[tuple[int, str | None, list[Problem] | None]]:
     """``(line, record id, problems)`` for each line; problems is None for a blank line.
 
     Lines are read and decoded as every reader does (``train.sources._common.decode_line``): a
@@ -168,7 +198,13 @@ def load_library_names(path: Path) -> set[str]:
             except RecordError as err:
                 raise ValueError(f"{path}:{lineno}: {err}") from None
             if isinstance(value, dict) and isinstance(value.get("tools"), list):
-                names.update(t["function"]["name"] for t in value["tools"] if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str))
+                names.update(
+                    t["function"]["name"]
+                    for t in value["tools"]
+                    if isinstance(t, dict)
+                    and isinstance(t.get("function"), dict)
+                    and isinstance(t["function"].get("name"), str)
+                )
     return names
 
 
@@ -233,7 +269,12 @@ def run(args: argparse.Namespace) -> int:
 
 def emit(args: argparse.Namespace, summary: Summary, reports: list[Report], hidden: int) -> None:
     if args.json:
-        document = {"file": str(args.file), "summary": summary.to_dict(), "reports": [r.to_dict() for r in reports], "more": hidden}
+        document = {
+            "file": str(args.file),
+            "summary": summary.to_dict(),
+            "reports": [r.to_dict() for r in reports],
+            "more": hidden,
+        }
         print(json.dumps(document, ensure_ascii=True))
     else:
         for report in reports:

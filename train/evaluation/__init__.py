@@ -1,11 +1,11 @@
-'''Benchmarks: each one's scorer, generation task and row layouts, registered once in ``SCORERS``.
+"""Benchmarks: each one's scorer, generation task and row layouts, registered once in ``SCORERS``.
 
 A scorer is a pure function of prediction rows and reference rows (``docs/evaluation.md``); its task
 (``train.evaluation.tasks``) turns reference conversations into prompts and generations into its rows, for
 ``eval run`` and the eval callback; its layout text is ``tooltrain eval score --help``. ``eval score``, ``eval run``,
 the ``eval`` config group and the README read the names from here. Wherever a benchmark is named,
 ``module:attr`` naming a ``ScorerSpec`` of your own works too (``docs/extending.md``).
-'''
+"""
 
 from __future__ import annotations
 

@@ -190,8 +190,10 @@ def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
             paths = [resolve_input(str(f)) for f in files]
             conversations, rejected = read_references(paths, spec.source, task)
             if not conversations:
-                raise TaskError(f"eval benchmark {spec.name}: no conversation in {', '.join(map(str, files))} "
-                                f"({len(rejected)} rejected, e.g. {rejected[:1]})")
+                raise TaskError(
+                    f"eval benchmark {spec.name}: no conversation in {', '.join(map(str, files))} "
+                    f"({len(rejected)} rejected, e.g. {rejected[:1]})"
+                )
         items = task.prepare(conversations, spec.limit, paths).items
         if not items:
             raise TaskError(
@@ -203,7 +205,11 @@ def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
 
 
 def build_eval_callback(
-    cfg: Any, built: Any, tokenizer: Any, world: distributed.World, log: Callable,
+    cfg: Any,
+    built: Any,
+    tokenizer: Any,
+    world: distributed.World,
+    log: Callable,
     exclude_time: Callable[[float], None] | None = None,
 ) -> GenerationEval | None:
     """The callback for ``cfg.eval``, or None when it lists no benchmark or never runs. ``exclude_time`` is told

@@ -119,8 +119,15 @@ def generate(
         text = tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         content, calls, parse_error = parse_output(fmt, text)
         generations.append(
-            Generation(text=text, content=content, tool_calls=calls, error=parse_error, prompt_tokens=len(ids),
-                       new_tokens=len(kept) + int(stopped), stopped=stopped)
+            Generation(
+                text=text,
+                content=content,
+                tool_calls=calls,
+                error=parse_error,
+                prompt_tokens=len(ids),
+                new_tokens=len(kept) + int(stopped),
+                stopped=stopped,
+            )
         )
     return generations
 
@@ -128,8 +135,9 @@ def generate(
 class HFBackend:
     """Batched ``generate`` on a transformers (or peft) model: left padding, longest prompts first."""
 
-    def __init__(self, model: Any, pad_id: int, batch_size: int = 8, temperature: float = 0.0,
-                 synced_gpus: bool = False):
+    def __init__(
+        self, model: Any, pad_id: int, batch_size: int = 8, temperature: float = 0.0, synced_gpus: bool = False
+    ):
         self.model, self.pad_id, self.batch_size = model, pad_id, batch_size
         self.temperature, self.synced_gpus = temperature, synced_gpus
 
@@ -158,11 +166,20 @@ class HFBackend:
         greedy = self.temperature <= 0
         sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": self.temperature}
         # A config of our own: a pretrained model's sampling defaults must not leak into greedy eval.
-        config = GenerationConfig(max_new_tokens=max_new_tokens, eos_token_id=list(stop_ids), pad_token_id=self.pad_id,
-                                  use_cache=True, **sampling)
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            eos_token_id=list(stop_ids),
+            pad_token_id=self.pad_id,
+            use_cache=True,
+            **sampling,
+        )
         with torch.no_grad():
-            output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                                         generation_config=config, synced_gpus=self.synced_gpus)
+            output = self.model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention_mask.to(device),
+                generation_config=config,
+                synced_gpus=self.synced_gpus,
+            )
         return [row.tolist() for row in output[:, width:].cpu()]
 
 
@@ -181,8 +198,9 @@ class VllmBackend:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        params = SamplingParams(temperature=self.temperature, max_tokens=max_new_tokens, stop_token_ids=list(stop_ids),
-                                detokenize=False)
+        params = SamplingParams(
+            temperature=self.temperature, max_tokens=max_new_tokens, stop_token_ids=list(stop_ids), detokenize=False
+        )
         results = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False)
         return [list(result.outputs[0].token_ids) for result in results]
 

@@ -140,7 +140,8 @@ def _rates(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def score_heldout(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
-    """Exact match, name accuracy and valid-call rate of the predicted calls; a missing or failed prediction is wrong."""
+    """Exact match, name accuracy and valid-call rate of the predicted calls; a missing or failed prediction is
+    wrong."""
     scored = score_joined(
         join_by_id(predictions, references),
         lambda reference: (gold_calls(reference), reference.get("tools")),

@@ -53,7 +53,8 @@ Rows
 * references: canonical conversations (``tooltrain data convert itc``): the gold turn is
   ``messages[meta["turn"]]``, else the last assistant message that is a {Thought, Action} answer
   (``meta["raw_answers"]`` tells a plain final reply apart; without it, the last assistant message):
-  content = Thought, ``tool_calls`` = the Action. The query is the last user message before it, the offered tools are ``tools`` by name, ``meta["language"]`` is optional and
+  content = Thought, ``tool_calls`` = the Action. The query is the last user message before it, the
+  offered tools are ``tools`` by name, ``meta["language"]`` is optional and
   ``meta["renamed_calls"]`` (the reader's map from an Action's tool name to its API name) is applied
   to predicted names too.
 * predictions: ``{"id", "content": "<the model's whole answer>"}``, scored as above; or, for a model
@@ -125,7 +126,11 @@ def reference_parts(reference: dict[str, Any]) -> dict[str, Any]:
     except CallFormatError as err:
         raise SchemaError("messages", str(err)) from None
     tools = reference.get("tools") if isinstance(reference.get("tools"), list) else []
-    offered = {t["function"]["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)}
+    offered = {
+        t["function"]["name"]
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
+    }
     renames = meta.get("renamed_calls") if isinstance(meta.get("renamed_calls"), dict) else {}
     renamed = {k: v for k, v in renames.items() if isinstance(v, str) and v}
     language = meta.get("language") if isinstance(meta.get("language"), str) and meta.get("language") else None
@@ -256,8 +261,16 @@ def score_item(parts: dict[str, Any], prediction: dict[str, Any] | None, languag
         "language_ok": thought_language == query_language,
         "query_language": query_language,
         "thought_language": thought_language,
-        "tools": {"predicted": sum(pred_names.values()), "gold": sum(gold_names.values()), "correct": overlap(pred_names, gold_names)},
-        "params": {"predicted": sum(pred_triples.values()), "gold": sum(gold_triples.values()), "correct": overlap(pred_triples, gold_triples)},
+        "tools": {
+            "predicted": sum(pred_names.values()),
+            "gold": sum(gold_names.values()),
+            "correct": overlap(pred_names, gold_names),
+        },
+        "params": {
+            "predicted": sum(pred_triples.values()),
+            "gold": sum(gold_triples.values()),
+            "correct": overlap(pred_triples, gold_triples),
+        },
         "errors": error_breakdown(predicted, gold, parts["offered"]),
         "correct": read["format_ok"] and pred_triples == gold_triples and pred_names == gold_names,
         "error": read["error"],
@@ -286,7 +299,10 @@ INVOCATION_ERRORS = ("incorrect_params", "missing_params", "extra_params")
 
 def aggregate(items: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(items)
-    sums = {side: {k: sum(item[side][k] for item in items) for k in ("predicted", "gold", "correct")} for side in ("tools", "params")}
+    sums = {
+        side: {k: sum(item[side][k] for item in items) for k in ("predicted", "gold", "correct")}
+        for side in ("tools", "params")
+    }
     errors = {key: sum(item["errors"][key] for item in items) for key in SELECTION_ERRORS + INVOCATION_ERRORS}
     tool = precision_recall_f1(sums["tools"]["correct"], sums["tools"]["predicted"], sums["tools"]["gold"])
     invocation = precision_recall_f1(sums["params"]["correct"], sums["params"]["predicted"], sums["params"]["gold"])
@@ -299,7 +315,9 @@ def aggregate(items: list[dict[str, Any]]) -> dict[str, Any]:
             "items": n,
         },
         "counts": {"tools": sums["tools"], "params": sums["params"], "errors": errors},
-        "error_shares": {"selection": _shares(errors, SELECTION_ERRORS), "invocation": _shares(errors, INVOCATION_ERRORS)},
+        "error_shares": {
+            "selection": _shares(errors, SELECTION_ERRORS), "invocation": _shares(errors, INVOCATION_ERRORS),
+        },
     }  # fmt: skip
 
 
@@ -313,5 +331,7 @@ def score_itc(
     """ITC metrics; ``language_of`` replaces langid (tests), ``languages`` restricts it."""
     joined = join_by_id(predictions, references)
     identify = language_of or langid_classifier(tuple(languages) if languages else None)
-    scored = score_joined(joined, reference_parts, lambda parts, prediction: score_item(parts, prediction, identify), SchemaError)
+    scored = score_joined(
+        joined, reference_parts, lambda parts, prediction: score_item(parts, prediction, identify), SchemaError
+    )
     return scored.result(**aggregate(scored.per_item))

@@ -136,7 +136,11 @@ def _retrieved_in_results(raw_calls: list[Any], later: list[Any]) -> list[str] |
     ids = {c["id"] for c in raw_calls if isinstance(c.get("id"), str) and read_call(c).name == META_TOOL}
     names: list[str] = []
     for message in later:
-        if not isinstance(message, dict) or message.get("role") != "tool" or not isinstance(message.get("tool_call_id"), str):
+        if (
+            not isinstance(message, dict)
+            or message.get("role") != "tool"
+            or not isinstance(message.get("tool_call_id"), str)
+        ):
             continue
         if message["tool_call_id"] not in ids:
             continue

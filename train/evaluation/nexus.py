@@ -262,7 +262,9 @@ def judge(expected: Expected, prediction: dict[str, Any] | None) -> dict[str, An
     return {"task": expected.task, **verdict_of(prediction, expected.records, expected.known)}
 
 
-def verdict_of(prediction: dict[str, Any] | None, expected: list[dict[str, Any]], known: dict[str, Signature]) -> dict[str, Any]:
+def verdict_of(
+    prediction: dict[str, Any] | None, expected: list[dict[str, Any]], known: dict[str, Signature]
+) -> dict[str, Any]:
     """``{"correct", "error", "predicted", "expected"}``: a prediction's problems are its error, never raised."""
     verdict = {"correct": False, "error": None, "predicted": None, "expected": expected}
     if prediction is None:
@@ -283,7 +285,8 @@ def score_nexus(predictions: Iterable[Any], references: Iterable[Any]) -> dict[s
     """Score every reference query; a query without a prediction is wrong ("no prediction").
 
     Returns ``{"tasks": {task: {"total", "correct", "accuracy"}}, "weighted_average",
-    "unweighted_average", "toolgt" (``toolgt_nexus``: ToolGT's tasks among them), "per_item": [{"id", "task", "correct", "error", "predicted", "expected"}],
+    "unweighted_average", "toolgt" (``toolgt_nexus``: ToolGT's tasks among them),
+    "per_item": [{"id", "task", "correct", "error", "predicted", "expected"}],
     "reference_errors": [{"id", "reason"}], ...id issues}``. A reference without ``meta.dataset`` (its task)
     or whose calls cannot be read or bound is listed in ``reference_errors`` and left out of the counts.
     """

@@ -96,7 +96,9 @@ class MetaBenchTask(Task):
         asked = [
             (row, item.conversation.meta["pool"], generation.tool_calls)
             for row, item, generation in zip(rows, items, generations)
-            if self.retriever is not None and "pool" in item.conversation.meta and not generation.error
+            if self.retriever is not None
+            and "pool" in item.conversation.meta
+            and not generation.error
             and any(call.name == "meta_tool" for call in generation.tool_calls)
         ]
         if asked:
@@ -213,8 +215,10 @@ def task_class(name: str) -> type[Task]:
     except ValueError as err:
         raise TaskError(str(err)) from None
     if task is None:
-        raise TaskError(f"{name} is scored from rows only (tooltrain eval score {name}); "
-                        f"benchmarks with a generation task: {', '.join(task_names())}")
+        raise TaskError(
+            f"{name} is scored from rows only (tooltrain eval score {name}); "
+            f"benchmarks with a generation task: {', '.join(task_names())}"
+        )
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise TaskError(f"{name}: its task {cls!r} is not a train.evaluation.task_base.Task subclass")
     return cls

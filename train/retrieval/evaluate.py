@@ -72,7 +72,9 @@ def sample_queries(queries: Sequence[ToolQuery], n: int | None) -> list[ToolQuer
     return [q for i, q in enumerate(queries) if i in keep]
 
 
-def build_pairs(queries: Sequence[ToolQuery], index: ToolIndex, method: str, hypothesis: str = "teacher", *, teacher=None) -> Pairs:
+def build_pairs(
+    queries: Sequence[ToolQuery], index: ToolIndex, method: str, hypothesis: str = "teacher", *, teacher=None
+) -> Pairs:
     """The requests to rank and the (query, gold tool) pairs they serve."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -99,8 +101,11 @@ def build_pairs(queries: Sequence[ToolQuery], index: ToolIndex, method: str, hyp
             if per_gold and name in by_name:
                 tool = by_name[name]
                 key = f"{query.id}/{name}"
-                make = (partial(gold_hypothesis, tool) if hypothesis == "gold"
-                        else partial(rewritten_hypothesis, tool, teacher, key))
+                make = (
+                    partial(gold_hypothesis, tool)
+                    if hypothesis == "gold"
+                    else partial(rewritten_hypothesis, tool, teacher, key)
+                )
                 request = pairs.add(key, make)
             pairs.unknown_gold += name not in by_name
             pairs.pair_query.append(query.id)
@@ -117,7 +122,9 @@ def _request(method: str, text: str, rules: RuleTeacher, teacher, key: str) -> T
     return text  # history: the request is the whole dialogue so far
 
 
-def rankings(pairs: Pairs, index: ToolIndex, method: str, *, alphas: Sequence[float], k: int, keyword_scoring: str = "bm25") -> dict[float | None, np.ndarray]:
+def rankings(
+    pairs: Pairs, index: ToolIndex, method: str, *, alphas: Sequence[float], k: int, keyword_scoring: str = "bm25"
+) -> dict[float | None, np.ndarray]:
     """(requests, k) library indices per α (metatool) or under the key None (the baselines)."""
     if method == "metatool":
         encoded = metatool.encode_hypotheses(index, pairs.requests)
@@ -147,8 +154,17 @@ def hit_rates(ranks: Sequence[int | None], ks: Sequence[int]) -> dict[str, float
     return {f"HR@{k}": sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for k in ks}
 
 
-def evaluate(queries: Sequence[ToolQuery], index: ToolIndex, method: str, *, alphas: Sequence[float] = (metatool.DEFAULT_ALPHA,),
-             ks: Sequence[int] = (1, 3, 5), hypothesis: str = "teacher", keyword_scoring: str = "bm25", teacher=None) -> dict[str, Any]:
+def evaluate(
+    queries: Sequence[ToolQuery],
+    index: ToolIndex,
+    method: str,
+    *,
+    alphas: Sequence[float] = (metatool.DEFAULT_ALPHA,),
+    ks: Sequence[int] = (1, 3, 5),
+    hypothesis: str = "teacher",
+    keyword_scoring: str = "bm25",
+    teacher=None,
+) -> dict[str, Any]:
     """Rows of HR@k (one per α for metatool, one for a baseline), counts, and per-pair ranks."""
     if not ks or min(ks) < 1:
         raise ValueError("every k must be at least 1")
@@ -161,7 +177,9 @@ def evaluate(queries: Sequence[ToolQuery], index: ToolIndex, method: str, *, alp
         for i, rank in enumerate(ranks):
             request = pairs.pair_request[i]
             top = [index.tools[j].name for j in ranking[request]] if request >= 0 else []
-            per_pair.append({"alpha": alpha, "id": pairs.pair_query[i], "gold": pairs.pair_gold[i], "rank": rank, "retrieved": top})
+            per_pair.append(
+                {"alpha": alpha, "id": pairs.pair_query[i], "gold": pairs.pair_gold[i], "rank": rank, "retrieved": top}
+            )
     return {
         "method": method,
         "hypothesis": hypothesis if method == "metatool" else None,

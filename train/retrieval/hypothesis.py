@@ -119,7 +119,11 @@ def objects(text: str) -> list[str]:
     found: list[str] = []
     for match in _OBJECT.finditer(text):
         phrase = match.group(1).strip(" '\"")
-        if bm25_tokens(phrase) and len(phrase.split()) <= _MAX_PHRASE_WORDS and phrase.lower() not in (p.lower() for p in found):
+        if (
+            bm25_tokens(phrase)
+            and len(phrase.split()) <= _MAX_PHRASE_WORDS
+            and phrase.lower() not in (p.lower() for p in found)
+        ):
             found.append(phrase)
         if len(found) == MAX_PARAMS:
             break

@@ -53,10 +53,13 @@ class ToolHypothesis:
         """From a meta_tool call's arguments; ValueError says what is wrong (A.3's structure rules)."""
         if not isinstance(arguments, dict):
             raise ValueError(  # noqa: TRY004 - A.3 structure rules: every violation is the one ValueError callers count
-                f"meta_tool arguments must be an object, got {type(arguments).__name__}")
+                f"meta_tool arguments must be an object, got {type(arguments).__name__}"
+            )
         extra = sorted(set(arguments) - {"tool_description", "param_description"})
         if extra:
-            raise ValueError(f"meta_tool takes tool_description and param_description only, not {', '.join(map(repr, extra))}")
+            raise ValueError(
+                f"meta_tool takes tool_description and param_description only, not {', '.join(map(repr, extra))}"
+            )
         missing = [key for key in ("tool_description", "param_description") if key not in arguments]
         if missing:
             raise ValueError(f"meta_tool needs {' and '.join(missing)}")
@@ -69,7 +72,9 @@ class ToolHypothesis:
         return cls(description, tuple(p for p in params if p.strip()))
 
 
-def tool_similarity(desc_q: np.ndarray, params_q: np.ndarray, desc_v: np.ndarray, params_v: np.ndarray, alpha: float) -> float:
+def tool_similarity(
+    desc_q: np.ndarray, params_q: np.ndarray, desc_v: np.ndarray, params_v: np.ndarray, alpha: float
+) -> float:
     """Algorithm 1 for one (query, value) pair of unit vectors, as the paper writes it (loop over query params)."""
     s_t = float(desc_q @ desc_v)
     if len(params_q) == 0:
@@ -78,7 +83,9 @@ def tool_similarity(desc_q: np.ndarray, params_q: np.ndarray, desc_v: np.ndarray
     return alpha * s_t + (1 - alpha) * float(np.mean(s_p))
 
 
-def scores(index: ToolIndex, desc_q: np.ndarray, params_q: np.ndarray, param_query: np.ndarray, alpha: float) -> np.ndarray:
+def scores(
+    index: ToolIndex, desc_q: np.ndarray, params_q: np.ndarray, param_query: np.ndarray, alpha: float
+) -> np.ndarray:
     """(B, N) Algorithm 1 similarities of B queries to the N library tools.
 
     desc_q: (B, d) query description rows; params_q: (P, d) all queries' parameter rows, each
@@ -113,11 +120,15 @@ class EncodedHypotheses:
     param_query: np.ndarray
 
 
-def encode_hypotheses(index: ToolIndex, hypotheses: Sequence[ToolHypothesis], *, use_cache: bool | None = None) -> EncodedHypotheses:
+def encode_hypotheses(
+    index: ToolIndex, hypotheses: Sequence[ToolHypothesis], *, use_cache: bool | None = None
+) -> EncodedHypotheses:
     """Embed the hypotheses as queries (descriptions and parameters), cached like the library."""
     use_cache = index.use_cache if use_cache is None else use_cache
     embedder = index.embedder
-    desc = cached_encode(embedder, [h.tool_description for h in hypotheses], "query", label="hypothesis-description", use_cache=use_cache)
+    desc = cached_encode(
+        embedder, [h.tool_description for h in hypotheses], "query", label="hypothesis-description", use_cache=use_cache
+    )
     flat = [p for h in hypotheses for p in h.param_description]
     params = cached_encode(embedder, flat, "query", label="hypothesis-params", use_cache=use_cache)
     if not flat:
@@ -136,11 +147,16 @@ def rank(index: ToolIndex, encoded: EncodedHypotheses, alpha: float, k: int) -> 
     """(B, k) library indices, best first, for every encoded hypothesis."""
     _check_alpha(alpha)
     batch = len(encoded.desc)
-    out = [top_k(score_encoded(index, encoded, alpha, s, min(s + QUERY_CHUNK, batch)), k) for s in range(0, batch, QUERY_CHUNK)]
+    out = [
+        top_k(score_encoded(index, encoded, alpha, s, min(s + QUERY_CHUNK, batch)), k)
+        for s in range(0, batch, QUERY_CHUNK)
+    ]
     return np.concatenate(out) if out else np.zeros((0, min(k, len(index.tools))), dtype=np.int64)
 
 
-def search(index: ToolIndex, hypotheses: Sequence[ToolHypothesis], *, alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_K) -> list[list[tuple[str, float]]]:
+def search(
+    index: ToolIndex, hypotheses: Sequence[ToolHypothesis], *, alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_K
+) -> list[list[tuple[str, float]]]:
     """Per hypothesis, the top-k (tool name, similarity), best first."""
     encoded = encode_hypotheses(index, hypotheses)
     out: list[list[tuple[str, float]]] = []

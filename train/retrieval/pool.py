@@ -67,8 +67,10 @@ class PoolRetriever:
                 allowed = np.full(len(self.index.tools), -np.inf, dtype=np.float32)
                 allowed[[self.position[name] for name in pool if name in self.position]] = 0.0
                 scores = score_encoded(self.index, encoded, self.alpha, start, stop) + allowed
-                ranked = [[self.index.names[i] for i in row if np.isfinite(scores[r, i])]
-                          for r, row in enumerate(top_k(scores, self.k))]
+                ranked = [
+                    [self.index.names[i] for i in row if np.isfinite(scores[r, i])]
+                    for r, row in enumerate(top_k(scores, self.k))
+                ]
             found = iter(ranked)
             out.append([next(found) if h is not None else [] for h in hypotheses])
             start = stop

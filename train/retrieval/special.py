@@ -97,7 +97,9 @@ def is_special(name: str) -> bool:
 class SpecialExecutor:
     """Runs special-function calls against one tool library."""
 
-    def __init__(self, index: ToolIndex, *, alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_K, keyword_scoring: str = "bm25"):
+    def __init__(
+        self, index: ToolIndex, *, alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_K, keyword_scoring: str = "bm25"
+    ):
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         self.index = index
@@ -120,7 +122,11 @@ class SpecialExecutor:
         if call.name == TOOL_SEARCHER_NAME:
             keywords = call.arguments.get("keywords") if isinstance(call.arguments, dict) else None
             if not isinstance(keywords, str) or not keywords.strip():
-                return {"name": call.name, "function_id": function_id, "error": "ToolSearcher needs a non-empty string keywords"}
+                return {
+                    "name": call.name,
+                    "function_id": function_id,
+                    "error": "ToolSearcher needs a non-empty string keywords",
+                }
             names = self.keywords.search([keywords], self.k)[0]
             return {"name": call.name, "function_id": function_id, "results": {"best_matches": self._layout(names)}}
         raise ValueError(f"{call.name!r} is not a special function ({', '.join(SPECIAL_TOOLS)})")
@@ -151,7 +157,10 @@ def result_message(call: ToolCall, entry: dict[str, Any]) -> Message:
 
 def meta_tool_call(hypothesis: ToolHypothesis) -> dict:
     """The hypothesis as the paper writes a meta_tool call: ``{"name", "parameters": {...}}``."""
-    arguments = {"tool_description": hypothesis.tool_description, "param_description": list(hypothesis.param_description)}
+    arguments = {
+        "tool_description": hypothesis.tool_description,
+        "param_description": list(hypothesis.param_description),
+    }
     return {"name": META_TOOL_NAME, "parameters": arguments}
 
 

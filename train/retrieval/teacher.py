@@ -109,15 +109,36 @@ def transcript(turn: CallTurn) -> str:
 # Seeded substitutions for the rule-based paraphrase: (pattern, replacements). Word-bounded and
 # case-aware at the start of a description; every replacement keeps the meaning.
 _LEADING_VERBS: dict[str, tuple[str, ...]] = {
-    "search for": ("look for", "find"), "look up": ("find", "search for"), "look for": ("search for", "find"),
-    "get": ("retrieve", "fetch", "obtain"), "fetch": ("retrieve", "get", "obtain"), "retrieve": ("get", "fetch"),
-    "calculate": ("compute", "work out"), "compute": ("calculate", "work out"), "search": ("look up", "find"),
-    "find": ("look up", "search for", "locate"), "check": ("verify", "look up"), "convert": ("transform", "change"),
-    "create": ("make", "generate"), "generate": ("create", "produce"), "send": ("deliver", "transmit"),
-    "book": ("reserve",), "translate": ("render",), "analyze": ("examine", "assess"), "list": ("show", "enumerate"),
-    "update": ("modify", "change"), "delete": ("remove",), "schedule": ("plan", "arrange"), "play": ("start",),
-    "provide": ("give", "supply"), "return": ("give back", "provide"), "track": ("follow", "monitor"),
-    "add": ("append", "insert"), "set": ("configure",), "recommend": ("suggest",), "show": ("display",),
+    "search for": ("look for", "find"),
+    "look up": ("find", "search for"),
+    "look for": ("search for", "find"),
+    "get": ("retrieve", "fetch", "obtain"),
+    "fetch": ("retrieve", "get", "obtain"),
+    "retrieve": ("get", "fetch"),
+    "calculate": ("compute", "work out"),
+    "compute": ("calculate", "work out"),
+    "search": ("look up", "find"),
+    "find": ("look up", "search for", "locate"),
+    "check": ("verify", "look up"),
+    "convert": ("transform", "change"),
+    "create": ("make", "generate"),
+    "generate": ("create", "produce"),
+    "send": ("deliver", "transmit"),
+    "book": ("reserve",),
+    "translate": ("render",),
+    "analyze": ("examine", "assess"),
+    "list": ("show", "enumerate"),
+    "update": ("modify", "change"),
+    "delete": ("remove",),
+    "schedule": ("plan", "arrange"),
+    "play": ("start",),
+    "provide": ("give", "supply"),
+    "return": ("give back", "provide"),
+    "track": ("follow", "monitor"),
+    "add": ("append", "insert"),
+    "set": ("configure",),
+    "recommend": ("suggest",),
+    "show": ("display",),
 }
 _PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\bbased on\b", ("according to", "using")),
@@ -150,13 +171,13 @@ def paraphrase(text: str, rng: random.Random) -> str:
         head = re.match(r"[A-Za-z]+", out)
     if head and head.group(0).lower() in _LEADING_VERBS and rng.random() < 0.8:
         choice = rng.choice(_LEADING_VERBS[head.group(0).lower()])
-        out = _match_case(choice, head.group(0)) + out[head.end():]
+        out = _match_case(choice, head.group(0)) + out[head.end() :]
     for pattern, replacements in _PHRASES:
         if rng.random() < 0.6:
             found = re.search(pattern, out, flags=re.IGNORECASE)
             if found:
                 swap = _match_case(rng.choice(replacements), found.group(0))
-                out = out[: found.start()] + swap + out[found.end():]
+                out = out[: found.start()] + swap + out[found.end() :]
     if rng.random() < 0.5:
         out = out[:-1] if out.endswith(".") else (out + "." if out and out[-1].isalnum() else out)
     return out
@@ -203,25 +224,38 @@ class OfflineTeacher:
         request = _excerpt(_last_user(turn.history))
         after_results = bool(turn.history) and turn.history[-1].role == "tool"
         if after_results:
-            state = rng.choice(("The results so far give me what I need for the next step of your request.",
-                                "With the results I have now, I can continue with your request."))
+            state = rng.choice(
+                (
+                    "The results so far give me what I need for the next step of your request.",
+                    "With the results I have now, I can continue with your request.",
+                )
+            )
         else:
-            state = rng.choice((f'You are asking me to help with this request: "{request}"',
-                                f'I understand that you need help with the following: "{request}"'))
+            state = rng.choice(
+                (
+                    f'You are asking me to help with this request: "{request}"',
+                    f'I understand that you need help with the following: "{request}"',
+                )
+            )
             state += "" if request[-1:] in ".?!" else "."
         if all(call.name == META_TOOL for call in turn.calls):
             return " ".join([state, *self._meta_sentences(turn.calls, rng)])
         names = list(dict.fromkeys(call.name for call in turn.calls))
         if len(names) == 1:
-            select = rng.choice((f'To help you, I will invoke the "{names[0]}" function.',
-                                 f'The "{names[0]}" function can help you, so I will invoke it.'))
+            select = rng.choice(
+                (
+                    f'To help you, I will invoke the "{names[0]}" function.',
+                    f'The "{names[0]}" function can help you, so I will invoke it.',
+                )
+            )
         else:
             select = "To help you, I will invoke " + " and ".join(f'the "{name}" function' for name in names) + "."
         if len(turn.calls) == 1:
             params = f"I will call it with {_settings(turn.calls[0].arguments)}"
         else:
-            params = "; ".join(f'for call {i + 1} ("{c.name}") I will use {_settings(c.arguments)}'
-                               for i, c in enumerate(turn.calls))
+            params = "; ".join(
+                f'for call {i + 1} ("{c.name}") I will use {_settings(c.arguments)}' for i, c in enumerate(turn.calls)
+            )
             params = params[:1].upper() + params[1:]
         return f"{state} {select} {params}."
 
@@ -229,13 +263,20 @@ class OfflineTeacher:
     def _meta_sentences(calls: list[ToolCall], rng: random.Random) -> list[str]:
         described = [str(call.arguments.get("tool_description", "")).strip().rstrip(".") for call in calls]
         wanted = "; ".join(f'"{d}"' for d in described)
-        missing = rng.choice(("There is not a suitable function in the current list",
-                              "None of the functions in the current list can do this"))
+        missing = rng.choice(
+            (
+                "There is not a suitable function in the current list",
+                "None of the functions in the current list can do this",
+            )
+        )
         params = [json.dumps(call.arguments.get("param_description", []), ensure_ascii=False) for call in calls]
-        search = (f"{missing}, so I will use the meta_tool function to search for an external function "
-                  "that can help you.")
-        settings = (f"I will set the parameters of the meta_tool function with the tool_description {wanted} "
-                    f"and the param_description {' and '.join(params)}.")
+        search = (
+            f"{missing}, so I will use the meta_tool function to search for an external function that can help you."
+        )
+        settings = (
+            f"I will set the parameters of the meta_tool function with the tool_description {wanted} "
+            f"and the param_description {' and '.join(params)}."
+        )
         return [search, settings]
 
     def hypothesis(self, request: str, *, key: str) -> str:
@@ -304,8 +345,16 @@ class HttpTeacher(_PromptedTeacher):
 
     kind = "http"
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, timeout: float = 60.0,
-                 retries: int = 2, temperature: float = 0.7, max_tokens: int = 512):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 2,
+        temperature: float = 0.7,
+        max_tokens: int = 512,
+    ):
         self.backend = HttpBackend(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries)
         self.url, self.model = self.backend.url, model
         self.params = StageParams(temperature=float(temperature), max_tokens=int(max_tokens))
@@ -322,10 +371,18 @@ class HFTeacher(_PromptedTeacher):
 
     kind = "hf"
 
-    def __init__(self, path: str, chat_format: str = "chatml", tokenizer: str | None = None,
-                 max_new_tokens: int = 256, model: Any = None, tokenizer_object: Any = None):
-        self.backend = HFBackend(path, chat_format=chat_format, tokenizer=tokenizer, model=model,
-                                 tokenizer_object=tokenizer_object)
+    def __init__(
+        self,
+        path: str,
+        chat_format: str = "chatml",
+        tokenizer: str | None = None,
+        max_new_tokens: int = 256,
+        model: Any = None,
+        tokenizer_object: Any = None,
+    ):
+        self.backend = HFBackend(
+            path, chat_format=chat_format, tokenizer=tokenizer, model=model, tokenizer_object=tokenizer_object
+        )
         self.format, self.tokenizer, self.model = self.backend.format, self.backend.tokenizer, self.backend.lm
         self.params = StageParams(temperature=0.0, max_tokens=int(max_new_tokens))
 
@@ -383,7 +440,18 @@ def select_teacher_settings(kind: str, settings: dict[str, Any]) -> dict[str, An
 
 
 __all__ = [
-    "CallTurn", "HFTeacher", "HttpTeacher", "OfflineTeacher", "TeacherError", "add_teacher_arguments",
-    "hypothesis_prompt", "make_teacher", "paraphrase", "reasoning_prompt", "rewrite_prompt",
-    "select_teacher_settings", "teacher_config", "transcript"
+    "CallTurn",
+    "HFTeacher",
+    "HttpTeacher",
+    "OfflineTeacher",
+    "TeacherError",
+    "add_teacher_arguments",
+    "hypothesis_prompt",
+    "make_teacher",
+    "paraphrase",
+    "reasoning_prompt",
+    "rewrite_prompt",
+    "select_teacher_settings",
+    "teacher_config",
+    "transcript",
 ]

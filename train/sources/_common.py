@@ -40,7 +40,11 @@ def check_arity(inputs: list[Path], names: tuple[str, ...], optional: int = 0) -
     """Fail early when a reader is given the wrong number of inputs, naming what it expects."""
     low, high = len(names) - optional, len(names)
     if not low <= len(inputs) <= high:
-        raise SourceError(f"expected {' then '.join(names)}" + (f" ({optional} optional)" if optional else "") + f", got {len(inputs)} input(s)")
+        raise SourceError(
+            f"expected {' then '.join(names)}"
+            + (f" ({optional} optional)" if optional else "")
+            + f", got {len(inputs)} input(s)"
+        )
     for path in inputs:
         if not path.exists():
             raise SourceError(f"{path}: no such file or directory")

@@ -150,8 +150,15 @@ def tools_and_extras(specs: Any, path: str) -> tuple[list[Tool], dict[str, dict[
 
 
 # Python-style type names some sources write in JSON Schemas, and the JSON Schema names they mean.
-PYTHON_TYPE_NAMES = {"dict": "object", "float": "number", "int": "integer", "str": "string", "bool": "boolean",
-                     "list": "array", "tuple": "array"}
+PYTHON_TYPE_NAMES = {
+    "dict": "object",
+    "float": "number",
+    "int": "integer",
+    "str": "string",
+    "bool": "boolean",
+    "list": "array",
+    "tuple": "array",
+}
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")

@@ -260,8 +260,13 @@ def _resolve_nested(value: Any, spec: dict[str, Any], where: str) -> Any:
     if kind in _OBJECT_TYPES and _is_alternatives_map(value):
         return resolve_arguments(value, sub_properties, where)
     items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
-    if (kind in _ARRAY_TYPES and items.get("type") in _OBJECT_TYPES and isinstance(value, list) and value
-            and all(_is_alternatives_map(v) for v in value)):
+    if (
+        kind in _ARRAY_TYPES
+        and items.get("type") in _OBJECT_TYPES
+        and isinstance(value, list)
+        and value
+        and all(_is_alternatives_map(v) for v in value)
+    ):
         item_properties = items.get("properties") if isinstance(items.get("properties"), dict) else {}
         return [resolve_arguments(v, item_properties, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
@@ -277,7 +282,7 @@ def calls_from_possible_answer(ground_truth: list[Any], functions: dict[str, Any
         where = f"ground_truth[{index}]"
         if not isinstance(entry, dict) or len(entry) != 1:
             raise GoldError(f"{where}: expected {{function name: {{argument: [acceptable values]}}}}")
-        (name, alternatives), = entry.items()
+        ((name, alternatives),) = entry.items()
         parameters = functions.get(name, {}).get("parameters")
         properties = parameters.get("properties", {}) if isinstance(parameters, dict) else {}
         calls.append(ToolCall(name=name, arguments=resolve_arguments(alternatives, properties, f"{where}.{name}")))

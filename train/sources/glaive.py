@@ -147,6 +147,6 @@ def parse_call_payload(payload: str, path: str) -> tuple[str, dict[str, Any]]:
         return call["name"], arguments_object(call.get("arguments", {}), f"{path}.arguments")
     match = _QUOTED_CALL.fullmatch(payload)
     if match is None:
-        raise SchemaError(path, f"not a call {{\"name\": ..., \"arguments\": '...'}}: {payload[:80]!r}")
-    name = parse_json_string(f"\"{match.group(1)}\"", f"{path}.name")
+        raise SchemaError(path, f'not a call {{"name": ..., "arguments": \'...\'}}: {payload[:80]!r}')
+    name = parse_json_string(f'"{match.group(1)}"', f"{path}.name")
     return name, arguments_object(match.group(2), f"{path}.arguments")

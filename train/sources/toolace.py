@@ -58,8 +58,14 @@ from train.sources.pysyntax import parse_call_list as parse_python_calls
 
 SOURCE = "toolace"
 RECORD_KEYS = ("id", "system", "conversations")
-ROLES = {"user": "user", "human": "user", "assistant": "assistant", "gpt": "assistant", "tool": "tool",
-         "system": "system"}
+ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "gpt": "assistant",
+    "tool": "tool",
+    "system": "system",
+}
 
 
 def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:

@@ -45,8 +45,16 @@ _PACKED = re.compile(
     re.DOTALL,
 )
 # ToolBench/RapidAPI parameter types -> JSON Schema; anything else is a string (the raw type stays in meta).
-_TYPES = {"STRING": "string", "NUMBER": "number", "INTEGER": "integer", "BOOLEAN": "boolean",
-          "ARRAY": "array", "OBJECT": "object", "ENUM": "string", "DATE (YYYY-MM-DD)": "string"}
+_TYPES = {
+    "STRING": "string",
+    "NUMBER": "number",
+    "INTEGER": "integer",
+    "BOOLEAN": "boolean",
+    "ARRAY": "array",
+    "OBJECT": "object",
+    "ENUM": "string",
+    "DATE (YYYY-MM-DD)": "string",
+}
 _FORMATS = {"DATE (YYYY-MM-DD)": "date"}
 
 

@@ -17,5 +17,16 @@ from train.teacher.backends import (
 )
 from train.teacher.cache import ResponseCache, Teacher, cache_key
 
-__all__ = ["BACKEND_SETTINGS", "HFBackend", "HttpBackend", "OfflineBackend", "ResponseCache", "StageParams",
-           "Teacher", "TeacherError", "TeacherRequest", "cache_key", "make_backend"]
+__all__ = [
+    "BACKEND_SETTINGS",
+    "HFBackend",
+    "HttpBackend",
+    "OfflineBackend",
+    "ResponseCache",
+    "StageParams",
+    "Teacher",
+    "TeacherError",
+    "TeacherRequest",
+    "cache_key",
+    "make_backend",
+]

@@ -56,8 +56,7 @@ class TeacherRequest:
 
     def digest(self) -> str:
         """A stable hex digest of the prompts and parameters (what seeds an offline writer's choices)."""
-        text = json.dumps([self.stage, self.system, self.user, asdict(self.params)], ensure_ascii=False,
-                          sort_keys=True)
+        text = json.dumps([self.stage, self.system, self.user, asdict(self.params)], ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -85,9 +84,17 @@ class HttpBackend:
 
     kind = "http"
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, timeout: float = 60.0,
-                 retries: int = 2, backoff: float = 0.1, sleep: Callable[[float], None] = time.sleep,
-                 opener: Callable[..., Any] | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 0.1,
+        sleep: Callable[[float], None] = time.sleep,
+        opener: Callable[..., Any] | None = None,
+    ):
         if not base_url or not model:
             raise ValueError("the http teacher needs base_url and model")
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -108,8 +115,13 @@ class HttpBackend:
 
     def body(self, request: TeacherRequest) -> dict[str, Any]:
         params = request.params
-        return {"model": self.model, "messages": request.messages(), "temperature": params.temperature,
-                "max_tokens": params.max_tokens, "seed": params.seed}
+        return {
+            "model": self.model,
+            "messages": request.messages(),
+            "temperature": params.temperature,
+            "max_tokens": params.max_tokens,
+            "seed": params.seed,
+        }
 
     def complete(self, request: TeacherRequest) -> str:
         return self.post(json.dumps(self.body(request)).encode("utf-8"))
@@ -119,7 +131,7 @@ class HttpBackend:
         last = "no attempt"
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(min(self.backoff * 2.0 ** attempt, 30.0))
+                self.sleep(min(self.backoff * 2.0**attempt, 30.0))
             http_request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
             try:
                 with self.opener(http_request, timeout=self.timeout) as response:
@@ -151,8 +163,14 @@ class HFBackend:
 
     kind = "hf"
 
-    def __init__(self, path: str, chat_format: str = "chatml", tokenizer: str | None = None,
-                 model: Any = None, tokenizer_object: Any = None):
+    def __init__(
+        self,
+        path: str,
+        chat_format: str = "chatml",
+        tokenizer: str | None = None,
+        model: Any = None,
+        tokenizer_object: Any = None,
+    ):
         from train.formats import get_format
 
         self.format = get_format(chat_format)
@@ -189,9 +207,15 @@ class HFBackend:
         if sample:
             torch.manual_seed(int(request.digest()[:8], 16))  # sampled, yet the same request gives the same text
         with torch.no_grad():
-            out = self.lm.generate(torch.tensor([ids]), max_new_tokens=request.params.max_tokens, do_sample=sample,
-                                   eos_token_id=self.stop_ids or None, pad_token_id=pad, **extra)
-        new = out[0, len(ids):].tolist()
+            out = self.lm.generate(
+                torch.tensor([ids]),
+                max_new_tokens=request.params.max_tokens,
+                do_sample=sample,
+                eos_token_id=self.stop_ids or None,
+                pad_token_id=pad,
+                **extra,
+            )
+        new = out[0, len(ids) :].tolist()
         if new and new[-1] in self.stop_ids:
             new = new[:-1]
         return self.tokenizer.decode(new, skip_special_tokens=True)
@@ -205,9 +229,11 @@ BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 
 
-def make_backend(config: Mapping[str, Any] | None,
-                 offline_writers: Mapping[str, OfflineWriter] | None = None,
-                 offline_version: str = "v1") -> OfflineBackend | HttpBackend | HFBackend:
+def make_backend(
+    config: Mapping[str, Any] | None,
+    offline_writers: Mapping[str, OfflineWriter] | None = None,
+    offline_version: str = "v1",
+) -> OfflineBackend | HttpBackend | HFBackend:
     """``{"kind": "offline"|"http"|"hf", ...settings}`` -> a backend; ValueError for an unknown kind or key."""
     settings = dict(config or {"kind": "offline"})
     kind = settings.pop("kind", "offline")
@@ -215,8 +241,9 @@ def make_backend(config: Mapping[str, Any] | None,
         raise ValueError(f"unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}")
     unknown = sorted(set(settings) - set(BACKEND_SETTINGS[kind]))
     if unknown:
-        raise ValueError(f"teacher {kind!r}: unknown setting(s) {unknown}; valid: "
-                         f"{', '.join(BACKEND_SETTINGS[kind]) or 'none'}")
+        raise ValueError(
+            f"teacher {kind!r}: unknown setting(s) {unknown}; valid: {', '.join(BACKEND_SETTINGS[kind]) or 'none'}"
+        )
     if kind == "offline":
         return OfflineBackend(offline_writers, offline_version)
     try:
@@ -225,5 +252,14 @@ def make_backend(config: Mapping[str, Any] | None,
         raise ValueError(f"teacher {kind!r}: {err}") from None
 
 
-__all__ = ["BACKEND_SETTINGS", "HFBackend", "HttpBackend", "OfflineBackend", "OfflineWriter", "StageParams",
-           "TeacherError", "TeacherRequest", "make_backend"]
+__all__ = [
+    "BACKEND_SETTINGS",
+    "HFBackend",
+    "HttpBackend",
+    "OfflineBackend",
+    "OfflineWriter",
+    "StageParams",
+    "TeacherError",
+    "TeacherRequest",
+    "make_backend",
+]

@@ -22,9 +22,19 @@ from train.teacher.backends import TeacherError, TeacherRequest
 
 
 def cache_key(kind: str, model: str, request: TeacherRequest) -> str:
-    canonical = json.dumps({"backend": kind, "model": model, "stage": request.stage, "system": request.system,
-                            "user": request.user, "params": asdict(request.params)},
-                           ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(
+        {
+            "backend": kind,
+            "model": model,
+            "stage": request.stage,
+            "system": request.system,
+            "user": request.user,
+            "params": asdict(request.params),
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -97,9 +107,12 @@ class Teacher:
         return text
 
     def report(self) -> dict[str, Any]:
-        return {"backend": self.backend.kind, "model": str(self.backend.model),
-                "cache": str(self.cache.folder) if self.cache is not None else None,
-                **{k: self.counts.get(k, 0) for k in ("asked", "backend_calls", "cache_hits", "failures")}}
+        return {
+            "backend": self.backend.kind,
+            "model": str(self.backend.model),
+            "cache": str(self.cache.folder) if self.cache is not None else None,
+            **{k: self.counts.get(k, 0) for k in ("asked", "backend_calls", "cache_hits", "failures")},
+        }
 
 
 __all__ = ["ResponseCache", "Teacher", "cache_key"]

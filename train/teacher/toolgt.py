@@ -35,18 +35,21 @@ TEMPLATES: dict[str, str] = {  # Table 5, verbatim; cot is the CoT arm's free-fo
         "considering descriptions, parameter types, and optionality. 5.Extract relevant information from user "
         "queries, performing necessary type conversions. 6. Draft the function call(s) fulfilling the user's "
         "request. 7. Revalidate the composed functions, ensuring they satisfy both documentation and the user's "
-        "query."),
+        "query."
+    ),
     "claude": (
         "First, determine the most relevant tool provided to answer the user's request. Then, review each required "
         "parameter for the selected tool, verifying if the user explicitly provided or implicitly offered "
         "sufficient information for inference. If all required parameters can be directly or reasonably inferred, "
         "proceed to invoke the function. If a required parameter is missing, do not invoke the function and "
         "instead request the missing parameters from the user. Avoid requesting optional parameters if not "
-        "explicitly provided."),
+        "explicitly provided."
+    ),
     "simple": (
         "First, identify the appropriate tool(s) for answering the user's request. Then analyze the query to "
         "formulate the necessary function call parameters. If no suitable tools are available or insufficient "
-        "information is provided, refrain from making a function call."),
+        "information is provided, refrain from making a function call."
+    ),
     "cot": "Think step-by-step.",
 }
 
@@ -60,7 +63,8 @@ STAGE1_SYSTEM = (  # Table 8
     "When composing your analysis, you SHOULD follow this curriculum to have a correct function calling and put "
     "your analysis followed this curriculum in <thinking></thinking> tags.\n{TEMPLATE}\n"
     "The output format of all user requests are: <thinking>[Put your thought based on the curriculum step by step "
-    "here]</thinking>")
+    "here]</thinking>"
+)
 STAGE1_USER = "User request: {QUERY}\nGround truth function calling(s):{GOLD}"
 STAGE2_SYSTEM = (  # Table 9
     "You are an expert in composing functions. You are given a question, a set of possible functions and an "
@@ -70,7 +74,8 @@ STAGE2_SYSTEM = (  # Table 9
     "Put it in the format of [func1(params_name=params_value, params_name2=params_value2), func2(params)] in "
     "<function></function> tags\n"
     "Here is a list of functions in JSON format that you can invoke.\n{FUNCTIONS}\n"
-    "The output format of all user requests are: <function>[Put function callings (if any) here]</function>")
+    "The output format of all user requests are: <function>[Put function callings (if any) here]</function>"
+)
 STAGE2_USER = "User request: {QUERY}\nGiven Thinking Process or Analysis:{REASONING}"
 JUDGE_SYSTEM = (  # Table 10
     "You are an expert in composing functions. You are given a question, a set of possible functions and the ground "
@@ -81,9 +86,9 @@ JUDGE_SYSTEM = (  # Table 10
     "from the ground truth, it is totally incorrect\n"
     "Here is a list of functions in JSON format that you can invoke.\n{FUNCTIONS}\n"
     "You must only output one of the two label ['CAN REPLACE GROUND TRUTH', 'TOTALLY INCORRECT'].\n"
-    "The output format of all user requests are: [PUT YOUR LABEL ONLY HERE]")
-JUDGE_USER = ("User request: {QUERY}\nGround Truth Function Calling:{GOLD}\n"
-              "Candidate Function Calling: {CANDIDATE}")
+    "The output format of all user requests are: [PUT YOUR LABEL ONLY HERE]"
+)
+JUDGE_USER = "User request: {QUERY}\nGround Truth Function Calling:{GOLD}\nCandidate Function Calling: {CANDIDATE}"
 CAN_REPLACE, TOTALLY_INCORRECT = "CAN REPLACE GROUND TRUTH", "TOTALLY INCORRECT"
 
 
@@ -97,8 +102,9 @@ def read_call_list(text: str) -> list[PyCall]:
 
 def functions_json(tools: list[Tool]) -> str:
     """The functions as BFCL lists them in its prompts: ``[{"name", "description", "parameters"}]``."""
-    return json.dumps([{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools],
-                      ensure_ascii=False)
+    return json.dumps(
+        [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools], ensure_ascii=False
+    )
 
 
 # ---------------------------------------------------------------- the three questions
@@ -145,8 +151,12 @@ def _parameter_notes(call: ToolCall, tool: Tool | None) -> str:
     for name, spec in properties.items():
         spec = spec if isinstance(spec, dict) else {}
         kind = spec.get("type", "any")
-        state = "required" if name in required else "optional" + (
-            f", default {python_value(spec['default'])}" if "default" in spec and _jsonable(spec["default"]) else "")
+        state = (
+            "required"
+            if name in required
+            else "optional"
+            + (f", default {python_value(spec['default'])}" if "default" in spec and _jsonable(spec["default"]) else "")
+        )
         notes.append(f'"{name}" ({kind}, {state})')
     return f'"{call.name}" takes ' + ("; ".join(notes) if notes else "no parameters")
 
@@ -167,10 +177,14 @@ def _extractions(call: ToolCall) -> str:
 
 
 REVALIDATIONS = (
-    ("Revalidating: every required parameter is set and every value matches its documented type, so the call(s) "
-    "satisfy the documentation and the user's query."),
-    ("Revalidating the composed call(s) against the documentation and the query: the required parameters are present "
-    "and the types match."),
+    (
+        "Revalidating: every required parameter is set and every value matches its documented type, so the call(s) "
+        "satisfy the documentation and the user's query."
+    ),
+    (
+        "Revalidating the composed call(s) against the documentation and the query: the required parameters are "
+        "present and the types match."
+    ),
 )
 
 
@@ -185,34 +199,47 @@ def offline_reasoning(request: TeacherRequest) -> str:
     purpose = rng.choice(("The request is", "The user asks"))
     if template == "detail":
         steps = [
-            (f'{purpose}: "{query}". Based on the function descriptions, {names} best '
-            f'{"fits" if len({c.name for c in gold}) == 1 else "fit"} this request.'),
+            (
+                f'{purpose}: "{query}". Based on the function descriptions, {names} best '
+                f"{'fits' if len({c.name for c in gold}) == 1 else 'fit'} this request."
+            ),
             f"I pick {names} to fulfill the user's request.",
-            "Examining the documentation: " + " ".join(
+            "Examining the documentation: "
+            + " ".join(
                 f'"{n}": {_excerpt(tools[n].description if n in tools else "", 100).rstrip(".") or "no description"}.'
-                for n in dict.fromkeys(c.name for c in gold)),
+                for n in dict.fromkeys(c.name for c in gold)
+            ),
             "Analyzing the parameters: " + "; ".join(_parameter_notes(c, tools.get(c.name)) for c in gold) + ".",
             "Extracting the values from the request, converted to the documented types: "
-            + "; ".join(_extractions(c) for c in gold) + ".",
+            + "; ".join(_extractions(c) for c in gold)
+            + ".",
             f"Draft of the function call(s): {draft}",
             rng.choice(REVALIDATIONS),
         ]
         body = "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
     elif template == "simple":
-        body = (f'First, the appropriate tool(s) for "{query}": {names}.\n'
-                "Then the parameters the query gives: " + "; ".join(_extractions(c) for c in gold) + ".\n"
-                f"Function call(s): {draft}")
+        body = (
+            f'First, the appropriate tool(s) for "{query}": {names}.\n'
+            "Then the parameters the query gives: " + "; ".join(_extractions(c) for c in gold) + ".\n"
+            f"Function call(s): {draft}"
+        )
     elif template == "claude":
-        body = (f'The most relevant tool(s) for "{query}": {names}.\n'
-                "Reviewing the parameters: " + "; ".join(_parameter_notes(c, tools.get(c.name)) for c in gold) + ".\n"
-                "Each required parameter is given or can be inferred: " + "; ".join(_extractions(c) for c in gold)
-                + ". Optional parameters the user did not give are left out.\n"
-                f"So I invoke: {draft}")
+        body = (
+            f'The most relevant tool(s) for "{query}": {names}.\n'
+            "Reviewing the parameters: " + "; ".join(_parameter_notes(c, tools.get(c.name)) for c in gold) + ".\n"
+            "Each required parameter is given or can be inferred: "
+            + "; ".join(_extractions(c) for c in gold)
+            + ". Optional parameters the user did not give are left out.\n"
+            f"So I invoke: {draft}"
+        )
     else:  # cot: free-form
-        body = (f'Let me think step by step. {purpose}: "{query}".\n'
-                f"The functions that can do this are {names}, and the request gives "
-                + "; ".join(_extractions(c) for c in gold) + ".\n"
-                f"So the call(s) to make are: {draft}")
+        body = (
+            f'Let me think step by step. {purpose}: "{query}".\n'
+            f"The functions that can do this are {names}, and the request gives "
+            + "; ".join(_extractions(c) for c in gold)
+            + ".\n"
+            f"So the call(s) to make are: {draft}"
+        )
     return f"<thinking>{body}</thinking>"
 
 
@@ -244,7 +271,22 @@ def offline_judge(request: TeacherRequest) -> str:
 
 OFFLINE_WRITERS = {REASONING_STAGE: offline_reasoning, CALL_STAGE: offline_call, JUDGE_STAGE: offline_judge}
 
-__all__ = ["CALL_STAGE", "CAN_REPLACE", "JUDGE_STAGE", "OFFLINE_VERSION", "OFFLINE_WRITERS", "REASONING_STAGE",
-           "TEMPLATES", "TOTALLY_INCORRECT", "call_list_text", "call_prompts", "draft_from_reasoning",
-           "functions_json", "judge_prompts", "python_value", "read_call_list", "reasoning_prompts",
-           "train_system_prompt"]
+__all__ = [
+    "CALL_STAGE",
+    "CAN_REPLACE",
+    "JUDGE_STAGE",
+    "OFFLINE_VERSION",
+    "OFFLINE_WRITERS",
+    "REASONING_STAGE",
+    "TEMPLATES",
+    "TOTALLY_INCORRECT",
+    "call_list_text",
+    "call_prompts",
+    "draft_from_reasoning",
+    "functions_json",
+    "judge_prompts",
+    "python_value",
+    "read_call_list",
+    "reasoning_prompts",
+    "train_system_prompt",
+]
