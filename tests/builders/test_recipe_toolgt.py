@@ -184,3 +184,15 @@ def test_the_tiny_arm_sweep_runs_three_jobs_in_three_folders(tmp_path):
         assert json.loads((sweep / folder / "summary.json").read_text())["status"] == "completed"
     cached = [p for p in (tmp_path / "cache" / "datasets").glob("toolgt_tiny-*") if p.is_dir()]
     assert len(cached) == 3  # one dataset per arm
+
+
+def test_the_paper_recipes_eval_reads_toolgts_3641_bfcl_items_and_the_two_public_nexus_tasks(shared_data):
+    cfg = compose(["recipe=toolgt_llama3_1_8b", f"toolgt.bfcl_dir={shared_data / 'bfcl_v2'}",
+                   f"toolgt.nexus_dir={shared_data / 'nexusraven_v1_eval'}"])
+    counts = {name: len(bench.items) for name, bench in load_benchmarks(cfg.eval, []).items()}
+    bfcl = [counts["bfcl"], *(counts[f"bfcl_{n}"] for n in range(1, 13))]
+    # seed 004 §3.3: non-live 1,150, live 1,335, relevance 1,156 = 3,641, less the 3 questions whose possible answer
+    # the bfcl reader rejects (parallel_multiple: a list where {argument: values} belongs; live_simple, 2: an argument
+    # with no acceptable value); Nexus: NVDLibrary 78 + VirusTotal 151
+    assert (sum(bfcl[:6]), sum(bfcl[6:10]), sum(bfcl[10:])) == (1150 - 1, 1335 - 2, 1156)
+    assert counts["nexus"] == 78 + 151
