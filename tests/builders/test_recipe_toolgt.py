@@ -149,6 +149,14 @@ def run_tooltrain(tmp_path: Path, *overrides: str) -> subprocess.CompletedProces
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
+def test_eval_data_the_builder_cannot_read_is_one_error_line_not_a_traceback(tmp_path):
+    # eval=none: the run's input check does not see the BFCL folder, only the builder's decontamination reads it
+    done = run_tooltrain(tmp_path, "recipe=toolgt_tiny", "eval=none", f"toolgt.bfcl_dir={tmp_path}/no_bfcl",
+                         f"output_dir={tmp_path}/run")
+    assert (done.returncode, done.stderr.strip().splitlines()) == (2, [
+        f"error: toolgt builder: decontaminate: {tmp_path}/no_bfcl is neither a file nor a folder"])
+
+
 @pytest.mark.slow
 def test_toolgt_tiny_builds_trains_and_scores_bfcl_and_nexus_over_steps(tmp_path):
     out = tmp_path / "run"

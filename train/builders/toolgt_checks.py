@@ -116,7 +116,7 @@ def eval_files(source: str, path: Path) -> list[list[Path]]:
         answer = path.parent / "possible_answer" / path.name
         return [[path, answer] if source == "bfcl" and answer.is_file() else [path]]
     if not path.is_dir():
-        raise ValueError(f"toolgt builder: decontaminate: {path} is neither a file nor a folder")
+        raise SourceError(f"toolgt builder: decontaminate: {path} is neither a file nor a folder")
     if source == "bfcl":
         return [[q, q.parent / "possible_answer" / q.name] if (q.parent / "possible_answer" / q.name).is_file()
                 else [q] for q in sorted(path.glob("BFCL_*.json"))]
@@ -126,7 +126,10 @@ def eval_files(source: str, path: Path) -> list[list[Path]]:
 
 
 class EvalIndex:
-    """Normalised queries and call sets of the eval items the specs name (``bfcl:PATH,nexus:PATH``)."""
+    """Normalised queries and call sets of the eval items the specs name (``bfcl:PATH,nexus:PATH``).
+
+    A spec or an eval file that cannot be read is a ``SourceError`` (an input problem): it is raised while the data
+    is built, where a training run reports SourceError as one ``error:`` line (exit 2), as ``data build`` does."""
 
     def __init__(self, specs: str):
         self.specs = [s.strip() for s in specs.split(",") if s.strip()]
@@ -137,12 +140,12 @@ class EvalIndex:
         for spec in self.specs:
             source, colon, location = spec.partition(":")
             if not colon or source not in ("bfcl", "nexus") or not location:
-                raise ValueError(f"toolgt builder: decontaminate: {spec!r} is not bfcl:PATH or nexus:PATH")
+                raise SourceError(f"toolgt builder: decontaminate: {spec!r} is not bfcl:PATH or nexus:PATH")
             for paths in eval_files(source, local_path(location)):
                 try:
                     items = list(get_reader(source)(paths))
                 except SourceError as err:
-                    raise ValueError(f"toolgt builder: decontaminate: {err}") from None
+                    raise SourceError(f"toolgt builder: decontaminate: {err}") from None
                 for item in items:
                     if isinstance(item, Rejected):
                         self.rejected += 1
