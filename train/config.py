@@ -210,6 +210,21 @@ class LauncherConfig:
 
 
 @dataclass
+class ToolGTConfig:
+    """The ToolGT recipes' choices (seed 004): ``toolgt.arm=none,cot,template`` sweeps Table 2's row. The recipe's data
+    config reads them as ``data.builder_args.arm: ${toolgt.arm}`` and ``template: ${toolgt.template}``. Plain strings,
+    not enums: an interpolated enum would reach the builder (and the dataset cache key) as an Enum object; ``check``
+    refuses a value outside the builder's choices and lists them."""
+
+    arm: str = "template"  # none (No-Thought) | cot (CoT-Training) | template (Template-Training)
+    template: str = "detail"  # detail (the paper's) | simple | claude | cot: decides the kept query set (Table 3)
+    # the eval data: read by conf/eval/toolgt*.yaml and by the builder's decontamination (conf/data/toolgt*.yaml),
+    # so the model is never trained on a row it is scored on
+    bfcl_dir: str = "data/bfcl_v2"  # BFCL_v2_*.json + possible_answer/ (gorilla's berkeley-function-call-leaderboard/data)
+    nexus_dir: str = "data/nexusraven_v1_eval"  # cve_cpe_queries.json, virustotal_queries.json + definitions
+
+
+@dataclass
 class Config:
     run_name: str = "default"
     output_dir: str = "runs/${run_name}"
@@ -224,6 +239,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    toolgt: ToolGTConfig | None = None  # set by the toolgt_* recipes only
 
 
 def register() -> None:
@@ -259,6 +275,7 @@ def check(cfg: DictConfig) -> None:
     if not 0.0 <= cfg.data.eval_fraction < 1.0:
         problems.append(f"data.eval_fraction must be in [0, 1), got {cfg.data.eval_fraction}")
     problems += _data_problems(cfg)
+    problems += _toolgt_problems(cfg)
     problems += _eval_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
@@ -349,6 +366,25 @@ def _registry_problems(cfg: DictConfig) -> list[str]:
         except ValueError as err:
             problems.append(f"data.builder={cfg.data.builder}: {err}")
     return problems
+
+
+def _toolgt_problems(cfg: DictConfig) -> list[str]:
+    """``toolgt.*`` must be what the builder is given: an arm set in ``data.builder_args`` directly would train one
+    arm under another arm's run name."""
+    from train.builders.toolgt import ARMS
+    from train.teacher.toolgt import TEMPLATES
+
+    toolgt = cfg.get("toolgt")
+    if toolgt is None:
+        return []
+    problems = [f"toolgt.{key}={toolgt[key]} is not a{n} {key}; valid: {', '.join(valid)}"
+                for key, n, valid in (("arm", "n", ARMS), ("template", "", TEMPLATES)) if toolgt[key] not in valid]
+    if cfg.data.builder != "toolgt":
+        elsewhere = f"toolgt.* is set but data.builder={cfg.data.builder} (the toolgt choices feed data.builder: toolgt)"
+        return [*problems, elsewhere]
+    args = cfg.data.builder_args
+    return problems + [f"data.builder_args.{key}={args.get(key)} differs from toolgt.{key}={toolgt[key]}; choose it "
+                       f"with toolgt.{key}=..." for key in ("arm", "template") if args.get(key) != toolgt[key]]
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

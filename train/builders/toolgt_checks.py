@@ -6,8 +6,8 @@
   1.0 are the same number, True is not 1. Strings compare exactly: the paper's AST check is not BFCL's lenient one.
 * ``leaks``: a reasoning that says it knows the answer ("ground truth", "the answer is"; any case) is dropped.
 * ``EvalIndex``: normalised queries and call sets of BFCL-v2 / Nexus eval items, read through the registered
-  ``bfcl`` and ``nexus`` readers from ``SOURCE:PATH`` specs (a file or a folder), so training samples that
-  match one are dropped and counted.
+  ``bfcl`` and ``nexus`` readers from ``SOURCE:PATH`` specs (a file or a folder; ``pkg://train/...`` names one the
+  package ships, as ``data.sources`` inputs do), so training samples that match one are dropped and counted.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -104,13 +105,22 @@ def user_query(conv: Conversation) -> str:
     return "\n".join(m.content or "" for m in conv.messages if m.role == "user")
 
 
+def local_path(location: str) -> Path:
+    """``pkg://train/assets/x`` -> that file or folder inside the installed package (the toolgt_tiny recipe's eval
+    rows); anything else as is."""
+    if location.startswith("pkg://"):
+        package, _, inner = location[len("pkg://"):].partition("/")
+        return Path(str(resources.files(package) / inner))
+    return Path(location).expanduser()
+
+
 def eval_files(source: str, path: Path) -> list[list[Path]]:
     """The reader inputs a ``SOURCE:PATH`` spec names: one list per reader call."""
     if path.is_file():
         answer = path.parent / "possible_answer" / path.name
         return [[path, answer] if source == "bfcl" and answer.is_file() else [path]]
     if not path.is_dir():
-        raise ValueError(f"toolgt builder: decontaminate: {path} is neither a file nor a folder")
+        raise SourceError(f"toolgt builder: decontaminate: {path} is neither a file nor a folder")
     if source == "bfcl":
         return [
             [q, q.parent / "possible_answer" / q.name] if (q.parent / "possible_answer" / q.name).is_file() else [q]
@@ -122,7 +132,10 @@ def eval_files(source: str, path: Path) -> list[list[Path]]:
 
 
 class EvalIndex:
-    """Normalised queries and call sets of the eval items the specs name (``bfcl:PATH,nexus:PATH``)."""
+    """Normalised queries and call sets of the eval items the specs name (``bfcl:PATH,nexus:PATH``).
+
+    A spec or an eval file that cannot be read is a ``SourceError`` (an input problem): it is raised while the data
+    is built, where a training run reports SourceError as one ``error:`` line (exit 2), as ``data build`` does."""
 
     def __init__(self, specs: str):
         self.specs = [s.strip() for s in specs.split(",") if s.strip()]
@@ -133,12 +146,12 @@ class EvalIndex:
         for spec in self.specs:
             source, colon, location = spec.partition(":")
             if not colon or source not in ("bfcl", "nexus") or not location:
-                raise ValueError(f"toolgt builder: decontaminate: {spec!r} is not bfcl:PATH or nexus:PATH")
-            for paths in eval_files(source, Path(location)):
+                raise SourceError(f"toolgt builder: decontaminate: {spec!r} is not bfcl:PATH or nexus:PATH")
+            for paths in eval_files(source, local_path(location)):
                 try:
                     items = list(get_reader(source)(paths))
                 except SourceError as err:
-                    raise ValueError(f"toolgt builder: decontaminate: {err}") from None
+                    raise SourceError(f"toolgt builder: decontaminate: {err}") from None
                 for item in items:
                     if isinstance(item, Rejected):
                         self.rejected += 1
