@@ -43,6 +43,83 @@ GOLDEN: dict[str, dict] = {
         "losses": [11.7703, 11.781, 11.7672],
         "trained_tokens": 22418,
     },
+    "toolgt_llama3_1_8b": {
+        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=llama3_1",
+            "model.tokenizer=llama3",
+            "distributed=single",
+            "data.sources.0.inputs=[pkg://train/assets/metatool_tiny/toolace_tiny.json]",
+            "toolgt.bfcl_dir=pkg://train/assets/metatool_tiny/bfcl",
+            "toolgt.nexus_dir=pkg://train/assets/toolgt_tiny/nexus",
+            "data.max_seq_len=1024",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=2",
+        ],
+        "losses": [11.7614, 11.7525, 11.7577],
+        "trained_tokens": 3068,
+    },
+    "toolgt_mistral_7b": {
+        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=mistral_v3",
+            "model.tokenizer=mistral_v3",
+            "distributed=single",
+            "data.sources.0.inputs=[pkg://train/assets/metatool_tiny/toolace_tiny.json]",
+            "toolgt.bfcl_dir=pkg://train/assets/metatool_tiny/bfcl",
+            "toolgt.nexus_dir=pkg://train/assets/toolgt_tiny/nexus",
+            "data.max_seq_len=1024",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=2",
+        ],
+        "losses": [10.4357, 10.4162, 10.4171],
+        "trained_tokens": 3635,
+    },
+    "toolgt_nemo_12b": {
+        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=mistral_nemo",
+            "model.tokenizer=mistral_tekken",
+            "distributed=single",
+            "data.sources.0.inputs=[pkg://train/assets/metatool_tiny/toolace_tiny.json]",
+            "toolgt.bfcl_dir=pkg://train/assets/metatool_tiny/bfcl",
+            "toolgt.nexus_dir=pkg://train/assets/toolgt_tiny/nexus",
+            "data.max_seq_len=1024",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=2",
+        ],
+        "losses": [11.7843, 11.8069, 11.7888],
+        "trained_tokens": 3314,
+    },
+    "toolgt_qwen2_5_14b": {
+        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=qwen2_5",
+            "model.tokenizer=qwen2_5",
+            "distributed=single",
+            "data.sources.0.inputs=[pkg://train/assets/metatool_tiny/toolace_tiny.json]",
+            "toolgt.bfcl_dir=pkg://train/assets/metatool_tiny/bfcl",
+            "toolgt.nexus_dir=pkg://train/assets/toolgt_tiny/nexus",
+            "data.max_seq_len=1024",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=2",
+        ],
+        "losses": [11.9241, 11.9443, 11.9078],
+        "trained_tokens": 3193,
+    },
+    "toolgt_tiny": {
+        "overrides": ["data.max_seq_len=512"],
+        "losses": [11.7654, 11.7648, 11.6949],
+        "trained_tokens": 8388,
+    },
     "tiny": {
         "overrides": ["data.sources.0.limit=16", "data.max_seq_len=256"],
         "losses": [6.951, 6.9485, 6.9345],

@@ -186,7 +186,9 @@ class LauncherConfig:
     name: str = "local"  # the conf/launcher choice: local, slurm, submitit_local
     nodes: int = 1
     gpus_per_node: int = 1  # ranks per node: GPUs (processes on a CPU machine)
-    request_gpus: bool = True  # false on CPU-only Slurm partitions: no --gpus-per-node, gpus_per_node is then ranks only
+    request_gpus: bool = (
+        True  # false on CPU-only Slurm partitions: no --gpus-per-node, gpus_per_node is then ranks only
+    )
     # submitit only: processes it starts per node (tooltrain launch: one torchrun per node); launcher=slurm
     # sets it to gpus_per_node
     tasks_per_node: int = 1
@@ -220,7 +222,9 @@ class ToolGTConfig:
     template: str = "detail"  # detail (the paper's) | simple | claude | cot: decides the kept query set (Table 3)
     # the eval data: read by conf/eval/toolgt*.yaml and by the builder's decontamination (conf/data/toolgt*.yaml),
     # so the model is never trained on a row it is scored on
-    bfcl_dir: str = "data/bfcl_v2"  # BFCL_v2_*.json + possible_answer/ (gorilla's berkeley-function-call-leaderboard/data)
+    bfcl_dir: str = (
+        "data/bfcl_v2"  # BFCL_v2_*.json + possible_answer/ (gorilla's berkeley-function-call-leaderboard/data)
+    )
     nexus_dir: str = "data/nexusraven_v1_eval"  # cve_cpe_queries.json, virustotal_queries.json + definitions
 
 
@@ -279,9 +283,11 @@ def check(cfg: DictConfig) -> None:
     problems += _eval_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
-        problems.append(f"launcher=slurm starts launcher.tasks_per_node={launcher.tasks_per_node} process(es) per "
-                        f"node, one rank on one GPU each, but launcher.gpus_per_node={launcher.gpus_per_node}; "
-                        "leave tasks_per_node unset (it follows gpus_per_node) or make them equal")
+        problems.append(
+            f"launcher=slurm starts launcher.tasks_per_node={launcher.tasks_per_node} process(es) per "
+            f"node, one rank on one GPU each, but launcher.gpus_per_node={launcher.gpus_per_node}; "
+            "leave tasks_per_node unset (it follows gpus_per_node) or make them equal"
+        )
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
 
@@ -322,8 +328,10 @@ def _data_problems(cfg: DictConfig) -> list[str]:
     problems = []
     chat_format = cfg.model.chat_format
     if not FORMATS.known(chat_format):
-        problems.append(f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)} "
-                        "(or module:attr naming your own ChatFormat)")
+        problems.append(
+            f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)} "
+            "(or module:attr naming your own ChatFormat)"
+        )
     else:
         options = OmegaConf.to_container(cfg.data.format_options, resolve=True)
         try:  # a module:attr format is imported here: a bad one fails at compose time
@@ -339,8 +347,9 @@ def _data_problems(cfg: DictConfig) -> list[str]:
     if bad:
         problems.append(f"data.part_weights must be finite and >= 0, got {bad}")
     if cfg.data.max_record_bytes <= 0:
-        problems.append("data.max_record_bytes must be > 0 (bytes; default 8 MiB = 8388608), "
-                        f"got {cfg.data.max_record_bytes}")
+        problems.append(
+            f"data.max_record_bytes must be > 0 (bytes; default 8 MiB = 8388608), got {cfg.data.max_record_bytes}"
+        )
     return problems
 
 
@@ -353,8 +362,10 @@ def _registry_problems(cfg: DictConfig) -> list[str]:
     for index, spec in enumerate(cfg.data.sources):
         name = None if OmegaConf.is_missing(spec, "name") else spec.name
         if not SOURCES.known(name):
-            problems.append(f"data.sources.{index}.name={name} is not a source; valid: {', '.join(SOURCES)} "
-                            "(or module:attr naming your own reader)")
+            problems.append(
+                f"data.sources.{index}.name={name} is not a source; valid: {', '.join(SOURCES)} "
+                "(or module:attr naming your own reader)"
+            )
         elif name not in SOURCES:  # a module:attr of the user's: imported now, so a typo fails at compose time
             try:
                 SOURCES.get(name)
@@ -377,14 +388,23 @@ def _toolgt_problems(cfg: DictConfig) -> list[str]:
     toolgt = cfg.get("toolgt")
     if toolgt is None:
         return []
-    problems = [f"toolgt.{key}={toolgt[key]} is not a{n} {key}; valid: {', '.join(valid)}"
-                for key, n, valid in (("arm", "n", ARMS), ("template", "", TEMPLATES)) if toolgt[key] not in valid]
+    problems = [
+        f"toolgt.{key}={toolgt[key]} is not a{n} {key}; valid: {', '.join(valid)}"
+        for key, n, valid in (("arm", "n", ARMS), ("template", "", TEMPLATES))
+        if toolgt[key] not in valid
+    ]
     if cfg.data.builder != "toolgt":
-        elsewhere = f"toolgt.* is set but data.builder={cfg.data.builder} (the toolgt choices feed data.builder: toolgt)"
+        elsewhere = (
+            f"toolgt.* is set but data.builder={cfg.data.builder} (the toolgt choices feed data.builder: toolgt)"
+        )
         return [*problems, elsewhere]
     args = cfg.data.builder_args
-    return problems + [f"data.builder_args.{key}={args.get(key)} differs from toolgt.{key}={toolgt[key]}; choose it "
-                       f"with toolgt.{key}=..." for key in ("arm", "template") if args.get(key) != toolgt[key]]
+    return problems + [
+        f"data.builder_args.{key}={args.get(key)} differs from toolgt.{key}={toolgt[key]}; choose it "
+        f"with toolgt.{key}=..."
+        for key in ("arm", "template")
+        if args.get(key) != toolgt[key]
+    ]
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:
@@ -392,22 +412,26 @@ def _eval_problems(cfg: DictConfig) -> list[str]:
 
     problems = []
     if cfg.eval.every_steps < 0 or cfg.eval.batch_size < 1:
-        problems.append("eval.every_steps must be >= 0 and eval.batch_size >= 1, "
-                        f"got {cfg.eval.every_steps} and {cfg.eval.batch_size}")
+        problems.append(
+            "eval.every_steps must be >= 0 and eval.batch_size >= 1, "
+            f"got {cfg.eval.every_steps} and {cfg.eval.batch_size}"
+        )
     for index, bench in enumerate(cfg.eval.benchmarks):
         where = f"eval.benchmarks.{index} ({bench.name})"
         try:  # a registered benchmark with a task (train.evaluation.SCORERS), or module:attr naming one
             task = task_class(bench.name)
         except TaskError as err:
             unknown = str(err).startswith("unknown benchmark")
-            problems.append(f"{where}: unknown benchmark; valid: {', '.join(task_names())}" if unknown
-                            else f"{where}: {err}")
+            problems.append(
+                f"{where}: unknown benchmark; valid: {', '.join(task_names())}" if unknown else f"{where}: {err}"
+            )
             task = None
         if task is not None and bench.data is None and bench.name != "heldout":
             problems.append(f"{where}: needs data (only heldout defaults to the run's eval split)")
         elif task is not None and bench.data is None and cfg.data.eval_fraction <= 0:
-            problems.append(f"{where}: evaluates the run's eval split, but data.eval_fraction is 0; "
-                            "set data.eval_fraction > 0")
+            problems.append(
+                f"{where}: evaluates the run's eval split, but data.eval_fraction is 0; set data.eval_fraction > 0"
+            )
         if task is not None:
             problems += [f"{where}: {problem}" for problem in task.option_problems(dict(bench.options))]
         if bench.max_new_tokens < 1 or (bench.limit is not None and bench.limit < 1):

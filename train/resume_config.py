@@ -107,8 +107,11 @@ def config_changes(saved: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     """Keys whose value differs, but for IGNORED ones. A key the saved config lacks is not compared: it was
     added to tooltrain after that run started, and the run trained with whatever its code did then."""
     before, after = flatten(saved), flatten(new)
-    return [Change(key, value, after.get(key, ABSENT)) for key, value in before.items()
-            if after.get(key, ABSENT) != value and rule_for(key)[0] != IGNORED]
+    return [
+        Change(key, value, after.get(key, ABSENT))
+        for key, value in before.items()
+        if after.get(key, ABSENT) != value and rule_for(key)[0] != IGNORED
+    ]
 
 
 def as_plain(cfg: Any) -> dict[str, Any]:
@@ -149,7 +152,8 @@ def check_resume(out: Path, cfg: Any, world: Any) -> Path | None:
         raise RunSetupError(
             f"output_dir={out} holds a run that resumes from {resume.name}, and that checkpoint cannot take "
             f"these changes of its settings (config.yaml):{listed}\n"
-            "Run the command without them to resume, or choose another output_dir to start a new run.")
+            "Run the command without them to resume, or choose another output_dir to start a new run."
+        )
     return resume
 
 
@@ -171,19 +175,28 @@ def record_config(out: Path, cfg: Any, world: Any) -> Path | None:
     changes = config_changes(load_saved(records[-1] if records else out / "config.yaml"), new)
     if changes:
         record = out / f"config.resume-{len(records) + 1}.yaml"
-        header = (f"# tooltrain: resumed from {resume.name} on {time.strftime('%Y-%m-%d %H:%M:%S %Z')} with changed "
-                  "settings:\n" + "".join(f"#   {change}\n" for change in changes)
-                  + "# config.yaml keeps the settings the run started with; this is the whole config from here on.\n")
+        header = (
+            f"# tooltrain: resumed from {resume.name} on {time.strftime('%Y-%m-%d %H:%M:%S %Z')} with changed "
+            "settings:\n"
+            + "".join(f"#   {change}\n" for change in changes)
+            + "# config.yaml keeps the settings the run started with; this is the whole config from here on.\n"
+        )
         record.write_text(header + _to_yaml(cfg), encoding="utf-8")
-        print(f"tooltrain: resuming with changed settings: {'; '.join(str(c) for c in changes)} "
-              f"(recorded in {record.name}; config.yaml keeps the original)", flush=True)
+        print(
+            f"tooltrain: resuming with changed settings: {'; '.join(str(c) for c in changes)} "
+            f"(recorded in {record.name}; config.yaml keeps the original)",
+            flush=True,
+        )
     return resume
 
 
 def resume_records(out: Path) -> list[Path]:
     """config.resume-N.yaml files, oldest first."""
-    found = [(int(m.group(1)), path) for path in out.glob("config.resume-*.yaml")
-             if (m := re.fullmatch(r"config\.resume-(\d+)\.yaml", path.name))]
+    found = [
+        (int(m.group(1)), path)
+        for path in out.glob("config.resume-*.yaml")
+        if (m := re.fullmatch(r"config\.resume-(\d+)\.yaml", path.name))
+    ]
     return [path for _, path in sorted(found)]
 
 
@@ -196,4 +209,6 @@ def _to_yaml(cfg: Any) -> str:
 def _show(value: Any) -> str:
     if value is ABSENT:
         return "(unset)"
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, (str, list, dict)) or value is None else str(value)
+    return (
+        json.dumps(value, ensure_ascii=False) if isinstance(value, (str, list, dict)) or value is None else str(value)
+    )

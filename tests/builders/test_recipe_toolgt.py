@@ -34,9 +34,21 @@ PAPER_RECIPES = {
 }
 ARMS = ("none", "cot", "template")
 # seed 004 §3.3: BFCL-v2 without exec / REST / sql / chatable
-TOOLGT_BFCL = ("simple", "multiple", "parallel", "parallel_multiple", "java", "javascript", "live_simple",
-               "live_multiple", "live_parallel", "live_parallel_multiple", "irrelevance", "live_irrelevance",
-               "live_relevance")
+TOOLGT_BFCL = (
+    "simple",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "java",
+    "javascript",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "irrelevance",
+    "live_irrelevance",
+    "live_relevance",
+)
 TINY_BFCL = REPO / "train" / "assets" / "metatool_tiny" / "bfcl"  # the BFCL mini-set toolgt_tiny scores
 
 
@@ -76,12 +88,17 @@ def test_the_template_choice_reaches_the_builder(template):
     assert args(cfg)["template"] == template and cfg.run_name == f"toolgt_qwen2_5_14b_template_{template}"
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("toolgt.arm=thought", "toolgt.arm=thought is not an arm; valid: none, cot, template"),
-    ("toolgt.template=none", "toolgt.template=none is not a template; valid: detail, claude, simple, cot"),
-    ("data.builder_args.arm=none",
-     "data.builder_args.arm=none differs from toolgt.arm=template; choose it with toolgt.arm=..."),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("toolgt.arm=thought", "toolgt.arm=thought is not an arm; valid: none, cot, template"),
+        ("toolgt.template=none", "toolgt.template=none is not a template; valid: detail, claude, simple, cot"),
+        (
+            "data.builder_args.arm=none",
+            "data.builder_args.arm=none differs from toolgt.arm=template; choose it with toolgt.arm=...",
+        ),
+    ],
+)
 def test_a_bad_toolgt_choice_fails_at_compose_time_listing_the_valid_ones(override, message):
     with pytest.raises(ConfigError) as err:
         compose(["recipe=toolgt_tiny", override])
@@ -100,8 +117,15 @@ def test_the_arm_sweep_is_three_jobs_each_with_its_own_builder_args_cache_key_an
     assert OmegaConf.to_container(hydra, resolve=False)["subdir"] == "${hydra:job.num}-${toolgt.arm}-${toolgt.template}"
     # the dataset cache key includes the builder args: three arms, three cached datasets
     tokenizer = load_tokenizer("tiny_chatml")
-    keys = {cache_key(OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True), "qwen2_5", tokenizer,
-                      extra=data_builder(cfg)[1]) for cfg in configs}
+    keys = {
+        cache_key(
+            OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True),
+            "qwen2_5",
+            tokenizer,
+            extra=data_builder(cfg)[1],
+        )
+        for cfg in configs
+    }
     assert len(keys) == 3
 
 
@@ -109,9 +133,11 @@ def test_the_tiny_recipe_decontaminates_against_the_shipped_eval_rows_it_names_a
     cfg = compose(["recipe=toolgt_tiny"])
     builder = ToolGTBuilder(ToolGTOptions.from_args(args(cfg)), seed=42)
     # 4 + 3 + 3 + 2 BFCL questions and 4 + 4 Nexus rows: the eval sets of conf/eval/toolgt_tiny.yaml
-    assert builder.index.report() == {"checked": ["bfcl:pkg://train/assets/metatool_tiny/bfcl",
-                                                  "nexus:pkg://train/assets/toolgt_tiny/nexus"],
-                                      "eval_items": 20, "eval_rejected": 0}
+    assert builder.index.report() == {
+        "checked": ["bfcl:pkg://train/assets/metatool_tiny/bfcl", "nexus:pkg://train/assets/toolgt_tiny/nexus"],
+        "eval_items": 20,
+        "eval_rejected": 0,
+    }
 
 
 def user_queries(conversations) -> set[str]:
@@ -122,9 +148,13 @@ def test_toolgt_tiny_never_trains_on_a_row_it_is_scored_on():
     cfg = compose(["recipe=toolgt_tiny"])
     conversations = list(read_conversations(OmegaConf.to_container(cfg.data.sources, resolve=True), BuildReport()))
     # the BFCL mini-set itself, gold answers included, mixed into the training input: all of it must go
-    bfcl = [c for name in ("simple", "multiple", "parallel", "parallel_multiple")
-            for c in get_reader("bfcl")([TINY_BFCL / f"BFCL_v2_{name}.json",
-                                         TINY_BFCL / "possible_answer" / f"BFCL_v2_{name}.json"])]
+    bfcl = [
+        c
+        for name in ("simple", "multiple", "parallel", "parallel_multiple")
+        for c in get_reader("bfcl")(
+            [TINY_BFCL / f"BFCL_v2_{name}.json", TINY_BFCL / "possible_answer" / f"BFCL_v2_{name}.json"]
+        )
+    ]
     assert len(bfcl) == 12
     builder = ToolGTBuilder(ToolGTOptions.from_args(args(cfg)), seed=42)
     trained = list(builder.build(conversations + bfcl))
@@ -134,7 +164,12 @@ def test_toolgt_tiny_never_trains_on_a_row_it_is_scored_on():
 
     benchmarks = load_benchmarks(cfg.eval, [])
     assert {name: len(b.items) for name, b in benchmarks.items()} == {
-        "bfcl": 4, "bfcl_1": 3, "bfcl_2": 3, "bfcl_3": 2, "nexus": 8}
+        "bfcl": 4,
+        "bfcl_1": 3,
+        "bfcl_2": 3,
+        "bfcl_3": 2,
+        "nexus": 8,
+    }
     scored = user_queries(item.conversation for b in benchmarks.values() for item in b.items)
     assert len(scored) == 20
     queries = user_queries(trained)
@@ -143,18 +178,20 @@ def test_toolgt_tiny_never_trains_on_a_row_it_is_scored_on():
 
 
 def run_tooltrain(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TOOLTRAIN_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "TOOLTRAIN_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "train", "train", *overrides]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
 def test_eval_data_the_builder_cannot_read_is_one_error_line_not_a_traceback(tmp_path):
     # eval=none: the run's input check does not see the BFCL folder, only the builder's decontamination reads it
-    done = run_tooltrain(tmp_path, "recipe=toolgt_tiny", "eval=none", f"toolgt.bfcl_dir={tmp_path}/no_bfcl",
-                         f"output_dir={tmp_path}/run")
-    assert (done.returncode, done.stderr.strip().splitlines()) == (2, [
-        f"error: toolgt builder: decontaminate: {tmp_path}/no_bfcl is neither a file nor a folder"])
+    done = run_tooltrain(
+        tmp_path, "recipe=toolgt_tiny", "eval=none", f"toolgt.bfcl_dir={tmp_path}/no_bfcl", f"output_dir={tmp_path}/run"
+    )
+    assert (done.returncode, done.stderr.strip().splitlines()) == (
+        2,
+        [f"error: toolgt builder: decontaminate: {tmp_path}/no_bfcl is neither a file nor a folder"],
+    )
 
 
 @pytest.mark.slow
@@ -183,8 +220,15 @@ def test_toolgt_tiny_builds_trains_and_scores_bfcl_and_nexus_over_steps(tmp_path
 @pytest.mark.slow
 def test_the_tiny_arm_sweep_runs_three_jobs_in_three_folders(tmp_path):
     sweep = tmp_path / "sweep"
-    done = run_tooltrain(tmp_path, "-m", "recipe=toolgt_tiny", "toolgt.arm=none,cot,template", "eval=none",
-                         "train.max_steps=1", f"hydra.sweep.dir={sweep}")
+    done = run_tooltrain(
+        tmp_path,
+        "-m",
+        "recipe=toolgt_tiny",
+        "toolgt.arm=none,cot,template",
+        "eval=none",
+        "train.max_steps=1",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     folders = sorted(p.name for p in sweep.iterdir() if p.is_dir())
     assert folders == ["0-none-detail", "1-cot-detail", "2-template-detail"]
@@ -195,8 +239,13 @@ def test_the_tiny_arm_sweep_runs_three_jobs_in_three_folders(tmp_path):
 
 
 def test_the_paper_recipes_eval_reads_toolgts_3641_bfcl_items_and_the_two_public_nexus_tasks(shared_data):
-    cfg = compose(["recipe=toolgt_llama3_1_8b", f"toolgt.bfcl_dir={shared_data / 'bfcl_v2'}",
-                   f"toolgt.nexus_dir={shared_data / 'nexusraven_v1_eval'}"])
+    cfg = compose(
+        [
+            "recipe=toolgt_llama3_1_8b",
+            f"toolgt.bfcl_dir={shared_data / 'bfcl_v2'}",
+            f"toolgt.nexus_dir={shared_data / 'nexusraven_v1_eval'}",
+        ]
+    )
     counts = {name: len(bench.items) for name, bench in load_benchmarks(cfg.eval, []).items()}
     bfcl = [counts["bfcl"], *(counts[f"bfcl_{n}"] for n in range(1, 13))]
     # seed 004 §3.3: non-live 1,150, live 1,335, relevance 1,156 = 3,641, less the 3 questions whose possible answer

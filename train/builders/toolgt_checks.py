@@ -109,7 +109,7 @@ def local_path(location: str) -> Path:
     """``pkg://train/assets/x`` -> that file or folder inside the installed package (the toolgt_tiny recipe's eval
     rows); anything else as is."""
     if location.startswith("pkg://"):
-        package, _, inner = location[len("pkg://"):].partition("/")
+        package, _, inner = location[len("pkg://") :].partition("/")
         return Path(str(resources.files(package) / inner))
     return Path(location).expanduser()
 
