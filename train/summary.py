@@ -43,13 +43,14 @@ def loss_line(losses: Sequence[float]) -> str:
 
 
 def data_line(data: dict[str, Any]) -> str:
-    samples = data.get("train_rows", 0) + data.get("eval_rows", 0)
     line = f"{data.get('read', 0):,} conversations read -> {data.get('train_rows', 0):,} training samples"
     if data.get("eval_rows"):
         line += f" + {data['eval_rows']:,} held out for eval"
     left_out = [(data.get(key, 0), name) for key, name in LEFT_OUT if data.get(key, 0)]
     if left_out:
-        line += f"; left out {data.get('read', 0) - samples:,}: " + ", ".join(f"{n:,} {name}" for n, name in left_out)
+        # the sum of the counts, not read - samples: a data builder may make several samples of one conversation
+        total = sum(n for n, _ in left_out)
+        line += f"; left out {total:,}: " + ", ".join(f"{n:,} {name}" for n, name in left_out)
     if data.get("truncated"):
         line += f"; {data['truncated']:,} truncated to data.max_seq_len"
     return line

@@ -171,6 +171,11 @@ def test_summary_pieces():
         "20 conversations read -> 10 training samples; left out 10: 2 unreadable, 3 dropped by the data builder, "
         "1 unrenderable in the chat format, 4 with nothing to train; 5 truncated to data.max_seq_len"
     )
+    # toolgt_tiny: the builder makes one sample per call turn, 53 from the 40 conversations it did not drop
+    split = {"read": 72, "dropped_by_builder": 32, "train_rows": 53, "eval_rows": 0}
+    assert data_line(split) == (
+        "72 conversations read -> 53 training samples; left out 32: 32 dropped by the data builder"
+    )
 
 
 def test_the_demo_recipe_is_a_lora_fine_tune_of_smollm2_on_the_shipped_conversations():
