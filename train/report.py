@@ -135,7 +135,7 @@ def write_report(metrics_path: Path, out_path: Path, identity: dict[str, Any] | 
 
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.8 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.8 * rows), squeeze=False, layout="constrained")
     from matplotlib.ticker import MaxNLocator
 
     for ax, panel in zip(axes.flat, panels):
@@ -157,7 +157,6 @@ def write_report(metrics_path: Path, out_path: Path, identity: dict[str, Any] | 
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(report_title(identity))
-    fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)
     return out_path
