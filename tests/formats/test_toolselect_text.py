@@ -138,3 +138,11 @@ def conv_with(*, tools=None, messages=None) -> Conversation:
 def test_what_the_layout_cannot_hold_is_refused_with_its_reason(conv, reason):
     with pytest.raises(ValueError, match=reason):
         get_format(FORMAT).render(conv)
+
+
+def test_the_llama2_70b_model_config_uses_the_layout_with_llama2s_bos_and_eos():
+    from train.config import compose
+
+    cfg = compose(["recipe=tiny", "model=llama2_70b"])
+    fmt = get_format(cfg.model.chat_format)
+    assert (cfg.model.chat_format, fmt.bos_token, fmt.eos_token) == (FORMAT, "<s>", "</s>")
