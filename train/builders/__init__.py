@@ -46,6 +46,7 @@ class BuilderSpec:
 BUILDERS: Registry[BuilderSpec] = Registry("data builder", "builders", lambda obj: isinstance(obj, BuilderSpec))
 BUILDERS.register("metatool", "train.builders.metatool_spec:SPEC")  # imported on first use (a teacher, a retriever)
 BUILDERS.register("toolgt", "train.builders.toolgt_spec:SPEC")  # ToolGT template-guided reasoning (seed 004)
+BUILDERS.register("toolselect", "train.builders.toolselect:SPEC")  # ToolVerifier selector data (seed 003)
 
 
 def get_builder(name: str) -> Builder:
