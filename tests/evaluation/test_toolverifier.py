@@ -16,7 +16,7 @@ from train.evaluation.toolverifier import (
     write_traces,
 )
 from train.schema import Tool
-from train.teacher import OfflineBackend, ResponseCache, Teacher
+from train.teacher import OfflineBackend, ResponseCache, Teacher, TeacherRequest
 from train.teacher import toolverifier as tv
 
 PARAMS = {
@@ -249,3 +249,40 @@ def test_table_1_pooled_average(row):
     (weather, booking, home, cat), average = TABLE_1[row]
     cells = {"weather": (weather, 100), "booking": (booking, 120), "home": (home, 100), "cat": (cat, 100)}
     assert pooled_rate(cells) == average
+
+
+def test_offline_pipeline_on_real_toolbench_cases_feeds_the_scorer(shared_data):
+    from train.evaluation.toolbench import score_toolbench
+    from train.sources.toolbench import read
+
+    cases = [c for c in read([shared_data / "toolbench_sambanova_toolverifier"]) if c.id.endswith(("-0", "-1", "-2"))]
+    assert len(cases) == 12  # three per task
+    gold = {c.id: c.meta["gold_tool"] for c in cases}
+    current: list[str] = []
+
+    def selector(instruction, tools):  # the gold when offered, else the first candidate
+        names = [t.name for t in tools]
+        return gold[current[-1]] if gold[current[-1]] in names else names[0]
+
+    teacher = Teacher(OfflineBackend(tv.OFFLINE_WRITERS, tv.OFFLINE_VERSION))
+    verifier = ToolVerifier(selector, teacher)
+    traces = []
+    for case in cases:
+        current.append(case.id)
+        traces.append(verifier.run(case.id, case.messages[0].content, case.tools))
+    assert all(t.errors == [] and t.question and t.call for t in traces)
+    assert teacher.counts["failures"] == 0
+    assert len(verifier.questions) == len({(t.top1, t.top2) for t in traces})  # one question per ordered pair
+    predictions = [{"id": t.id, "program": t.call, "tool": t.tool} for t in traces]
+    scores = score_toolbench(predictions, [c.to_dict() for c in cases])
+    assert scores["overall"]["total"] == 12 and scores["overall"]["tool_accuracy"] == 1.0
+
+
+def test_offline_parameter_writer_reads_values_after_a_word_the_name_begins():
+    instruction = "What will be the air quality tomorrow where longitute is 167.4 and latitude is -19.2?"
+    request = TeacherRequest(
+        tv.PARAMS_STAGE, tv.SYSTEM, "-", tv.GREEDY, {"instruction": instruction, "names": ["lat", "lon", "appid"]}
+    )
+    text = tv.offline_params(request)
+    assert text == "lat: -19.2\nlon: 167.4\nappid: none"
+    assert tv.read_params(text, ["lat", "lon", "appid"]) == {"lat": "-19.2", "lon": "167.4", "appid": None}

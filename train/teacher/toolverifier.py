@@ -26,9 +26,10 @@ teacher's ``StageParams`` has no top-p field (``train.teacher.backends``), so to
 The offline writers answer without a model, deterministically, from the request's ``context``:
 the question names the two tools' descriptions; the answer picks the option whose name or description shares
 most words with the instruction (ties: a); the parameter writers read ``name = value`` / ``name: value`` /
-``name is value`` spans out of the instruction (the sampled writer, seeded by the request digest, drops one value
-now and then so the two sets can differ); the verifier answers ``[option]`` when the option's text appears in the
-instruction, else ``None``; the call writer fills the first demonstration's API line with the new values
+``name is value`` spans out of the instruction, the name or a word it begins (``latitude is -19.2`` for ``lat``);
+the sampled writer, seeded by the request digest, drops one value now and then so the two sets can differ; the
+verifier answers ``[option]`` when the option's text appears in the instruction, else ``None``; the call writer
+fills the first demonstration's API line with the new values
 (``name(k=v, ...)`` without a demonstration).
 """
 
@@ -196,9 +197,10 @@ def offline_answer(request: TeacherRequest) -> str:
 
 
 def _extract(instruction: str, name: str) -> str | None:
-    pattern = rf"\b{re.escape(name)}\s*(?:=|:|\bis\b)\s*([^\s,;]+)"
+    # the name or a word it begins ("lat" in "latitude is -19.2", "lon" in "longitute = 1.9")
+    pattern = rf"\b{re.escape(name)}\w*\s*(?:=|:|\bis\b)\s*([^\s,;?!]+)"
     found = re.search(pattern, instruction, re.IGNORECASE)
-    return found.group(1).strip("\"'.") if found else None
+    return found.group(1).strip("\"'").rstrip(".") or None if found else None
 
 
 def offline_params(request: TeacherRequest) -> str:
