@@ -9,6 +9,7 @@ import json
 import pytest
 
 from train.evaluation.toolverifier import (
+    ROWS,
     ToolVerifier,
     VerifySwitches,
     pooled_rate,
@@ -286,3 +287,20 @@ def test_offline_parameter_writer_reads_values_after_a_word_the_name_begins():
     text = tv.offline_params(request)
     assert text == "lat: -19.2\nlon: 167.4\nappid: none"
     assert tv.read_params(text, ["lat", "lon", "appid"]) == {"lat": "-19.2", "lon": "167.4", "appid": None}
+
+
+def test_run_rows_gives_each_table_1_row_as_run_would_and_selects_once():
+    stages, selections = [], []
+    verifier = ToolVerifier(scripted_selector(selections), scripted_teacher(stages))
+    rows = verifier.run_rows("weather/test-0", "Weather in Paris tomorrow", TOOLS)
+    assert list(rows) == ["none", "tool", "params", "tool,params"]
+    for key, switches in ROWS.items():
+        alone, _, _ = run_one(switches)
+        assert rows[key].to_dict() == alone.to_dict(), key
+    assert len(selections) == 3  # top-1, top-2, verified: shared by the four rows
+    # each prompt once: one question and answer; both parameter sets for each of the two tools; two verifications
+    # (A.6.5's question names the parameter, not the tool: both tools' identical questions are one); four calls
+    assert sorted(stages) == sorted(
+        ["question", "answer"] + ["params", "params_sampled"] * 2 + ["verify"] * 2 + ["call"] * 4
+    )
+    assert verifier.switches == VerifySwitches() and verifier._memo is None  # run_rows leaves the verifier as it was

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,12 @@ def parameter_definition(tool: Tool, name: str) -> str:
     return f"{name}{kind}: {spec.get('description') or 'no description'}"
 
 
+def tool_head(tool: Tool) -> str:
+    """The head of the parameter and call prompts (ours): the tool's name, description and parameter definitions."""
+    names = parameter_names(tool)
+    return "\n".join([f"Tool: {tool.name} - {tool.description}", *(parameter_definition(tool, n) for n in names)])
+
+
 def no_demonstrations(tool: str, item_id: str) -> list[Demonstration]:
     return []
 
@@ -120,6 +126,7 @@ class ToolVerifier:
         self.selector, self.teacher, self.switches = selector, teacher, switches
         self.demonstrations = demonstrations
         self.questions: dict[tuple[str, str], str] = {}  # ordered pair -> question (step 3's memo)
+        self._memo: dict[tuple[str, str, Any], str] | None = None
 
     # ---------------------------------------------------------------- tool selection (§2.2)
 
@@ -131,7 +138,12 @@ class ToolVerifier:
         return None
 
     def _ask(self, stage: str, user: str, params: Any, **context: Any) -> str:
-        return self.teacher.ask(TeacherRequest(stage, prompts.SYSTEM, user, params, context))
+        if self._memo is None:
+            return self.teacher.ask(TeacherRequest(stage, prompts.SYSTEM, user, params, context))
+        key = (stage, user, params)  # within run_rows: a prompt two rows share is asked once
+        if key not in self._memo:
+            self._memo[key] = self.teacher.ask(TeacherRequest(stage, prompts.SYSTEM, user, params, context))
+        return self._memo[key]
 
     def question(self, first: Tool, second: Tool) -> str:
         key = (first.name, second.name)
@@ -164,19 +176,18 @@ class ToolVerifier:
 
     # ---------------------------------------------------------------- parameters (§2.3)
 
-    def _params(self, stage: str, params: Any, instruction: str, names: list[str], demos: list) -> dict:
-        user = prompts.params_prompt(instruction, names, demos)
+    def _params(self, stage: str, params: Any, instruction: str, tool: Tool, demos: list) -> dict:
+        names = parameter_names(tool)
+        user = prompts.params_prompt(tool_head(tool), instruction, names, demos)
         text = self._ask(stage, user, params, instruction=instruction, names=names)
         return prompts.read_params(text, names)
 
     def choose_params(self, item_id: str, instruction: str, tool: Tool, trace: VerifierTrace) -> list[Demonstration]:
         names, demos = parameter_names(tool), list(self.demonstrations(tool.name, item_id))
-        trace.params_fewshot = self._params(prompts.PARAMS_STAGE, prompts.GREEDY, instruction, names, demos)
+        trace.params_fewshot = self._params(prompts.PARAMS_STAGE, prompts.GREEDY, instruction, tool, demos)
         final = dict(trace.params_fewshot)
         if self.switches.params:
-            trace.params_sampled = self._params(
-                prompts.SAMPLED_PARAMS_STAGE, prompts.SAMPLED, instruction, names, demos
-            )
+            trace.params_sampled = self._params(prompts.SAMPLED_PARAMS_STAGE, prompts.SAMPLED, instruction, tool, demos)
             for name in names:
                 first, second = trace.params_fewshot[name], trace.params_sampled[name]
                 if first == second:
@@ -200,17 +211,65 @@ class ToolVerifier:
         trace = VerifierTrace(id=item_id, instruction=instruction)
         try:
             tool = self.select_tool(instruction, tools, trace)
-            if tool is None:
-                return trace
+        except TeacherError as err:  # one item's failure is counted in its trace, the run goes on
+            trace.errors.append(f"teacher: {err}")
+            return trace
+        return self._finish(item_id, instruction, tool, trace)
+
+    def _finish(self, item_id: str, instruction: str, tool: Tool | None, trace: VerifierTrace) -> VerifierTrace:
+        """Steps 6-8 for the chosen tool (nothing when there is none)."""
+        if tool is None:
+            return trace
+        try:
             demos = self.choose_params(item_id, instruction, tool, trace)
-            names = parameter_names(tool)
-            user = prompts.call_prompt(instruction, names, trace.params or {}, demos)
+            user = prompts.call_prompt(tool_head(tool), instruction, parameter_names(tool), trace.params or {}, demos)
             trace.call = self._ask(
                 prompts.CALL_STAGE, user, prompts.GREEDY, tool=tool.name, values=trace.params or {}, demos=demos
             ).strip()
-        except TeacherError as err:  # one item's failure is counted in its trace, the run goes on
+        except TeacherError as err:
             trace.errors.append(f"teacher: {err}")
         return trace
+
+    def run_rows(self, item_id: str, instruction: str, tools: list[Tool]) -> dict[str, VerifierTrace]:
+        """Table 1's four rows (``ROWS``) for one item from one pass: the selector runs once (top-1, top-2 and the
+        verified choice), and a prompt that two rows share (the same tool's parameters, the same call) is asked
+        once. Row ``"none"`` is top-1 with the first parameter set, ``"tool,params"`` is ``run`` with both on."""
+        selection = VerifierTrace(id=item_id, instruction=instruction)
+        saved, self._memo = self.switches, {}
+        try:
+            self.switches = VerifySwitches(tool=True, params=True)
+            try:
+                self.select_tool(instruction, tools, selection)
+            except TeacherError as err:
+                selection.errors.append(f"teacher: {err}")
+            by_name = {t.name: t for t in tools}
+            rows = {}
+            for key, switches in ROWS.items():
+                self.switches = switches
+                if switches.tool:
+                    trace = replace(selection, verdicts={}, errors=list(selection.errors))
+                else:  # what run() with verify.tool off records: top-1 only, no question
+                    errors = [e for e in selection.errors if e.startswith("top-1")]
+                    trace = VerifierTrace(item_id, instruction, top1=selection.top1, tool=selection.top1, errors=errors)
+                rows[key] = self._finish(item_id, instruction, by_name.get(trace.tool or ""), trace)
+            return rows
+        finally:
+            self.switches, self._memo = saved, None
+
+
+# Table 1's rows: the --verify spelling -> its switches (the paper's row names in ROW_NAMES)
+ROWS: dict[str, VerifySwitches] = {
+    "none": VerifySwitches(tool=False, params=False),
+    "tool": VerifySwitches(tool=True, params=False),
+    "params": VerifySwitches(tool=False, params=True),
+    "tool,params": VerifySwitches(tool=True, params=True),
+}
+ROW_NAMES = {
+    "none": "without verification",
+    "tool": "tool selection verification only",
+    "params": "param selection verification only",
+    "tool,params": "tool verification+param verification",
+}
 
 
 def text_selector(complete: Callable[[str], str], fmt: ToolSelectTextFormat | None = None) -> Selector:
@@ -245,6 +304,8 @@ def pooled_rate(cells: Mapping[str, tuple[float, int]]) -> float:
 
 
 __all__ = [
+    "ROWS",
+    "ROW_NAMES",
     "Demonstrations",
     "Selector",
     "ToolVerifier",
@@ -255,5 +316,6 @@ __all__ = [
     "parameter_names",
     "pooled_rate",
     "text_selector",
+    "tool_head",
     "write_traces",
 ]

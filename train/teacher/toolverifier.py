@@ -11,11 +11,12 @@ Five stages, each one ``TeacherRequest`` (the chat template of the backend wraps
   "Therefore, the answer is:" follows the example answer quoted in §4.2.
 * ``toolverifier.params`` (ours in layout: the paper says "few-shot prompting ... utilizing demonstrations specific
   to the selected tool" and shows no prompt; we use A.6.7's demonstration layout, ``INS: A user says, "..."`` then
-  one ``name: value`` per parameter, ``none`` for an unset one, and stop before ``API:``).
+  one ``name: value`` per parameter, ``none`` for an unset one, and stop before ``API:``; also ours: a head naming
+  the tool and defining its parameters, so the prompt is the tool's even without demonstrations).
 * ``toolverifier.verify`` (A.6.5, verbatim; the "parameter definition" line there is a placeholder for the
   parameter's description, which we fill in).
 * ``toolverifier.call`` (A.6.7's layout: the demonstrations with their ``API:`` line, then the instruction and the
-  final ``param_str``; the model completes the ``API:`` line).
+  final ``param_str``; the model completes the ``API:`` line; the same head as the parameters' in front).
 
 The PDF's extraction lost the prompts' line breaks; the words are the paper's, the breaks ours.
 
@@ -118,10 +119,11 @@ def _demo_block(demo: Demonstration, names: list[str], with_api: bool) -> str:
     return block + (f"\nAPI: {demo.api}" if with_api else "")
 
 
-def params_prompt(instruction: str, names: list[str], demos: list[Demonstration]) -> str:
-    """Few-shot parameter generation: the demonstrations without their API line, then the instruction."""
-    head = "".join(_demo_block(d, names, with_api=False) + "\n\n" for d in demos)
-    return f'{head}INS: A user says, "{instruction}"\n'
+def params_prompt(tool_head: str, instruction: str, names: list[str], demos: list[Demonstration]) -> str:
+    """Few-shot parameter generation: the tool's head (name, description, parameter definitions), the
+    demonstrations without their API line, then the instruction."""
+    shots = "".join(_demo_block(d, names, with_api=False) + "\n\n" for d in demos)
+    return f'{tool_head}\n\n{shots}INS: A user says, "{instruction}"\n'
 
 
 def verify_prompt(instruction: str, parameter: str, definition: str, prediction1: str, prediction2: str) -> str:
@@ -131,10 +133,11 @@ def verify_prompt(instruction: str, parameter: str, definition: str, prediction1
 
 
 def call_prompt(
-    instruction: str, names: list[str], values: Mapping[str, str | None], demos: list[Demonstration]
+    tool_head: str, instruction: str, names: list[str], values: Mapping[str, str | None], demos: list[Demonstration]
 ) -> str:
-    head = "".join(_demo_block(d, names, with_api=True) + "\n\n" for d in demos)
-    return f'{head}INS: A user says, "{instruction}"\n{param_str(names, values)}\nAPI:'
+    """A.6.7: the tool's head (ours, as in ``params_prompt``), the demonstrations, the instruction and param_str."""
+    shots = "".join(_demo_block(d, names, with_api=True) + "\n\n" for d in demos)
+    return f'{tool_head}\n\n{shots}INS: A user says, "{instruction}"\n{param_str(names, values)}\nAPI:'
 
 
 # ---------------------------------------------------------------- reading the answers back
