@@ -274,8 +274,7 @@ def test_offline_pipeline_on_real_toolbench_cases_feeds_the_scorer(shared_data):
     assert all(t.errors == [] and t.question and t.call for t in traces)
     assert teacher.counts["failures"] == 0
     assert len(verifier.questions) == len({(t.top1, t.top2) for t in traces})  # one question per ordered pair
-    predictions = [{"id": t.id, "program": t.call, "tool": t.tool} for t in traces]
-    scores = score_toolbench(predictions, [c.to_dict() for c in cases])
+    scores = score_toolbench([t.to_prediction() for t in traces], [c.to_dict() for c in cases])
     assert scores["overall"]["total"] == 12 and scores["overall"]["tool_accuracy"] == 1.0
 
 

@@ -30,7 +30,10 @@ Questions, answers, parameters and the call come from a ``train.teacher.Teacher`
 Demonstrations come from a callable ``(tool name, item id) -> list[Demonstration]`` (the caller decides where they
 come from, e.g. leave-one-out from the test set without the item being scored).
 
-Each item gives a ``VerifierTrace`` (``to_dict`` is one JSON Lines row, written beside the scores).
+Each item gives a ``VerifierTrace`` (``to_dict`` is one JSON Lines row, written beside the scores;
+``to_prediction`` the ToolBench scorer's row). ``run_rows`` gives Table 1's four rows (``ROWS``) for an item from one
+selection pass; Table 2's selection accuracy without and with tool verification is the scorer's tool accuracy of
+rows ``"none"`` (top-1) and ``"tool"``.
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ class VerifierTrace:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def to_prediction(self) -> dict[str, Any]:
+        """The ToolBench scorer's prediction row (``train.evaluation.toolbench``): the call and the chosen tool."""
+        return {"id": self.id, "program": self.call or "", "tool": self.tool or ""}
 
 
 def parameter_names(tool: Tool) -> list[str]:
