@@ -52,6 +52,9 @@ LAYER_OF: dict[str, str] = {
     "train.dataset": "dataset",
     "train.packing": "dataset",
     "train.evaluation.*": "evaluation",
+    # PTR (seed 001): library/history/splits, stage 1 and its evaluation; it uses retrieval, the teacher and the
+    # recommendation metrics, and nothing of a training run
+    "train.recommend.*": "evaluation",
     "train.evaluation.callback": "run",  # the Trainer callback that runs the eval tasks: run machinery
     "train.config": "run",  # the composed run config; it checks task and format names against their registries
     "train.distributed": "run",

@@ -1,4 +1,5 @@
-"""Tool recommendation scorer (PTR paper, seed 001, §3 "Metrics" and §4.1): TRACC, Recall@K, NDCG@K.
+"""Tool recommendation scorer (PTR paper, seed 001, §3 "Metrics" and §4.1): TRACC, and Recall and NDCG in two
+conventions: the textbook Recall@K / NDCG@K, and the paper's tables' (its released code's ``metric.py``).
 
 The paper's formula, quoted::
 
@@ -22,6 +23,12 @@ Definitions where the paper is silent
 * Recall@K = |A ∩ B[:K]| / |A| and NDCG@K = DCG@K / IDCG@K with binary relevance,
   DCG@K = Σ_{i=1..K} [B_i ∈ A] / log2(i + 1) and IDCG@K = Σ_{i=1..K} 1 / log2(i + 1) (K = |A|, so the
   ideal list is all relevant). A list shorter than K simply has fewer terms.
+* **The paper's convention** (``recall_paper``, ``ndcg_paper``): the numbers of Tables 1-2 come from the released
+  code, which computes Recall as ACC = |A ∩ B| / |A| over the *whole* recommendation (no cut at K), and NDCG@K
+  (K = |A|) with the ideal DCG taken from the recommendation's *own* relevance list sorted best first: IDCG@K =
+  Σ_{i=1..min(K, |A ∩ B|)} 1 / log2(i + 1). A set that finds one gold tool at rank 1 of a three-tool query
+  scores NDCG 1.0 there (textbook: 0.469); a hit beyond rank K counts for Recall but not for NDCG; no hit is 0.
+  Both conventions are reported side by side, each under its own name.
 * A missing prediction is an empty B: TRACC, Recall@K and NDCG@K are all 0.
 * A reference with an empty gold set (e.g. MetaTool Task1 negatives) has n1 = 0 and no ACC; it is
   reported under ``reference_errors`` and left out of the averages, never silently.
@@ -71,6 +78,20 @@ def ndcg_at_k(gold: set[str], ranked: list[str], k: int) -> float:
     return dcg / ideal
 
 
+def recall_paper(gold: set[str], ranked: list[str]) -> float:
+    """The released code's Recall (its ``TRACCAndAcc``'s ACC): |A ∩ B| / |A| over the whole recommendation."""
+    return len(gold & set(ranked)) / len(gold)
+
+
+def ndcg_paper(gold: set[str], ranked: list[str]) -> float:
+    """The released code's NDCG@K (K = |A|): ideal DCG from the recommendation's own hits sorted first."""
+    k = len(gold)
+    relevance = [1 if name in gold else 0 for name in ranked]
+    dcg = sum(rel / math.log2(rank + 1) for rank, rel in enumerate(relevance[:k], start=1))
+    ideal = sum(rel / math.log2(rank + 1) for rank, rel in enumerate(sorted(relevance, reverse=True)[:k], start=1))
+    return dcg / ideal if ideal > 0 else 0.0
+
+
 def score_item(gold_names: list[str], predicted: list[str] | None) -> dict[str, Any]:
     gold = set(gold_names)
     ranked = ranked_set(predicted or [])
@@ -79,6 +100,8 @@ def score_item(gold_names: list[str], predicted: list[str] | None) -> dict[str, 
         "tracc": tracc(gold, ranked),
         "recall": recall_at_k(gold, ranked, k),
         "ndcg": ndcg_at_k(gold, ranked, k),
+        "recall_paper": recall_paper(gold, ranked),
+        "ndcg_paper": ndcg_paper(gold, ranked),
         "k": k,
         "correct": set(ranked) == gold,
         "repeats_dropped": len(predicted or []) - len(ranked),
@@ -86,7 +109,8 @@ def score_item(gold_names: list[str], predicted: list[str] | None) -> dict[str, 
 
 
 def score_tracc(predictions: list[dict[str, Any]], references: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean TRACC, Recall@K and NDCG@K (K = |A|) over the references; see the module docstring."""
+    """Mean TRACC, Recall@K and NDCG@K (K = |A|) and the paper's Recall and NDCG over the references; see the
+    module docstring."""
     scored = score_joined(join_by_id(predictions, references), gold_tools, score_prediction, RowError)
     per_item = scored.per_item
     count = len(per_item)
@@ -94,6 +118,8 @@ def score_tracc(predictions: list[dict[str, Any]], references: list[dict[str, An
         "tracc": ratio(sum(item["tracc"] for item in per_item), count),
         "recall@k": ratio(sum(item["recall"] for item in per_item), count),
         "ndcg@k": ratio(sum(item["ndcg"] for item in per_item), count),
+        "recall_paper": ratio(sum(item["recall_paper"] for item in per_item), count),
+        "ndcg_paper": ratio(sum(item["ndcg_paper"] for item in per_item), count),
         "queries": count,
     }
     return scored.result(overall=overall)
