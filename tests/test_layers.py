@@ -93,6 +93,7 @@ LAYER_OF: dict[str, str] = {
     "train.commands.eval_score": "commands",
     "train.commands.eval_run": "commands",
     "train.commands.eval_retrieval": "commands",
+    "train.commands.eval_recommend": "commands",
     "train.commands.bench_render": "commands",
     "train.commands.bench_train": "commands",
     "train.commands.export": "commands",

@@ -26,6 +26,7 @@ VERBS: dict[str, dict[str, tuple[str, str]]] = {
         "score": ("eval_score", "score model predictions against a benchmark's references"),
         "run": ("eval_run", "generate a benchmark's answers with a model or a run, then score them"),
         "retrieval": ("eval_retrieval", "HR@k of meta_tool, history and keyword tool retrieval on tool-query files"),
+        "recommend": ("eval_recommend", "PTR tool recommendation: TRACC, Recall, NDCG (RecTools, MetaTool, ToolLens)"),
     },
     "bench": {
         "render": (
