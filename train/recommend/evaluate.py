@@ -90,7 +90,7 @@ def check_stages(stages: Sequence[int]) -> tuple[int, ...]:
     if chosen != (1,):
         raise StagesNotBuilt(
             "stages 2-3 (functional coverage mapping, multi-view re-ranking: train/recommend/pipeline.py) are not "
-            "built yet; run --stages 1 (bundle acquisition alone, Table 1's N/A rows)"
+            "built yet; run stage 1 alone (--stages 1, ptr.stages=[1]: Table 1's N/A rows)"
         )
     return chosen
 
