@@ -224,3 +224,20 @@ def test_text_answers_put_the_tools_in_the_system_prompt_and_match_the_official_
                 ], c.id
         checked += 1
     assert checked == 4
+
+
+def test_an_export_serves_it_as_plain_chat_without_a_tool_parser(tmp_path):
+    from train.export import serving_metadata, write_serving_readme
+
+    class OneToken:  # the stop id's token, as deepseek-coder-1.3b-instruct's tokenizer names 32021
+        def convert_ids_to_tokens(self, token_id):
+            return {32021: EOT}[token_id]
+
+    metadata = serving_metadata(get_format("deepseek_coder"), tmp_path, [32021], OneToken())
+    metadata.update(run_dir="runs/x", weights="adapter")
+    assert metadata["serve"]["vllm"] == f"vllm serve {tmp_path} --chat-template {tmp_path}/chat_template.jinja"
+    assert "--tool-call-parser" not in metadata["serve"]["sglang"]
+    write_serving_readme(tmp_path, metadata)
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "Tool-call parser: none: this format has no tool syntax, so the servers run as plain chat." in readme
+    assert "Generation stops at `<|EOT|>`" in readme
