@@ -326,4 +326,5 @@ def test_every_format_has_a_template_and_a_parser():
         "mistral_v3": ("mistral", True),
         "mistral_nemo": ("mistral", True),
         "chatml": ("hermes", True),
+        "deepseek_coder": ("", True),  # no tool syntax: no parser, plain chat
     }
