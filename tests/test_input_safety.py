@@ -262,6 +262,9 @@ def test_an_assistant_first_conversation_is_refused_only_where_the_reference_ref
         with pytest.raises(ValueError, match="tools go into the first user message, but message 0 is 'assistant'"):
             fmt.render_text(ASSISTANT_FIRST)
         assert "Hi! How can I help?" in get_format(name, {"tools_in_user_message": False}).render_text(ASSISTANT_FIRST)
+    elif name == "deepseek_coder":  # refuses tools (no tool syntax); its official template renders assistant-first
+        no_tools = Conversation(ASSISTANT_FIRST.id, ASSISTANT_FIRST.messages)
+        assert "### Response:\nHi! How can I help?\n<|EOT|>\n" in fmt.render_text(no_tools)
     else:
         assert "Hi! How can I help?" in fmt.render_text(ASSISTANT_FIRST)
 

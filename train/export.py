@@ -214,7 +214,7 @@ SGLang:
 
     {sglang}
 
-Tool-call parser: `{vllm_parser}` (vLLM), `{sglang_parser}` (SGLang); {fit}.
+{parsers}
 {notes}
 
 ## Render a prompt yourself
@@ -226,6 +226,13 @@ Tool-call parser: `{vllm_parser}` (vLLM), `{sglang_parser}` (SGLang); {fit}.
 What a Jinja template cannot reproduce of tooltrain's rendering (e.g. numbers in JSON tool results are kept
 as written) is listed in tooltrain's docs/formats.md, "Serving an exported model".
 """
+
+
+def parsers_line(parser: dict[str, Any]) -> str:
+    if not parser["vllm"]:  # a format without tool syntax (deepseek_coder)
+        return "Tool-call parser: none: this format has no tool syntax, so the servers run as plain chat."
+    fit = "they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit"
+    return f"Tool-call parser: `{parser['vllm']}` (vLLM), `{parser['sglang']}` (SGLang); {fit}."
 
 
 def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
@@ -240,9 +247,7 @@ def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
         stop_tokens=", ".join(f"`{token}`" for token in metadata["stop_tokens"]),
         vllm=metadata["serve"]["vllm"],
         sglang=metadata["serve"]["sglang"],
-        vllm_parser=parser["vllm"],
-        sglang_parser=parser["sglang"],
-        fit="they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit",
+        parsers=parsers_line(parser),
         notes=parser["notes"],
         folder=str(output_dir),
     )

@@ -44,6 +44,13 @@ def resolve_attn_implementation(name: str, on_gpu: bool) -> str:
     return "sdpa"
 
 
+def to_plain(arch: Any) -> dict[str, Any]:
+    """``model.arch`` as plain dicts and lists (a composed config holds OmegaConf containers)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    return OmegaConf.to_container(arch, resolve=True) if isinstance(arch, DictConfig) else dict(arch)  # type: ignore[return-value]
+
+
 def build_model(
     model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implementation: str, seed: int | None = None
 ) -> Any:
@@ -56,7 +63,9 @@ def build_model(
 
     source = choice(model_cfg.source)
     if source == "config":
-        arch = dict(model_cfg.arch)
+        # plain containers all the way down: transformers 5 validates nested values (rope_scaling, a list of
+        # eos ids) by type and refuses OmegaConf's DictConfig/ListConfig
+        arch = to_plain(model_cfg.arch)
         arch.setdefault("vocab_size", vocab_size)
         config = AutoConfig.for_model(model_cfg.arch_type, **arch)
         config.use_cache = False

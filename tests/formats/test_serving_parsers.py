@@ -51,7 +51,7 @@ def generated_turns(fmt, conv: Conversation, tokenizer) -> list[list[int]]:
     return runs + ([current] if current else [])
 
 
-@pytest.mark.parametrize("name", list(SERVING))
+@pytest.mark.parametrize("name", [name for name in SERVING if SERVING[name].vllm_parser])  # deepseek_coder: none
 def test_the_named_vllm_parser_reads_the_formats_calls(name):
     fmt, spec = get_format(name), SERVING[name]
     tokenizer = load_tokenizer(TOKENIZERS[name])

@@ -102,6 +102,7 @@ def test_template_renders_every_conversation_as_the_format_does(tokenizer, name)
         assert got == want, case
         counts["same text" if want[1] is None else "same refusal"] += 1
     refused = {"llama3_1": 7, "llama3_1_metatool": 1, "mistral_v3": 13, "mistral_nemo": 13}.get(name, 0)
+    refused += 35 if name == "deepseek_coder" else 0  # every conversation with tools: it has no tool syntax
     assert counts == {
         "same text": len(CONVERSATIONS) - refused - (name in ("mistral_v3", "mistral_nemo")),
         "same refusal": refused,
@@ -165,6 +166,7 @@ def test_calls_parsed_back_from_the_rendered_turn_are_the_conversation_calls(tok
         "llama3_1_metatool": (85, 39),
         "mistral_v3": (62, 29),
         "mistral_nemo": (62, 29),
+        "deepseek_coder": (18, 0),  # the text turns of the conversations without tools
     }.get(name, (86, 40))
 
 
@@ -242,7 +244,7 @@ def test_requests_shaped_like_a_servers_render_like_canonical_ones(tokenizer, na
         got = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False)
         assert got == want[0], case
         rendered += 1
-    assert rendered >= 30
+    assert rendered >= (15 if name == "deepseek_coder" else 30)  # deepseek_coder renders no tool conversation
 
 
 @pytest.mark.parametrize("name", ["mistral_v3", "mistral_nemo"])
@@ -324,4 +326,5 @@ def test_every_format_has_a_template_and_a_parser():
         "mistral_v3": ("mistral", True),
         "mistral_nemo": ("mistral", True),
         "chatml": ("hermes", True),
+        "deepseek_coder": ("", True),  # no tool syntax: no parser, plain chat
     }

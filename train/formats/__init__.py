@@ -28,6 +28,7 @@ FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
 FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
+FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
 
 
 def format_class(name: str) -> type[ChatFormat]:

@@ -103,6 +103,18 @@ SERVING: dict[str, Serving] = {
         exact=True,
         notes=_HERMES_NOTES + " <tool_call> is plain text in SmolLM2's vocabulary; the parsers match the text.",
     ),
+    "deepseek_coder": Serving(
+        templates=("common.jinja", "deepseek_coder.jinja"),
+        variables=(),
+        vllm_parser="",  # no tool syntax, so no tool-call parser: served as plain chat
+        sglang_parser="",
+        exact=True,
+        notes=(
+            "No tool syntax: the template refuses tools, tool calls and tool results as the format does, and the "
+            "servers run without a tool-call parser. A model tuned on text answers (ITC, answer_style=toolgt_text) "
+            "answers in its message content; read it with the recipe's own parser."
+        ),
+    ),
 }
 
 
@@ -162,17 +174,16 @@ def vllm_command(model_dir: str, fmt: ChatFormat) -> str:
     """``vllm serve`` with the template named explicitly (older transformers do not read chat_template.jinja)."""
     spec = serving(fmt.name)
     folder = shlex.quote(model_dir)
-    return (
-        f"vllm serve {folder} --chat-template {shlex.quote(model_dir + '/chat_template.jinja')} "
-        f"--enable-auto-tool-choice --tool-call-parser {spec.vllm_parser}"
-    )
+    tools = f" --enable-auto-tool-choice --tool-call-parser {spec.vllm_parser}" if spec.vllm_parser else ""
+    return f"vllm serve {folder} --chat-template {shlex.quote(model_dir + '/chat_template.jinja')}" + tools
 
 
 def sglang_command(model_dir: str, fmt: ChatFormat) -> str:
     spec = serving(fmt.name)
+    tools = f" --tool-call-parser {spec.sglang_parser}" if spec.sglang_parser else ""
     return (
         f"python -m sglang.launch_server --model-path {shlex.quote(model_dir)} "
-        f"--chat-template {shlex.quote(model_dir + '/chat_template.jinja')} --tool-call-parser {spec.sglang_parser}"
+        f"--chat-template {shlex.quote(model_dir + '/chat_template.jinja')}" + tools
     )
 
 

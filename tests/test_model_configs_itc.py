@@ -1,0 +1,99 @@
+"""The ITC paper's models (seed 002 §5.1) as model configs: each composes with its chat format and tokenizer, and
+``model.source=config`` builds the real shapes (checked on the meta device, no weights: parameter counts against
+the counts the model cards publish)."""
+
+from __future__ import annotations
+
+import pytest
+
+from train.config import compose
+
+# name -> (hub id, chat format, tokenizer, parameters in billions as the model card rounds them)
+ITC_MODELS = {
+    "qwen2_5_3b": ("Qwen/Qwen2.5-3B-Instruct", "qwen2_5", "qwen2_5", 3.09),
+    "qwen2_5_coder_3b": ("Qwen/Qwen2.5-Coder-3B-Instruct", "qwen2_5", "qwen2_5", 3.09),
+    "qwen2_5_coder_7b": ("Qwen/Qwen2.5-Coder-7B-Instruct", "qwen2_5", "qwen2_5", 7.62),
+    "deepseek_coder_1_3b": (
+        "deepseek-ai/deepseek-coder-1.3b-instruct",
+        "deepseek_coder",
+        "deepseek-ai/deepseek-coder-1.3b-instruct",
+        1.35,
+    ),
+    "deepseek_coder_7b_v1_5": (
+        "deepseek-ai/deepseek-coder-7b-instruct-v1.5",
+        "deepseek_coder",
+        "deepseek-ai/deepseek-coder-7b-instruct-v1.5",
+        6.91,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ITC_MODELS))
+def test_each_itc_model_config_composes_with_its_format_and_tokenizer(name):
+    cfg = compose(["recipe=tiny", f"model={name}"])
+    path, chat_format, tokenizer, _ = ITC_MODELS[name]
+    model = cfg.model
+    assert (model.name, model.source, model.path, model.chat_format, model.tokenizer) == (
+        name,
+        "pretrained",
+        path,
+        chat_format,
+        tokenizer,
+    )
+
+
+def meta_model(name):
+    """What ``model=NAME model.source=config`` trains: train.model.build_model, on the meta device (no memory)."""
+    import torch
+
+    from train.model import build_model
+
+    model_cfg = compose(["recipe=tiny", f"model={name}", "model.source=config"]).model
+    with torch.device("meta"):
+        model = build_model(model_cfg, vocab_size=1, dtype=torch.bfloat16, attn_implementation="sdpa")
+    return model.config, model
+
+
+@pytest.mark.parametrize("name", list(ITC_MODELS))
+def test_source_config_builds_the_published_size(name):
+    config, model = meta_model(name)
+    parameters = sum(p.numel() for p in model.parameters())  # tied embeddings are counted once
+    assert round(parameters / 1e9, 2) == ITC_MODELS[name][3]
+    head_dim = config.hidden_size // config.num_attention_heads
+    attention = model.model.layers[0].self_attn
+    assert attention.k_proj.weight.shape == (config.num_key_value_heads * head_dim, config.hidden_size)
+    assert model.get_input_embeddings().weight.shape == (config.vocab_size, config.hidden_size)
+    assert len(model.model.layers) == config.num_hidden_layers
+
+
+def test_the_deepseek_shapes_are_their_own_not_coder_6_7bs():
+    """1.3B: Coder's 32,256-token vocabulary and RoPE base 1e5 with linear x4 scaling; 7B-v1.5: DeepSeek-LLM's
+    102,400 tokens, RoPE base 1e4, 4K positions, 30 layers."""
+    small, _ = meta_model("deepseek_coder_1_3b")
+    large, _ = meta_model("deepseek_coder_7b_v1_5")
+    theta = small.rope_parameters["rope_theta"]
+    assert (small.vocab_size, theta, small.max_position_embeddings) == (32256, 100000.0, 16384)
+    assert small.rope_parameters["factor"] == 4.0 and small.rope_parameters["rope_type"] == "linear"
+    theta = large.rope_parameters["rope_theta"]
+    assert (large.vocab_size, theta, large.max_position_embeddings, large.num_hidden_layers) == (
+        102400,
+        10000.0,
+        4096,
+        30,
+    )
+    assert (small.eos_token_id, large.eos_token_id) == (32021, 100015)  # <|EOT|> in each vocabulary
+
+
+def model_configs_with_an_arch() -> list[str]:
+    from train.config import CONF_DIR
+
+    names = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
+    return [name for name in names if compose(["recipe=tiny", f"model={name}"]).model.arch]
+
+
+@pytest.mark.parametrize("name", model_configs_with_an_arch())
+def test_every_model_config_with_an_arch_builds_on_the_meta_device(name):
+    """Before: llama3_1_8b (a list of eos ids) and the DeepSeek-Coder 1.3B config (nested rope_scaling) failed in
+    build_model, transformers 5 refusing OmegaConf containers inside the config kwargs."""
+    config, model = meta_model(name)
+    assert len(model.model.layers) == config.num_hidden_layers
