@@ -126,7 +126,8 @@ def test_every_fixed_paragraph_of_the_prompts_is_in_the_seed():
     [
         ("- Marathon preparation\n- Location: Paris, France", ["Marathon preparation", "Location: Paris, France"]),
         ("Key Requirements:\n1. **Book a table**\n2) Find a gift\n", ["Book a table", "Find a gift"]),
-        ("Sure! Here they are:\n- Book a table\n- Find a gift\n\nExample 3:\nUser Query:\n- x", ["Book a table", "Find a gift"]),
+        ("Sure! Here they are:\n- Book a table\n- Find a gift\n\nExample 3:\nUser Query:\n- x",
+         ["Book a table", "Find a gift"]),
         ("Book a table\nFind a gift", ["Book a table", "Find a gift"]),  # no bullets: every line
         ("", []),
         ("Key Requirements:\n\n", []),
@@ -146,7 +147,8 @@ BUNDLE = ["WeatherTool", "RestaurantBookingTool", "ToolBox", "local"]
         ("- WeatherTool: Provide you with the latest weather information.", ["WeatherTool"], []),
         ("- **RestaurantBookingTool**: Tool for booking restaurant\n- **WeatherTool**: ...",
          ["WeatherTool", "RestaurantBookingTool"], []),  # bundle order, not answer order
-        ("Matched Tools:\n- restaurant booking tool\n- LOCAL: Discover restaurants", ["RestaurantBookingTool", "local"], []),
+        ("Matched Tools:\n- restaurant booking tool\n- LOCAL: Discover restaurants",
+         ["RestaurantBookingTool", "local"], []),
         ("- ToolBox: everything", ["ToolBox"], []),
         ("None", [], []),
         ("- None", [], []),

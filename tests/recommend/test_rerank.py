@@ -86,7 +86,7 @@ def test_library_and_history_are_embedded_once():
     embedder = AngleEmbedder(ANGLES)
     multi = MultiView(LIBRARY, HISTORY, embedder, k=3)
     multi.resolve(["the problem", "the problem"], [])
-    assert embedder.calls == [list(map(lambda n: f"{n}: {LIBRARY[n]}", LIBRARY)), ["q1", "q2", "q3", "q4"],
+    assert embedder.calls == [[f"{n}: {LIBRARY[n]}" for n in LIBRARY], ["q1", "q2", "q3", "q4"],
                               ["the problem", "the problem"]]  # fmt: skip
 
 

@@ -154,8 +154,8 @@ class MultiView:
 
 
 __all__ = [
-    "K",
     "Embedder",
+    "K",
     "MultiView",
     "PastQuery",
     "RetrievalEmbedder",

@@ -171,13 +171,15 @@ def read_matches(text: str, bundle: Sequence[str]) -> tuple[list[str], list[str]
             break
         if not line.strip() or _HEADER.match(line) or _RUN_ON.match(line):
             continue
-        head = _clean(_BULLET.sub("", line, count=1)).partition(":")[0]
+        body = _clean(_BULLET.sub("", line, count=1))
+        head, colon, _ = body.partition(":")
         head = _clean(head)
+        listed = bool(colon) or bool(_BULLET.match(line))  # the shape of a listed tool, not a sentence of prose
         if not head or head.lower().rstrip(".") in ("none", "n/a", "no tools", "no matched tools"):
             continue
         if _key(head) in by_key:
             named.add(by_key[_key(head)])
-        elif len(head.split()) <= 4:  # a tool-like name outside the bundle (a sentence of prose is not counted)
+        elif listed and len(head.split()) <= 4:  # a tool named outside the bundle (prose is not counted)
             unknown.append(head)
     return [name for name in bundle if name in named], unknown
 
@@ -192,10 +194,13 @@ def match_answer(names: Sequence[str], tools: Mapping[str, str]) -> str:
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
 _CUT = re.compile(r"(,\s*(?:and\s+|then\s+)?|\s+(?:and|then|as well as|also|plus)\s+)", re.IGNORECASE)
-_FILLER = frozenset(
-    "i i'm im me my we our you your can could would please want need like to a an the it its and or of for in on "
-    "with at by also then".split()
-)
+# fmt: off
+_FILLER = frozenset({
+    "i", "i'm", "im", "me", "my", "we", "our", "you", "your", "can", "could", "would", "please", "want", "need",
+    "like", "to", "a", "an", "the", "it", "its", "and", "or", "of", "for", "in", "on", "with", "at", "by", "also",
+    "then",
+})
+# fmt: on
 
 
 def content_words(text: str) -> int:
