@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from ptr_fakes import AngleEmbedder
 
-from train.recommend.rerank import K, MultiView, PastQuery, nearest, rank_views, unique_tools
+from train.recommend.rerank import CachedEmbedder, K, MultiView, PastQuery, nearest, rank_views, unique_tools
 
 LIBRARY = {"Primary": "p", "Weather": "w", "Alpha": "a", "Dining": "d", "Events": "e"}
 HISTORY = [
@@ -95,3 +95,13 @@ def test_empty_or_tuple_history(history):
     views = MultiView(LIBRARY, history, AngleEmbedder(ANGLES), k=3).views("the problem")
     assert views.hqc == ([] if not history else ["Alpha"])
     assert views.top == ("Primary" if not history else "Alpha")  # Primary: DSA + CTE (2); Alpha: all three
+
+
+def test_cached_embedder_embeds_each_text_once():
+    inner = AngleEmbedder(ANGLES)
+    cached = CachedEmbedder(inner)
+    first = cached.encode(["q1", "q2", "q1"])
+    again = cached.encode(["q2", "q3"])
+    assert inner.calls == [["q1", "q2"], ["q3"]] and cached.name == "angles"
+    assert np.allclose(first[0], first[2]) and np.allclose(again[0], first[1])
+    assert cached.encode([]).shape == (0, 0)

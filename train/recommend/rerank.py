@@ -54,6 +54,21 @@ class RetrievalEmbedder:
         return self.embedder.encode(list(texts), self.role)
 
 
+class CachedEmbedder:
+    """An ``Embedder`` that remembers each text's vector (this instance only): stage 2's offline matcher and
+    stage 3 embed the same requirements, and a threshold sweep asks the same questions again."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder, self.name = embedder, embedder.name
+        self.memo: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            self.memo.update(zip(missing, np.asarray(self.embedder.encode(missing), dtype=np.float32)))
+        return np.stack([self.memo[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+
+
 def load_embedder(name: str | None = None) -> RetrievalEmbedder:
     """The retrieval embedders by name (``train.retrieval.embed.load_embedder``; MiniLM by default, offline)."""
     from train.retrieval.embed import DEFAULT_EMBEDDER

@@ -56,7 +56,7 @@ from train.teacher.cache import ResponseCache, Teacher
 REQUIREMENTS_STAGE, MATCH_STAGE = "ptr.requirements", "ptr.match"
 OFFLINE_VERSION = "ptr-1"  # bump when an offline writer's text changes (it is part of the cache's model name)
 PARAMS = StageParams(temperature=0.0, max_tokens=1024)  # §2.2, the released code
-DEFAULT_THRESHOLD = 0.35  # the offline matcher's cosine threshold (docs/ptr.md, "Stages 2-3", says how it was set)
+DEFAULT_THRESHOLD = 0.3  # the offline matcher's cosine threshold, set on training rows (docs/ptr.md, "Stages 2-3")
 MIN_WORDS = 2  # content words a requirement needs to stand alone (the splitter's glue rule)
 
 REQUIREMENTS_USER = (  # D.1
