@@ -156,6 +156,10 @@ BUNDLE = ["WeatherTool", "RestaurantBookingTool", "ToolBox", "local"]
         ("I am sorry, I cannot decide which of these tools would be the most suitable one here.", [], []),
         ("- WeatherTool: x\n\nExample 3:\nRequirement:\n- local: y", ["WeatherTool"], []),  # a run-on is not read
         ("", [], []),
+        # the summary layout of D.3's listings
+        ("- Requirement: 'Book a table' matched with Tools: RestaurantBookingTool, local",
+         ["RestaurantBookingTool", "local"], []),
+        ("- Requirement: 'Book a poem' matched with Tools: None", [], []),
     ],
 )  # fmt: skip
 def test_read_matches(answer, names, unknown):

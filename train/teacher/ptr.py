@@ -158,6 +158,22 @@ def _key(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).lower()
 
 
+_SUMMARY = re.compile(r"matched with tools?\s*:\s*(.*)$", re.IGNORECASE)
+_NONE = ("none", "n/a", "no tools", "no matched tools")
+
+
+def _line_names(line: str) -> tuple[list[str], bool]:
+    """The names one answer line gives, and whether it has the shape of a list entry (not a sentence of prose).
+    ``- Name: description`` gives Name; the listings' summary ``- Requirement: '...' matched with Tools: A, B``
+    gives A and B."""
+    body = _clean(_BULLET.sub("", line, count=1))
+    summary = _SUMMARY.search(body)
+    if summary:
+        return [_clean(n) for n in summary.group(1).split(",")], True
+    head, colon, _ = body.partition(":")
+    return [_clean(head)], bool(colon) or bool(_BULLET.match(line))
+
+
 def read_matches(text: str, bundle: Sequence[str]) -> tuple[list[str], list[str]]:
     """D.2's answer -> (bundle tools it names, in bundle order; names it gives that are not in the bundle).
 
@@ -171,16 +187,14 @@ def read_matches(text: str, bundle: Sequence[str]) -> tuple[list[str], list[str]
             break
         if not line.strip() or _HEADER.match(line) or _RUN_ON.match(line):
             continue
-        body = _clean(_BULLET.sub("", line, count=1))
-        head, colon, _ = body.partition(":")
-        head = _clean(head)
-        listed = bool(colon) or bool(_BULLET.match(line))  # the shape of a listed tool, not a sentence of prose
-        if not head or head.lower().rstrip(".") in ("none", "n/a", "no tools", "no matched tools"):
-            continue
-        if _key(head) in by_key:
-            named.add(by_key[_key(head)])
-        elif listed and len(head.split()) <= 4:  # a tool named outside the bundle (prose is not counted)
-            unknown.append(head)
+        heads, listed = _line_names(line)
+        for head in heads:
+            if not head or head.lower().rstrip(".") in _NONE:
+                continue
+            if _key(head) in by_key:
+                named.add(by_key[_key(head)])
+            elif listed and len(head.split()) <= 4:  # a tool named outside the bundle (prose is not counted)
+                unknown.append(head)
     return [name for name in bundle if name in named], unknown
 
 
