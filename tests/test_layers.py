@@ -48,14 +48,13 @@ LAYER_OF: dict[str, str] = {
     "train.models.*": "formats",  # SmolLM2's GGUF is both its tokenizer and its weights: fetched for either
     "train.retrieval.*": "retrieval",  # teacher (train.retrieval.teacher) and PoolRetriever included
     "train.teacher.*": "retrieval",  # the prompted teacher (backends, response cache, ToolGT questions) builders ask
-    "train.recommend": "retrieval",  # PTR (issue 16): the package docstring
-    "train.recommend.coverage": "retrieval",  # PTR stage 2 over the teacher's D.1/D.2 questions
-    "train.recommend.rerank": "retrieval",  # PTR stage 3, Algorithm 1 over one embedder
-    "train.recommend.pipeline": "retrieval",  # PTR per query: switches and trace
     "train.builders.*": "builders",
     "train.dataset": "dataset",
     "train.packing": "dataset",
     "train.evaluation.*": "evaluation",
+    # PTR (seed 001): library/history/splits, stage 1 and its evaluation; it uses retrieval, the teacher and the
+    # recommendation metrics, and nothing of a training run
+    "train.recommend.*": "evaluation",
     "train.evaluation.callback": "run",  # the Trainer callback that runs the eval tasks: run machinery
     "train.config": "run",  # the composed run config; it checks task and format names against their registries
     "train.distributed": "run",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from ptr_fakes import AngleEmbedder
@@ -90,7 +92,14 @@ def test_library_and_history_are_embedded_once():
                               ["the problem", "the problem"]]  # fmt: skip
 
 
-@pytest.mark.parametrize("history", [[], [("q1", ["Alpha"])]])
+@dataclass(frozen=True)
+class Example:  # the shape of train.recommend.data.Example
+    id: str
+    query: str
+    tools: tuple[str, ...]
+
+
+@pytest.mark.parametrize("history", [[], [("q1", ["Alpha"])], [Example("1", "q1", ("Alpha",))]])
 def test_empty_or_tuple_history(history):
     views = MultiView(LIBRARY, history, AngleEmbedder(ANGLES), k=3).views("the problem")
     assert views.hqc == ([] if not history else ["Alpha"])

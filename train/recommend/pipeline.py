@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from train.recommend.coverage import map_coverage
-from train.recommend.rerank import Embedder, K, MultiView, PastQuery
+from train.recommend.rerank import Embedder, K, MultiView
 
 ALL_STAGES = (1, 2, 3)
 
@@ -69,7 +69,7 @@ class Recommender:
     def __init__(
         self,
         library: Mapping[str, str],
-        history: Sequence[PastQuery | tuple[str, Sequence[str]]],
+        history: Sequence[Any],  # rerank.past_query's rows
         teacher: Any = None,
         embedder: Embedder | None = None,
         stages: Iterable[int] | str = ALL_STAGES,
@@ -106,7 +106,7 @@ def recommend(
     query: str,
     bundle_tools: Sequence[str],
     library: Mapping[str, str],
-    history: Sequence[PastQuery | tuple[str, Sequence[str]]],
+    history: Sequence[Any],  # rerank.past_query's rows
     teacher: Any,
     embedder: Embedder | None,
     stages: Iterable[int] | str = ALL_STAGES,

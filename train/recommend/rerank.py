@@ -85,6 +85,17 @@ class PastQuery:
     tools: tuple[str, ...]
 
 
+def past_query(row: Any) -> PastQuery:
+    """A history row as a ``PastQuery``: anything with ``query`` and ``tools`` (``train.recommend.data.Example``),
+    or a ``(query, tools)`` pair."""
+    if isinstance(row, PastQuery):
+        return row
+    if hasattr(row, "query") and hasattr(row, "tools"):
+        return PastQuery(str(row.query), tuple(row.tools))
+    query, tools = row
+    return PastQuery(str(query), tuple(tools))
+
+
 @dataclass
 class Views:
     """Algorithm 1 on one problem: the three lists, the counts (ranked) and the top tool; ``added`` says whether
@@ -129,12 +140,12 @@ class MultiView:
     def __init__(
         self,
         library: Mapping[str, str],
-        history: Sequence[PastQuery | tuple[str, Sequence[str]]],
+        history: Sequence[Any],  # rows with .query and .tools, or (query, tools) pairs: ``past_query``
         embedder: Embedder,
         k: int = K,
     ):
         self.names = list(library)
-        self.history = [p if isinstance(p, PastQuery) else PastQuery(p[0], tuple(p[1])) for p in history]
+        self.history = [past_query(p) for p in history]
         self.embedder, self.k = embedder, int(k)
         self.tools = self._encode([tool_text(n, library[n]) for n in self.names])
         self.queries = self._encode([p.query for p in self.history])
@@ -177,6 +188,7 @@ __all__ = [
     "Views",
     "load_embedder",
     "nearest",
+    "past_query",
     "rank_views",
     "unique_tools",
 ]
