@@ -15,6 +15,7 @@ from train.evaluation.toolverifier_bench import (
     PAPER_TABLE_2,
     TASK_ORDER,
     format_tables,
+    model_completer,
     paper_average,
     rows_for,
     verify_toolbench,
@@ -333,3 +334,31 @@ def test_eval_run_toolbench_verify_prints_both_tables_and_writes_metrics_and_tra
     assert report["metrics"]["demonstrations"]["documented"][0] == "current_air_pollution"
     traces = [json.loads(line) for line in (tmp_path / "metrics.traces.jsonl").read_text().splitlines()]
     assert len(traces) == 8 and all(list(t["rows"]) == ["none", "tool", "params", "tool,params"] for t in traces)
+
+
+def test_model_completer_uses_the_kv_cache_and_stops_after_the_first_act():
+    import torch
+
+    from train.tokenizers.tiny import build_tiny_chatml
+
+    tokenizer = build_tiny_chatml()
+    answer = tokenizer.encode('Thought: it fits.\nAct: CALLTOOL["vote_up"]\nUser: and more', add_special_tokens=False)
+    seen = {}
+
+    class Model:  # writes ``answer`` token by token until a stopping criterion says stop
+        def parameters(self):
+            return iter([torch.zeros(1)])
+
+        def generate(self, input_ids, attention_mask, generation_config, stopping_criteria):
+            seen["config"], seen["prompt"] = generation_config, input_ids[0].tolist()
+            ids = input_ids
+            for token in answer:
+                ids = torch.cat([ids, torch.tensor([[token]])], dim=1)
+                if all(criterion(ids, None) for criterion in stopping_criteria):
+                    break
+            return ids
+
+    complete = model_completer(Model(), tokenizer, max_new_tokens=64)
+    assert complete("User: hi\n###\n") == 'Thought: it fits.\nAct: CALLTOOL["vote_up"]'
+    assert seen["config"].use_cache is True and seen["config"].do_sample is False  # a training config turns it off
+    assert seen["prompt"] == tokenizer.encode("User: hi\n###\n", add_special_tokens=False)  # no BOS in tiny_chatml
