@@ -328,6 +328,7 @@ def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: lis
 
 
 def run(args: argparse.Namespace) -> int:
+    from train.commands.eval_run_verify import run_verify, verify_problem
     from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import (
@@ -346,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if args.verify is not None:
-        return run_verify(args)
+        return run_verify(args, lambda: selector_model(args))
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2
@@ -424,140 +425,8 @@ def run(args: argparse.Namespace) -> int:
     return write_results(args.predictions, records, args.output, report, inputs=args.data or [])
 
 
-# ---------------------------------------------------------------- toolbench --verify (ToolVerifier, seed 003)
-
-VERIFY_CHOICES = "tool,params, tool, params, none"
-
-
-def verify_options_given(args: argparse.Namespace) -> list[str]:
-    """The ToolVerifier options on the command line: --verify, --limit-per-task, and each --teacher option that
-    differs from its default."""
-    from train.retrieval.teacher import add_teacher_arguments
-
-    given = [
-        name
-        for name, value in (("--verify", args.verify), ("--limit-per-task", args.limit_per_task))
-        if value is not None
-    ]
-    teacher_parser = argparse.ArgumentParser(add_help=False)
-    add_teacher_arguments(teacher_parser)
-    for key, default in vars(teacher_parser.parse_args([])).items():
-        if getattr(args, key) != default:
-            given.append("--" + key.replace("_", "-"))
-    return given
-
-
-def verify_problem(args: argparse.Namespace) -> str | None:
-    """Why the ToolVerifier options cannot run as given, or None."""
-    from train.evaluation.toolverifier import VerifySwitches
-
-    given = verify_options_given(args)
-    if not given:
-        return None
-    if args.bench != "toolbench":
-        return f"{', '.join(given)}: ToolVerifier's self-verification is for toolbench, not {args.bench}"
-    if args.verify is None:
-        return f"{', '.join(given)} need --verify ({VERIFY_CHOICES})"
-    try:
-        VerifySwitches.parse(args.verify)
-    except ValueError:
-        return f"--verify {args.verify!r}: valid: {VERIFY_CHOICES}"
-    if args.limit_per_task is not None and args.limit_per_task < 1:
-        return "--limit-per-task must be >= 1"
-    refused = [
-        (args.limit is not None, "--limit (use --limit-per-task)"),
-        (args.backend != "hf", "--backend vllm"),
-        (args.temperature != 0, "--temperature (the selector is greedy, §2.2)"),
-        (args.summary is not None, "--summary"),
-        (bool(args.option), "--option"),
-    ]
-    named = [name for bad, name in refused if bad]
-    return f"--verify does not take {', '.join(named)}" if named else None
-
-
-def teacher_cache(kind: str) -> Any:
-    """No cache for the offline teacher (its answers cost nothing); else the response cache ToolGT's builder uses
-    (``$XDG_CACHE_HOME/tooltrain/teacher``): a contrastive question is asked once per ordered pair, across runs."""
-    import os
-
-    from train.teacher import ResponseCache
-
-    if kind == "offline":
-        return None
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return ResponseCache(Path(root) / "tooltrain" / "teacher")
-
-
-def traces_path(args: argparse.Namespace) -> Path | None:
-    """``--predictions`` when given, else beside ``-o``: METRICS.json -> METRICS.traces.jsonl."""
-    from train.commands.outputs import written_in_place
-
-    if args.predictions is not None:
-        return args.predictions
-    if args.output is None or written_in_place(args.output):
-        return None
-    return args.output.with_name(f"{args.output.stem}.traces.jsonl")
-
-
-def run_verify(args: argparse.Namespace) -> int:
-    """``eval run toolbench MODEL --verify ...``: ToolVerifier's Tables 1 and 2 in one run."""
-    import time
-
-    from train.evaluation.tasks import TaskError, get_task, read_references
-    from train.evaluation.toolverifier import VerifySwitches, text_selector
-    from train.evaluation.toolverifier_bench import format_tables, model_completer, verify_toolbench
-    from train.evaluation.toolverifier_demos import DemonstrationError, find_weather_xlsx, toolbench_demonstrations
-    from train.export import ExportError
-    from train.retrieval.teacher import teacher_config
-    from train.teacher import Teacher, make_backend
-    from train.teacher import toolverifier as prompts
-
-    traces_file = traces_path(args)
-    check_outputs([traces_file, args.output], args.data or [])  # before the model is loaded
-    started = time.monotonic()
-    try:
-        if not args.data:
-            raise ModelError("--verify needs --data (the ToolBench folder or its canonical conversations)")
-        teacher = Teacher(
-            make_backend(teacher_config(args), prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION),
-            teacher_cache(args.teacher),
-        )
-        references, rejected = read_references(args.data, args.source, get_task("toolbench"))
-        if not references:
-            raise TaskError(f"no reference to evaluate: {len(rejected)} unreadable")
-        xlsx = find_weather_xlsx(args.data)
-        demonstrations = toolbench_demonstrations(references, xlsx)
-        loaded = load(args.model, args.dtype, args.tokenizer)
-        device, _ = _device_and_dtype("auto")
-        completer = model_completer(loaded.model.to(device).eval(), loaded.tokenizer, args.max_new_tokens)
-        metrics, traces = verify_toolbench(
-            text_selector(completer),
-            teacher,
-            references,
-            VerifySwitches.parse(args.verify),
-            demonstrations,
-            args.limit_per_task,
-        )
-    except (ModelError, TaskError, ExportError, DemonstrationError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    seconds = time.monotonic() - started
-    print(f"toolbench --verify: {loaded.description} as the selector (greedy, max {args.max_new_tokens} new tokens)")
-    print(format_tables(metrics))
-    if xlsx is None:
-        print("no weather/Tool_Documentations_weather.xlsx beside --data: weather demonstrations are leave-one-out too")
-    if rejected:
-        print(f"unreadable references: {len(rejected)}")
-        for row in rejected[:10]:
-            print(f"  {row.get('id', row.get('location'))}: {row['reason']}")
-    print(f"wall time {seconds:.1f} s")
-    report = {
-        "bench": "toolbench",
-        "model": loaded.description,
-        "data": [str(p) for p in args.data],
-        "verify": metrics["verify"],
-        "metrics": metrics,
-        "wall_seconds": round(seconds, 1),
-        "issues": {"unreadable_references": rejected},
-    }
-    return write_results(traces_file, traces, args.output, report, inputs=args.data)
+def selector_model(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    """``--verify``'s selector: MODEL loaded as any MODEL is, on the device, in eval mode."""
+    loaded = load(args.model, args.dtype, args.tokenizer)
+    device, _ = _device_and_dtype("auto")
+    return loaded.model.to(device).eval(), loaded.tokenizer, loaded.description
