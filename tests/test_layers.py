@@ -82,6 +82,7 @@ LAYER_OF: dict[str, str] = {
     "train.commands.eval_retrieval_core": "command_helpers",
     "train.commands.eval_retrieval_sweep": "command_helpers",  # the Hydra form of eval retrieval, not a verb
     "train.commands.eval_score_bfcl": "command_helpers",  # the BFCL-folders form of eval score, not a verb
+    "train.commands.eval_run_verify": "command_helpers",  # the toolbench --verify form of eval run, not a verb
     "train.entry": "commands",  # tooltrain train: the Hydra main around run(cfg)
     "train.commands.launch": "commands",
     "train.commands.demo": "commands",

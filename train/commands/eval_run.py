@@ -16,6 +16,16 @@ retriever that executes the model's meta_tool calls for HR@k: ``embedder``, ``al
 beside them. ``heldout`` on a run directory without
 ``--data`` evaluates the run's own eval split. BENCH comes first, as in ``tooltrain eval score BENCH``; the old
 order (MODEL BENCH) is an error that names the new one. Exit 0 when scoring ran, 2 when an input is unusable.
+
+``toolbench --verify tool,params`` runs ToolVerifier's self-verification instead (seed 003, §2.2-2.3, §3.1): MODEL
+is the tool selector (ToolSelect's plain-completion prompt, greedy, its own tokenizer), a teacher (``--teacher
+offline|http|hf``, offline by default) writes the contrastive questions, answers, parameters and calls, every case
+is offered all 17 tools, and each Table 1 row the switches allow is scored (``tool,params``: all four; ``tool``:
+none + tool; ``params``: none + params; ``none``: none). It prints Table 1 (per task and pooled) and Table 2
+(selection accuracy without / with tool verification) beside the paper's numbers; ``-o`` gets the metrics and the
+per-case traces go beside it (``METRICS.traces.jsonl``, or ``--predictions``): one row per case holding each row's
+trace. ``--limit-per-task N`` scores each task's first N cases (demonstrations still come from all of them).
+``--verify``, ``--limit-per-task`` and the ``--teacher`` options are refused for another bench (exit 2).
 """
 
 from __future__ import annotations
@@ -94,6 +104,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; "
         "nexus: its ToolGT tasks, W / U",
     )
+    arg(
+        "--verify",
+        metavar="STAGES",
+        help="toolbench: ToolVerifier's self-verification (seed 003): tool,params (all four Table 1 rows), tool, "
+        "params or none; MODEL is the tool selector, the --teacher writes questions, parameters and calls",
+    )
+    arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
+    from train.retrieval.teacher import add_teacher_arguments
+
+    add_teacher_arguments(parser)
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
     arg(
         "--predictions",
@@ -308,6 +328,7 @@ def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: lis
 
 
 def run(args: argparse.Namespace) -> int:
+    from train.commands.eval_run_verify import run_verify, verify_problem
     from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import (
@@ -321,10 +342,12 @@ def run(args: argparse.Namespace) -> int:
     from train.export import ExportError
     from train.formats import get_format, parse_format_option
 
-    problem = bench_problem(args.bench, args.model)
+    problem = bench_problem(args.bench, args.model) or verify_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.verify is not None:
+        return run_verify(args, lambda: selector_model(args))
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
         return 2
@@ -400,3 +423,10 @@ def run(args: argparse.Namespace) -> int:
     }
     records = prediction_records(outcome, generations) if args.predictions else []
     return write_results(args.predictions, records, args.output, report, inputs=args.data or [])
+
+
+def selector_model(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    """``--verify``'s selector: MODEL loaded as any MODEL is, on the device, in eval mode."""
+    loaded = load(args.model, args.dtype, args.tokenizer)
+    device, _ = _device_and_dtype("auto")
+    return loaded.model.to(device).eval(), loaded.tokenizer, loaded.description

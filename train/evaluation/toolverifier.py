@@ -237,22 +237,29 @@ class ToolVerifier:
             trace.errors.append(f"teacher: {err}")
         return trace
 
-    def run_rows(self, item_id: str, instruction: str, tools: list[Tool]) -> dict[str, VerifierTrace]:
-        """Table 1's four rows (``ROWS``) for one item from one pass: the selector runs once (top-1, top-2 and the
-        verified choice), and a prompt that two rows share (the same tool's parameters, the same call) is asked
-        once. Row ``"none"`` is top-1 with the first parameter set, ``"tool,params"`` is ``run`` with both on."""
+    def run_rows(
+        self, item_id: str, instruction: str, tools: list[Tool], keys: Iterable[str] = ()
+    ) -> dict[str, VerifierTrace]:
+        """Table 1's four rows (``ROWS``; ``keys``, when given, only those) for one item from one pass: the selector
+        runs once (top-1, and top-2 and the verified choice when a row verifies the tool), and a prompt that two
+        rows share (the same tool's parameters, the same call) is asked once. Row ``"none"`` is top-1 with the
+        first parameter set, ``"tool,params"`` is ``run`` with both on. ValueError for an unknown key."""
+        wanted = list(keys) or list(ROWS)
+        unknown = [key for key in wanted if key not in ROWS]
+        if unknown:
+            raise ValueError(f"unknown Table 1 row(s) {unknown}; valid: {', '.join(ROWS)}")
         selection = VerifierTrace(id=item_id, instruction=instruction)
         saved, self._memo = self.switches, {}
-        try:
-            self.switches = VerifySwitches(tool=True, params=True)
+        try:  # no row verifies the tool: no top-2, no question (what run() with verify.tool off asks)
+            self.switches = VerifySwitches(tool=any(ROWS[key].tool for key in wanted), params=True)
             try:
                 self.select_tool(instruction, tools, selection)
             except TeacherError as err:
                 selection.errors.append(f"teacher: {err}")
             by_name = {t.name: t for t in tools}
             rows = {}
-            for key, switches in ROWS.items():
-                self.switches = switches
+            for key in wanted:
+                switches = self.switches = ROWS[key]
                 if switches.tool:
                     trace = replace(selection, verdicts={}, errors=list(selection.errors))
                 else:  # what run() with verify.tool off records: top-1 only, no question

@@ -6,7 +6,7 @@
   exponential backoff for what may pass (5xx, 429, unreachable, malformed answers), none for a client error.
   The API key is read from the environment variable ``api_key_env`` names, never from a config.
 * ``HFBackend``: a local Hugging Face causal LM, prompted through a tooltrain chat format; greedy at temperature 0,
-  sampled (torch's generator seeded from the request) above it.
+  sampled (torch's generator seeded from the request; nucleus sampling when ``top_p`` is set) above it.
 
 A backend never decides what is kept: it answers or raises ``TeacherError`` with the reason. ``train.teacher.cache``
 puts the response cache and the counts in front of it.
@@ -31,11 +31,24 @@ class TeacherError(RuntimeError):
 
 @dataclass(frozen=True)
 class StageParams:
-    """How one stage samples: part of the cache key (a changed temperature is another question)."""
+    """How one stage samples: part of the cache key (a changed temperature is another question).
+
+    ``top_p`` (nucleus sampling, used only when sampling: temperature > 0) is None for "the backend's default": the
+    HTTP backend then sends no ``top_p`` and the HF backend samples from the full distribution. A None ``top_p`` is
+    left out of the cache key and the digest (``key_fields``), so answers cached before the field existed stay valid.
+    """
 
     temperature: float = 0.0
     max_tokens: int = 1024
     seed: int = 0
+    top_p: float | None = None
+
+    def key_fields(self) -> dict[str, Any]:
+        """The fields that identify the sampling (the cache key's ``params``): all of them, ``top_p`` when set."""
+        fields = asdict(self)
+        if fields["top_p"] is None:
+            del fields["top_p"]
+        return fields
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,8 @@ class TeacherRequest:
 
     def digest(self) -> str:
         """A stable hex digest of the prompts and parameters (what seeds an offline writer's choices)."""
-        text = json.dumps([self.stage, self.system, self.user, asdict(self.params)], ensure_ascii=False, sort_keys=True)
+        fields = self.params.key_fields()
+        text = json.dumps([self.stage, self.system, self.user, fields], ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -115,13 +129,16 @@ class HttpBackend:
 
     def body(self, request: TeacherRequest) -> dict[str, Any]:
         params = request.params
-        return {
+        body = {
             "model": self.model,
             "messages": request.messages(),
             "temperature": params.temperature,
             "max_tokens": params.max_tokens,
             "seed": params.seed,
         }
+        if params.top_p is not None:  # None: the endpoint's default
+            body["top_p"] = params.top_p
+        return body
 
     def complete(self, request: TeacherRequest) -> str:
         return self.post(json.dumps(self.body(request)).encode("utf-8"))
@@ -204,6 +221,8 @@ class HFBackend:
         pad = self.stop_ids[0] if self.stop_ids else 0
         sample = request.params.temperature > 0
         extra = {"temperature": request.params.temperature} if sample else {}
+        if sample and request.params.top_p is not None:
+            extra["top_p"] = request.params.top_p
         if sample:
             torch.manual_seed(int(request.digest()[:8], 16))  # sampled, yet the same request gives the same text
         with torch.no_grad():

@@ -1,7 +1,8 @@
 """The teacher a builder talks to: a backend behind an on-disk response cache, with counts.
 
 The cache key is the sha256 of a canonical JSON of (backend kind, model, stage, system prompt, user prompt,
-parameters): the same question to the same model is asked once. Each answer is its own file
+parameters; ``top_p`` only when set, so a key from before that field is the key of ``top_p=None``): the same
+question to the same model is asked once. Each answer is its own file
 (``<dir>/<key[:2]>/<key>.json``), written to a temporary file and renamed into place, so a build that crashes
 keeps every answer it got and the next build resumes from them; a rebuild reads the same answers and writes the
 same bytes. Failures are not cached: a rerun asks again.
@@ -14,7 +15,6 @@ import json
 import os
 import tempfile
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ def cache_key(kind: str, model: str, request: TeacherRequest) -> str:
             "stage": request.stage,
             "system": request.system,
             "user": request.user,
-            "params": asdict(request.params),
+            "params": request.params.key_fields(),  # top_p only when set: old keys hold
         },
         ensure_ascii=False,
         sort_keys=True,

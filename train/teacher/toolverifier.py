@@ -20,9 +20,11 @@ Five stages, each one ``TeacherRequest`` (the chat template of the backend wraps
 
 The PDF's extraction lost the prompts' line breaks; the words are the paper's, the breaks ours.
 
-Sampling (A.6): "top-p sampling ... with a temperature set to 0.7". ``SAMPLED`` carries the temperature; the
-teacher's ``StageParams`` has no top-p field (``train.teacher.backends``), so top-p is the backend's default.
-``GREEDY`` is the first parameter set's and the verification questions' setting in the offline and tiny runs.
+Sampling (A.6): "top-p sampling ... with a temperature set to 0.7". ``SAMPLED`` carries both: temperature 0.7 and
+``top_p=0.9``. The paper gives no p; 0.9 is the default of Llama-2's reference generation code (Meta's ``llama``
+repository, ``text_completion``/``chat_completion``), the models the paper prompts, so it is the p a run with them
+would have used unless it said otherwise. ``GREEDY`` is the first parameter set's and the verification questions'
+setting (no top-p: it plays no part in greedy decoding).
 
 The offline writers answer without a model, deterministically, from the request's ``context``:
 the question names the two tools' descriptions; the answer picks the option whose name or description shares
@@ -49,7 +51,7 @@ VERIFY_STAGE, CALL_STAGE = "toolverifier.verify", "toolverifier.call"
 OFFLINE_VERSION = "toolverifier-1"  # bump when an offline writer's text changes (it is the cache's model name)
 
 GREEDY = StageParams(temperature=0.0, max_tokens=256)
-SAMPLED = StageParams(temperature=0.7, max_tokens=256)  # A.6
+SAMPLED = StageParams(temperature=0.7, max_tokens=256, top_p=0.9)  # A.6; p: see the module docstring
 
 SYSTEM = "You are a helpful assistant."
 QUESTION_USER = (  # A.6.4
