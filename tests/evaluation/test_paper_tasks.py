@@ -19,15 +19,15 @@ def said(content: str | None = None, *calls: ToolCall) -> Generation:
     return Generation(text="(scripted)", content=content, tool_calls=list(calls))
 
 
-def prepared(bench: str):
-    task = get_task(bench)
+def prepared(bench: str, **options):
+    task = get_task(bench, options)
     conversations, rejected = read_references([FIXTURES / bench / "references.jsonl"], None, task)
     assert rejected == []
     return task, conversations, task.prepare(conversations).items
 
 
 def test_itc_turns_parsed_calls_raw_answers_and_failures_into_its_rows():
-    task, _, items = prepared("itc")
+    task, _, items = prepared("itc", answer="tool_calls")
     assert [(item.id, item.target) for item in items] == [("itc-en", 1), ("itc-zh", 1), ("itc-fr", 1)]
     raw = '{"Thought": "我将使用最新汇率接口。", "Action": "[latest(from=\'EUR\', to=\'USD,AUD\')]"}'
     generations = [
@@ -44,16 +44,14 @@ def test_itc_turns_parsed_calls_raw_answers_and_failures_into_its_rows():
     assert outcome.predictions[1]["content"] == raw
     assert outcome.predictions[2]["tool_calls"] == "unparseable output (parse: broken)"
     # tools: predicted 1 + 1, gold 1 + 2 + 0, correct 2; parameters: 2 + 2 predicted, gold and correct
-    assert outcome.metrics["overall"] == {
-        "lm": 2 / 3,
-        "fm": 2 / 3,
+    assert outcome.metrics["overall"] == {"lm": 2 / 3, "fm": 2 / 3, "items": 3, "matching": "multiset"}
+    assert outcome.metrics["micro"] == {
         "tool_p": 1.0,
         "tool_r": 2 / 3,
         "tool_f1": 0.8,
         "ti_p": 1.0,
         "ti_r": 1.0,
         "ti_f1": 1.0,
-        "items": 3,
     }
     assert outcome.metrics["counts"]["errors"]["missing_tools"] == 1
 
