@@ -144,3 +144,70 @@ def test_toolbench_reads_its_own_folder(shared_data):
     conversations, rejected = read_references([shared_data / "toolbench_sambanova_toolverifier"], None, task)
     assert (len(conversations), rejected) == (420, [])
     assert len(conversations[0].tools) == 17 and task.prepare(conversations[:1]).items[0].target == 1
+
+
+ITC_TEXT_REFERENCE = {
+    "id": "itc-text",
+    "tools": [],
+    "messages": [
+        {"role": "system", "content": "You are an advanced AI assistant with expertise in: ..."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": 'json{"Thought": "I will check.", "Action": "[weather(city=\'Paris\')]"}'},
+    ],
+    "meta": {"language": "en", "task_type": "single"},
+}
+
+
+def test_itc_scores_the_text_the_model_wrote_by_default():
+    """answer=text (the default): the row is the model's text; FM is that text parsing as the ITC answer, the
+    calls are its Action. Calls a chat format parsed out of native call tags are not the ITC answer."""
+    task = get_task("itc")
+    items = task.prepare([Conversation.from_dict({**ITC_TEXT_REFERENCE, "id": f"t{i}"}) for i in range(5)]).items
+    assert [item.target for item in items] == [2] * 5
+    right = '{"Thought": "I will check.", "Action": "[weather(city=\'Paris\')]"}'
+    tagged = '<tool_call>{"name": "weather", "arguments": {"city": "Paris"}}</tool_call>'
+    generations = [
+        said(right),
+        Generation(text=tagged, content="", tool_calls=[ToolCall("weather", {"city": "Paris"})]),  # native calls
+        Generation(text=right, content=None, error="parse: not a tool call"),  # the format failed, the text is ITC's
+        said('{"Thought": "I will check.", "Action": "weather for Paris"}'),  # Action not a call list
+        Generation(text=None, error="prompt: cannot render"),
+    ]
+    outcome = evaluate_generations(task, items, generations)
+    assert outcome.predictions == [
+        {"id": "t0", "content": right},
+        {"id": "t1", "content": tagged},
+        {"id": "t2", "content": right},
+        {"id": "t3", "content": '{"Thought": "I will check.", "Action": "weather for Paris"}'},
+        {"id": "t4", "content": None, "error": "prompt: cannot render"},
+    ]
+    rows = outcome.result["per_item"]
+    assert [(row["format_ok"], row["correct"]) for row in rows] == [
+        (True, True),
+        (False, False),
+        (True, True),
+        (False, False),
+        (False, False),
+    ]
+    assert rows[4]["error"] == "prompt: cannot render"
+    assert outcome.metrics["overall"]["fm"] == 2 / 5 and outcome.metrics["macro"]["tool_f1"] == 2 / 5
+    assert outcome.metrics["by_task_type"]["single"]["items"] == 5
+
+
+def test_itc_task_options():
+    from train.evaluation.tasks import TaskError
+
+    assert get_task("itc", {"matching": "seal", "answer": "tool_calls", "languages": "en,zh"}).languages == ("en", "zh")
+    assert get_task("itc").option_problems({"matching": "exact", "answer": "calls"}) == [
+        "option 'answer' must be one of text, tool_calls, got 'calls'",
+        "option 'matching' must be one of multiset, seal, got 'exact'",
+    ]
+    with pytest.raises(TaskError, match="option 'matching' must be one of multiset, seal, got 'exact'"):
+        get_task("itc", {"matching": "exact"})
+    with pytest.raises(TaskError, match="option 'languages': langid does not know language code"):
+        get_task("itc", {"languages": "en,qq"})
+    task = get_task("itc", {"matching": "seal"})
+    items = task.prepare([Conversation.from_dict(ITC_TEXT_REFERENCE)]).items
+    repeated = '{"Thought": "t", "Action": "[weather(city=\'Paris\'), weather(city=\'Paris\')]"}'
+    outcome = evaluate_generations(task, items, [said(repeated)])
+    assert outcome.metrics["overall"]["matching"] == "seal" and outcome.metrics["micro"]["tool_r"] == 2.0

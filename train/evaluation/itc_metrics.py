@@ -14,8 +14,9 @@ P = R = 0.75 and F1 = 0.667). GPT-4o's 82.18 / 81.57 / 81.57 says the same (the 
 Per-item conventions (the paper states none; these are ours, chosen so that a right answer scores 1):
 
 * an item whose output fails FM scores 0 for all six numbers (its output is not an answer, whatever it held);
-* an item with nothing predicted and nothing gold (a ``[]`` answer where ``[]`` is right, or a call without
-  parameters against the same call, for invocation) scores 1 for P, R and F1;
+* an item with nothing predicted and nothing gold scores 1 for P, R and F1: for tools, a ``[]`` answer where
+  ``[]`` is right; for invocation (no (tool, key, value) triple either side), only when the calls are right
+  too (``[]`` for ``[]``, ``[g()]`` for ``[g()]``; ``[]`` for ``[g()]`` scores 0, not a vacuous 1);
 * otherwise a 0 denominator gives 0 (calls where the gold has none: P 0, R 0; no call where there are gold
   calls: P 0, R 0), and F1 is 0 when P + R is 0.
 
@@ -75,9 +76,9 @@ def precision_recall_f1(correct: int, predicted: int, gold: int) -> dict[str, fl
     return {"p": p, "r": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
-def _item_side(counts: dict[str, int]) -> tuple[float, float, float]:
+def _item_side(counts: dict[str, int], vacuous: float = 1.0) -> tuple[float, float, float]:
     if counts["predicted"] == 0 and counts["gold"] == 0:
-        return 1.0, 1.0, 1.0
+        return vacuous, vacuous, vacuous
     result = precision_recall_f1(counts["correct"], counts["predicted"], counts["gold"])
     return result["p"], result["r"], result["f1"]  # type: ignore[return-value]
 
@@ -86,7 +87,9 @@ def item_prf(item: dict[str, Any]) -> dict[str, float]:
     """One item's P/R/F1 for tools and invocation, with the per-item conventions of the module docstring."""
     if not item["format_ok"]:
         return dict.fromkeys(PRF_KEYS, 0.0)
-    tool, invocation = _item_side(item["tools"]), _item_side(item["params"])
+    tools = item["tools"]
+    calls_right = tools["correct"] == tools["predicted"] == tools["gold"]  # no triple either side: the calls decide
+    tool, invocation = _item_side(tools), _item_side(item["params"], 1.0 if calls_right else 0.0)
     return dict(zip(PRF_KEYS, (*tool, *invocation)))
 
 
