@@ -1,6 +1,8 @@
 """ITC scorer (International Tool Calling, seed 002, §5.2, Appendix B and Table 4).
 
-Appendix B's formulas, quoted (amounts are summed over the whole test set: micro-averages)::
+Appendix B's formulas, quoted (amounts summed over the whole test set: micro-averages; the paper's
+tables, though, average per sample: ``train.evaluation.itc_metrics`` computes both, as ``micro`` and
+``macro``, and says why the tables are macro)::
 
     LM = amount_correct language / amount_all                         (1)
     FM = amount_correct format / amount_all                           (2)
@@ -18,9 +20,9 @@ query" using ``langid``; FM whether "the model's output conforms to the expected
 What is counted, precisely
 --------------------------
 * tools: the multiset of call names. correct tools = |pred ∩ gold| as multisets, so a tool called
-  twice where the gold calls it once is one correct and one extra. (Seal-Tools, whose counting the
-  paper adopts, matches each predicted call against the gold list without consuming it; with
-  consumption, repeated calls cannot push recall above 1.)
+  twice where the gold calls it once is one correct and one extra (recall cannot pass 1).
+  ``matching="seal"`` counts as Seal-Tools does instead (each predicted call meets the first gold
+  call of its name, not consumed; values compared as ``str``): ``itc_metrics`` has a worked example.
 * parameters: the multiset of (tool name, key, value) triples over all calls, values compared after
   JSON normalisation (``calls.canonical``: key order ignored, 1 == 1.0, "1" != 1).
 * FM: the output is the ITC answer ``{"Thought": str, "Action": "[api(p='v'), ...]"}``, read by the
@@ -35,8 +37,7 @@ What is counted, precisely
   when the reference carries it (the dataset's label), else ``langid`` of the query. langid runs
   over all its 97 languages by default: the paper names no restriction. ``languages=`` restricts it
   (``ITC_LANGUAGES`` is the 29 of the paper's Table 10).
-* A ratio whose denominator is 0 is 0.0, unless nothing was predicted *and* nothing was gold, when
-  P, R and F1 are null.
+* Zero denominators and per-item conventions: ``train.evaluation.itc_metrics``.
 
 Table 4 error analysis (each type as a share of its group's errors, so a row sums to 1)
 ------------------------------------------------------------------------------------
@@ -50,17 +51,22 @@ value) pairs with it (the first on ties); in a pair, a gold key with another val
 
 Rows
 ----
-* references: canonical conversations (``tooltrain data convert itc``): the gold turn is
-  ``messages[meta["turn"]]``, else the last assistant message that is a {Thought, Action} answer
-  (``meta["raw_answers"]`` tells a plain final reply apart; without it, the last assistant message):
-  content = Thought, ``tool_calls`` = the Action. The query is the last user message before it, the
-  offered tools are ``tools`` by name, ``meta["language"]`` is optional and
-  ``meta["renamed_calls"]`` (the reader's map from an Action's tool name to its API name) is applied
-  to predicted names too.
-* predictions: ``{"id", "content": "<the model's whole answer>"}``, scored as above; or, for a model
-  whose chat format already parsed the calls, ``{"id", "content": Thought, "tool_calls": [{"name",
-  "arguments"}]}``, where FM is "``tool_calls`` is a well-formed list" (the format's parser checked
-  the syntax) and the Thought is ``content``.
+* references: canonical conversations, in either shape. The ITC reader's (``tooltrain data convert
+  itc``): the gold turn's content is the Thought and its ``tool_calls`` the Action. The ITC builder's
+  (text answers): the gold turn's content is the whole answer text, ``json{"Thought", "Action"}``,
+  with no ``tool_calls``; its Action gives the gold calls (a gold text that does not parse is a
+  reference error). The gold turn is ``messages[meta["turn"]]``, else the last assistant message
+  that is a {Thought, Action} answer (``meta["raw_answers"]`` tells a plain final reply apart; without
+  it, the content does when some assistant turn is a text answer; else the last assistant message).
+  The query is the last user message before it, the offered tools are ``tools`` by name,
+  ``meta["language"]`` and ``meta["task_type"]`` (single / repeated / parallel / nested) are optional
+  labels for the breakdowns, and ``meta["renamed_calls"]`` (the reader's map from an Action's tool
+  name to its API name) is applied to predicted names and to a text gold's names.
+* predictions: ``{"id", "content": "<the model's whole answer>"}``, scored as above (the ``itc``
+  task writes this by default: FM is the model's text parsing to the schema); or, for a model
+  whose chat format already parsed the calls (the task's ``answer=tool_calls``), ``{"id", "content":
+  Thought, "tool_calls": [{"name", "arguments"}]}``, where FM is "``tool_calls`` is a well-formed
+  list" (the format's parser checked the syntax) and the Thought is ``content``.
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@
 =========== ============================================ ==================================================
 task        turn written                                 prediction row (the scorer's layout)
 =========== ============================================ ==================================================
-itc         the ITC scorer's gold turn: ``meta.turn``,   ``{"id", "content", "tool_calls"}``; a generation
-            else the last {Thought, Action} answer       without parsed calls whose content is ITC's own
-                                                         ``{"Thought", "Action"}`` answer: ``{"id",
-                                                         "content"}`` (the scorer reads the raw answer)
+itc         the ITC scorer's gold turn: ``meta.turn``,   ``{"id", "content": the text the model wrote}``
+            else the last {Thought, Action} answer       (``answer=text``, the default: FM is that text
+                                                         parsing as ITC's answer); with ``answer=tool_calls``
+                                                         ``{"id", "content", "tool_calls"}``, or ``{"id",
+                                                         "content"}`` for a generation without parsed calls
+                                                         whose content is ITC's answer
 toolbench   a new turn after the user's request (the     ``{"id", "program": content, "tool": name}``:
             golds are programs in ``meta``, not a        the program or curl line is the text the model
             message); the last assistant turn when the   wrote; ``tool`` is its first parsed call's name
