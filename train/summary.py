@@ -85,14 +85,18 @@ def run_identity(cfg: Any, recipe: str | None = None) -> dict[str, Any]:
 def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per benchmark, its top-level metrics ``before`` training (the evaluation at step 0, when one ran:
     the base model) and ``after`` (the last evaluation past step 0), each with its ``step``; from the
-    Trainer's log history (``eval/<bench>/<metric>`` entries). Sections (``by_kind``) are left out."""
+    Trainer's log history (``eval/<bench>/<metric>`` entries). Sections (``by_kind``) are left out, but for
+    a scorer's averages (``micro/<metric>``, ``macro/<metric>``: ITC's) and the rates of each language
+    (``by_language/<code>/lm|fm``), kept as ``macro/tool_f1``, ``by_language/zh/lm``."""
     logged: dict[str, dict[int, dict[str, Any]]] = {}
     for entry in history:
         step = entry.get("step")
         for key, value in entry.items():
             path = key.split("/")
-            if len(path) == 3 and path[0] == "eval" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                logged.setdefault(path[1], {}).setdefault(int(step or 0), {})[path[2]] = value
+            if len(path) < 3 or path[0] != "eval" or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if len(path) == 3 or _summarised_section(path[2:]):
+                logged.setdefault(path[1], {}).setdefault(int(step or 0), {})["/".join(path[2:])] = value
     result: dict[str, dict[str, Any]] = {}
     for bench, by_step in logged.items():
         later = [step for step in by_step if step > 0]
@@ -101,6 +105,13 @@ def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
             "after": {"step": max(later), **by_step[max(later)]} if later else None,
         }
     return result
+
+
+def _summarised_section(path: list[str]) -> bool:
+    """Whether a sectioned metric (``macro/tool_f1``) goes into the run summary beside the top-level ones."""
+    averages = len(path) == 2 and path[0] in ("micro", "macro")
+    language_rates = len(path) == 3 and path[0] == "by_language" and path[2] in ("lm", "fm")
+    return averages or language_rates
 
 
 def _rate(value: Any) -> str:

@@ -124,6 +124,21 @@ def test_before_and_after_come_from_the_step_0_and_the_last_evaluation():
     assert eval_before_after([{"loss": 1.0, "step": 1}]) == {}
 
 
+def test_the_summary_keeps_itc_averages_and_language_rates():
+    history = [
+        {"eval/itc/lm": 0.5, "eval/itc/macro/ti_f1": 0.25, "eval/itc/micro/ti_f1": 0.3, "step": 0},
+        {"eval/itc/by_language/zh/lm": 0.0, "eval/itc/by_language/zh/micro/ti_f1": 0.1, "step": 0},
+        {"eval/itc/counts/tools/gold": 9, "eval/itc/error_shares/selection/missing_tools": 1.0, "step": 0},
+        {"eval/itc/lm": 0.9, "eval/itc/macro/ti_f1": 0.75, "eval/itc/by_language/zh/lm": 1.0, "step": 4},
+    ]
+    assert eval_before_after(history) == {
+        "itc": {
+            "before": {"step": 0, "lm": 0.5, "macro/ti_f1": 0.25, "micro/ti_f1": 0.3, "by_language/zh/lm": 0.0},
+            "after": {"step": 4, "lm": 0.9, "macro/ti_f1": 0.75, "by_language/zh/lm": 1.0},
+        }
+    }
+
+
 def test_summary_paths_are_relative_to_the_run_folder_and_old_absolute_ones_still_print():
     assert "  adapter   /elsewhere/run/final" in format_summary(SUMMARY, LOSSES, Path("/elsewhere/run"))
     legacy = {**SUMMARY, "final": "/runs/demo/final"}  # summary.json written before paths were relative

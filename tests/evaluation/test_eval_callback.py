@@ -359,3 +359,60 @@ def test_an_evaluations_time_is_kept_out_of_training_tokens_per_s(monkeypatch):
     logs = {"loss": 1.0}
     throughput.on_log(None, None, None, logs=logs)
     assert logs["tokens_per_s_per_device"] == 100.0  # 1000 tokens in 10 s of training, not in 70 s
+
+
+def test_the_itc_benchmark_logs_every_metric_under_a_readable_name(monkeypatch):
+    """The callback logs each numeric leaf of the ITC metrics as eval/itc/<block>/<metric>: LM, FM, micro and
+    macro P/R/F1, by language, the non-English block, by task type, the Table 4 counts and shares."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from train.evaluation import callback
+    from train.evaluation.generate import Generation
+    from train.evaluation.tasks import get_task
+    from train.schema import Conversation
+
+    def reference(item_id: str, language: str, task_type: str) -> Conversation:
+        answer = '{"Thought": "t", "Action": "[f(a=1)]"}'
+        return Conversation.from_dict({
+            "id": item_id, "tools": [],
+            "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": answer}],
+            "meta": {"language": language, "task_type": task_type},
+        })  # fmt: skip
+
+    task = get_task("itc")
+    items = task.prepare([reference("a", "en", "single"), reference("b", "zh", "parallel")]).items
+    written = ['{"Thought": "t", "Action": "[f(a=1)]"}', "not an answer"]
+    monkeypatch.setattr(callback, "HFBackend", lambda *args, **kwargs: None)
+    monkeypatch.setattr(
+        callback, "generate", lambda prompts, *rest: [Generation(text=w, content=w) for w in written[: len(prompts)]]
+    )
+    logged: list[dict] = []
+    evaluation = callback.GenerationEval(
+        {"itc": callback.Benchmark(task, items, 16)},
+        None,
+        SimpleNamespace(pad_token_id=0),
+        log=logged.append,
+        world=distributed.World(0, 0, 1, 1, 0),
+        synced_gpus=False,
+    )
+    metrics = evaluation.evaluate(torch.nn.Linear(2, 2), 3)
+    prf = ("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1")
+    block = ("items", "lm", "fm", *(f"{avg}/{key}" for avg in ("micro", "macro") for key in prf))
+    expected = {
+        "items", "lm", "fm",
+        *(f"{avg}/{key}" for avg in ("micro", "macro") for key in prf),
+        *(f"by_language/{lang}/{key}" for lang in ("en", "zh") for key in block),
+        *(f"non_english/{key}" for key in block),
+        *(f"by_task_type/{kind}/{key}" for kind in ("parallel", "single") for key in block),
+        *(f"counts/{side}/{key}" for side in ("tools", "params") for key in ("predicted", "gold", "correct")),
+        *(f"counts/errors/{key}" for key in ("hallucinated_tools", "missing_tools", "extra_tools")),
+        *(f"counts/errors/{key}" for key in ("incorrect_params", "missing_params", "extra_params")),
+        "error_shares/selection/missing_tools", "error_shares/selection/hallucinated_tools",
+        "error_shares/selection/extra_tools",
+    }  # fmt: skip
+    assert set(metrics) == {f"eval/itc/{key}" for key in expected}  # invocation shares: no error, null, not logged
+    assert metrics["eval/itc/fm"] == 0.5 and metrics["eval/itc/macro/ti_f1"] == 0.5
+    assert metrics["eval/itc/by_language/zh/macro/tool_r"] == 0.0 and metrics["eval/itc/micro/tool_r"] == 0.5
+    assert metrics["eval/itc/error_shares/selection/missing_tools"] == 1.0

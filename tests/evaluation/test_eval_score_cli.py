@@ -138,11 +138,10 @@ def test_itc_metrics(capsys, tmp_path):
     code, out, _ = score(capsys, "itc", "-o", str(tmp_path / "m.json"), "--per-item", str(tmp_path / "items.jsonl"))
     assert code == 0
     metrics = json.loads((tmp_path / "m.json").read_text())["metrics"]
-    assert metrics["overall"] == {
-        "lm": 2 / 3, "fm": 2 / 3,
+    assert metrics["overall"] == {"lm": 2 / 3, "fm": 2 / 3, "items": 3, "matching": "multiset"}
+    assert metrics["micro"] == {
         "tool_p": 2 / 3, "tool_r": 2 / 3, "tool_f1": 2 / 3,
         "ti_p": 3 / 5, "ti_r": 3 / 4, "ti_f1": pytest.approx(2 / 3),
-        "items": 3,
     }  # fmt: skip
     assert metrics["counts"]["errors"] == {
         "hallucinated_tools": 1, "missing_tools": 1, "extra_tools": 0,

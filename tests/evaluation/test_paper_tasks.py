@@ -19,15 +19,15 @@ def said(content: str | None = None, *calls: ToolCall) -> Generation:
     return Generation(text="(scripted)", content=content, tool_calls=list(calls))
 
 
-def prepared(bench: str):
-    task = get_task(bench)
+def prepared(bench: str, **options):
+    task = get_task(bench, options)
     conversations, rejected = read_references([FIXTURES / bench / "references.jsonl"], None, task)
     assert rejected == []
     return task, conversations, task.prepare(conversations).items
 
 
 def test_itc_turns_parsed_calls_raw_answers_and_failures_into_its_rows():
-    task, _, items = prepared("itc")
+    task, _, items = prepared("itc", answer="tool_calls")
     assert [(item.id, item.target) for item in items] == [("itc-en", 1), ("itc-zh", 1), ("itc-fr", 1)]
     raw = '{"Thought": "我将使用最新汇率接口。", "Action": "[latest(from=\'EUR\', to=\'USD,AUD\')]"}'
     generations = [
@@ -44,16 +44,14 @@ def test_itc_turns_parsed_calls_raw_answers_and_failures_into_its_rows():
     assert outcome.predictions[1]["content"] == raw
     assert outcome.predictions[2]["tool_calls"] == "unparseable output (parse: broken)"
     # tools: predicted 1 + 1, gold 1 + 2 + 0, correct 2; parameters: 2 + 2 predicted, gold and correct
-    assert outcome.metrics["overall"] == {
-        "lm": 2 / 3,
-        "fm": 2 / 3,
+    assert outcome.metrics["overall"] == {"lm": 2 / 3, "fm": 2 / 3, "items": 3, "matching": "multiset"}
+    assert outcome.metrics["micro"] == {
         "tool_p": 1.0,
         "tool_r": 2 / 3,
         "tool_f1": 0.8,
         "ti_p": 1.0,
         "ti_r": 1.0,
         "ti_f1": 1.0,
-        "items": 3,
     }
     assert outcome.metrics["counts"]["errors"]["missing_tools"] == 1
 
@@ -146,3 +144,70 @@ def test_toolbench_reads_its_own_folder(shared_data):
     conversations, rejected = read_references([shared_data / "toolbench_sambanova_toolverifier"], None, task)
     assert (len(conversations), rejected) == (420, [])
     assert len(conversations[0].tools) == 17 and task.prepare(conversations[:1]).items[0].target == 1
+
+
+ITC_TEXT_REFERENCE = {
+    "id": "itc-text",
+    "tools": [],
+    "messages": [
+        {"role": "system", "content": "You are an advanced AI assistant with expertise in: ..."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": 'json{"Thought": "I will check.", "Action": "[weather(city=\'Paris\')]"}'},
+    ],
+    "meta": {"language": "en", "task_type": "single"},
+}
+
+
+def test_itc_scores_the_text_the_model_wrote_by_default():
+    """answer=text (the default): the row is the model's text; FM is that text parsing as the ITC answer, the
+    calls are its Action. Calls a chat format parsed out of native call tags are not the ITC answer."""
+    task = get_task("itc")
+    items = task.prepare([Conversation.from_dict({**ITC_TEXT_REFERENCE, "id": f"t{i}"}) for i in range(5)]).items
+    assert [item.target for item in items] == [2] * 5
+    right = '{"Thought": "I will check.", "Action": "[weather(city=\'Paris\')]"}'
+    tagged = '<tool_call>{"name": "weather", "arguments": {"city": "Paris"}}</tool_call>'
+    generations = [
+        said(right),
+        Generation(text=tagged, content="", tool_calls=[ToolCall("weather", {"city": "Paris"})]),  # native calls
+        Generation(text=right, content=None, error="parse: not a tool call"),  # the format failed, the text is ITC's
+        said('{"Thought": "I will check.", "Action": "weather for Paris"}'),  # Action not a call list
+        Generation(text=None, error="prompt: cannot render"),
+    ]
+    outcome = evaluate_generations(task, items, generations)
+    assert outcome.predictions == [
+        {"id": "t0", "content": right},
+        {"id": "t1", "content": tagged},
+        {"id": "t2", "content": right},
+        {"id": "t3", "content": '{"Thought": "I will check.", "Action": "weather for Paris"}'},
+        {"id": "t4", "content": None, "error": "prompt: cannot render"},
+    ]
+    rows = outcome.result["per_item"]
+    assert [(row["format_ok"], row["correct"]) for row in rows] == [
+        (True, True),
+        (False, False),
+        (True, True),
+        (False, False),
+        (False, False),
+    ]
+    assert rows[4]["error"] == "prompt: cannot render"
+    assert outcome.metrics["overall"]["fm"] == 2 / 5 and outcome.metrics["macro"]["tool_f1"] == 2 / 5
+    assert outcome.metrics["by_task_type"]["single"]["items"] == 5
+
+
+def test_itc_task_options():
+    from train.evaluation.tasks import TaskError
+
+    assert get_task("itc", {"matching": "seal", "answer": "tool_calls", "languages": "en,zh"}).languages == ("en", "zh")
+    assert get_task("itc").option_problems({"matching": "exact", "answer": "calls"}) == [
+        "option 'answer' must be one of text, tool_calls, got 'calls'",
+        "option 'matching' must be one of multiset, seal, got 'exact'",
+    ]
+    with pytest.raises(TaskError, match="option 'matching' must be one of multiset, seal, got 'exact'"):
+        get_task("itc", {"matching": "exact"})
+    with pytest.raises(TaskError, match="option 'languages': langid does not know language code"):
+        get_task("itc", {"languages": "en,qq"})
+    task = get_task("itc", {"matching": "seal"})
+    items = task.prepare([Conversation.from_dict(ITC_TEXT_REFERENCE)]).items
+    repeated = '{"Thought": "t", "Action": "[weather(city=\'Paris\'), weather(city=\'Paris\')]"}'
+    outcome = evaluate_generations(task, items, [said(repeated)])
+    assert outcome.metrics["overall"]["matching"] == "seal" and outcome.metrics["micro"]["tool_r"] == 2.0

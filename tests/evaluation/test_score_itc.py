@@ -96,16 +96,56 @@ def test_appendix_b_metrics(result):
     assert result["overall"] == {
         "lm": pytest.approx(6 / 9),  # r1 r2 r3 r4 r5 r8; r6 (zh thought, en query), r7 (none), r9 (fr vs en) miss
         "fm": pytest.approx(5 / 9),  # r1 r2 r3 r8 r9
+        "items": 9,
+        "matching": "multiset",
+    }
+    assert result["micro"] == {
         "tool_p": pytest.approx(6 / 8),
         "tool_r": pytest.approx(6 / 10),
         "tool_f1": pytest.approx(2 / 3),  # 2 * 0.75 * 0.6 / 1.35
         "ti_p": pytest.approx(6 / 9),
         "ti_r": pytest.approx(6 / 12),
         "ti_f1": pytest.approx(4 / 7),  # 2 * (2/3) * (1/2) / (7/6)
-        "items": 9,
     }
     assert result["counts"]["tools"] == {"predicted": 8, "gold": 10, "correct": 6}
     assert result["counts"]["params"] == {"predicted": 9, "gold": 12, "correct": 6}
+
+
+def test_per_sample_macro_metrics(result):
+    """Each item's (tool P, R, F1 | invocation P, R, F1), averaged over the 9 items; r4-r7 fail FM: all 0.
+
+    r1 (1, 1, 1 | 1, 1, 1); r2 tools 2 of 3 predicted, 2 of 2 gold (2/3, 1, 4/5), triples 1 of 4, 1 of 2
+    (1/4, 1/2, 1/3); r3 (1, 1/2, 2/3 | 1, 1/2, 2/3); r8 (1/2, 1, 2/3 | 1, 1, 1); r9 (1, 1, 1 | 1, 1/2, 2/3).
+    """
+    assert result["macro"] == {
+        "tool_p": pytest.approx((1 + 2 / 3 + 1 + 1 / 2 + 1) / 9),
+        "tool_r": pytest.approx((1 + 1 + 1 / 2 + 1 + 1) / 9),
+        "tool_f1": pytest.approx((1 + 4 / 5 + 2 / 3 + 2 / 3 + 1) / 9),
+        "ti_p": pytest.approx((1 + 1 / 4 + 1 + 1 + 1) / 9),
+        "ti_r": pytest.approx((1 + 1 / 2 + 1 / 2 + 1 + 1 / 2) / 9),
+        "ti_f1": pytest.approx((1 + 1 / 3 + 2 / 3 + 1 + 2 / 3) / 9),
+    }
+    rows = {item["id"]: item["prf"] for item in result["per_item"]}
+    assert rows["r2"] == pytest.approx(
+        {"tool_p": 2 / 3, "tool_r": 1.0, "tool_f1": 0.8, "ti_p": 0.25, "ti_r": 0.5, "ti_f1": 1 / 3}
+    )
+    assert rows["r5"] == dict.fromkeys(rows["r5"], 0.0)  # fails FM although its gold is []: not an answer
+
+
+def test_language_breakdown_and_the_non_english_block(result):
+    assert {language: block["items"] for language, block in result["by_language"].items()} == {
+        "en": 7, "fr": 1, "zh": 1,
+    }  # fmt: skip
+    assert result["by_language"]["zh"] == {
+        "items": 1, "lm": 1.0, "fm": 0.0,
+        "micro": dict.fromkeys(("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1"), 0.0),
+        "macro": dict.fromkeys(("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1"), 0.0),
+    }  # fmt: skip
+    non_english = result["non_english"]  # r3 (fr) and r4 (zh): Table 7's test set is the non-English queries
+    assert (non_english["items"], non_english["lm"], non_english["fm"]) == (2, 1.0, 0.5)
+    assert non_english["micro"]["tool_r"] == pytest.approx(1 / 3)  # 1 of r3's 2 + r4's 1 gold calls
+    assert non_english["macro"]["tool_r"] == pytest.approx(1 / 4)  # (1/2 + 0) / 2
+    assert "by_task_type" not in result  # no reference has meta.task_type
 
 
 def test_table_4_error_shares(result):
@@ -225,11 +265,10 @@ def test_pathological_model_text_is_wrong_not_a_crash():
 
 def test_empty_predictions():
     result = score_itc([], REFERENCES[:2], language_of=fake_language)
-    assert result["overall"] == {
-        "lm": 0.0, "fm": 0.0, "tool_p": 0.0, "tool_r": 0.0, "tool_f1": 0.0,
-        "ti_p": 0.0, "ti_r": 0.0, "ti_f1": 0.0, "items": 2,
-    }  # fmt: skip
-    assert score_itc([], [], language_of=fake_language)["overall"]["fm"] is None
+    assert result["overall"] == {"lm": 0.0, "fm": 0.0, "items": 2, "matching": "multiset"}
+    assert result["micro"] == result["macro"] == dict.fromkeys(result["micro"], 0.0)
+    empty = score_itc([], [], language_of=fake_language)
+    assert empty["overall"]["fm"] is None and empty["macro"] == dict.fromkeys(empty["macro"])
 
 
 def test_gold_turn_skips_a_final_plain_reply():

@@ -99,10 +99,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
     arg(
         "--summary",
-        choices=("toolgt",),
+        choices=("toolgt", "itc"),
         help="bfcl, nexus: ToolGT's numbers (seed 004 §3.3) beside the paper's "
         "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; "
-        "nexus: its ToolGT tasks, W / U",
+        "nexus: its ToolGT tasks, W / U; itc: the ITC paper's Table 3 / 5 / 7 rows for the model "
+        "beside the measured macro and micro numbers",
     )
     arg(
         "--verify",
@@ -354,6 +355,9 @@ def run(args: argparse.Namespace) -> int:
     if args.summary == "toolgt" and args.bench not in ("bfcl", "nexus"):
         print(f"error: --summary toolgt is for bfcl and nexus, not {args.bench}", file=sys.stderr)
         return 2
+    if args.summary == "itc" and args.bench != "itc":
+        print(f"error: --summary itc is for itc, not {args.bench}", file=sys.stderr)
+        return 2
     check_outputs([args.predictions, args.output], args.data or [])  # before the model is loaded
     try:  # an unknown benchmark lists the valid ones
         options_types = task_class(args.bench).OPTIONS
@@ -404,7 +408,14 @@ def run(args: argparse.Namespace) -> int:
     )
     print(metric_tables(outcome.metrics))
     print("\ngeneration  " + ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in summary.items()))
-    toolgt = toolgt_summary(args, outcome.metrics, [args.model, loaded.description]) if args.summary else None
+    toolgt = itc = None
+    if args.summary == "toolgt":
+        toolgt = toolgt_summary(args, outcome.metrics, [args.model, loaded.description])
+    elif args.summary == "itc":
+        from train.evaluation.itc_paper import summary as itc_summary
+
+        lines, itc = itc_summary(outcome.metrics, [args.model, loaded.description])
+        print("\n" + "\n".join(lines))
     unused = (("references the task cannot use (not evaluated)", prepared.skipped), ("unreadable references", rejected))
     for title, rows in unused:
         if rows:
@@ -419,6 +430,7 @@ def run(args: argparse.Namespace) -> int:
         "metrics": outcome.metrics,
         "generation": summary,
         **({"toolgt_summary": toolgt} if toolgt is not None else {}),
+        **({"itc_summary": itc} if itc is not None else {}),
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
     }
     records = prediction_records(outcome, generations) if args.predictions else []

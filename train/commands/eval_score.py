@@ -73,9 +73,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--summary",
-        choices=("v4", "v2", "toolgt"),
+        choices=("v4", "v2", "toolgt", "itc"),
         help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files), "
-        "or toolgt: ToolGT's W, non-live / live / relevance and exec-free BFCL",
+        "or toolgt: ToolGT's W, non-live / live / relevance and exec-free BFCL; "
+        "itc only: itc, the paper's Table 3 / 5 / 7 rows beside the measured macro and micro numbers",
+    )
+    parser.add_argument(
+        "--matching",
+        choices=("multiset", "seal"),
+        default="multiset",
+        help="itc only: multiset (default: each gold call and triple matched once) or seal (Seal-Tools' counting: "
+        "first gold call of the name, not consumed, values compared as str)",
     )
     parser.add_argument(
         "--languages",
@@ -102,16 +110,18 @@ def run_scorer(args: argparse.Namespace, predictions: list[dict], references: li
         return _score_bfcl(scorer, args, predictions, references)
     if len(references) != 1:
         raise SourceError(f"{args.bench} takes one --references file, got {len(references)}")
-    if args.bench == "itc" and args.languages:
+    if args.bench == "itc":
         from train.evaluation.itc import ITC_LANGUAGES
 
-        codes = (
-            ITC_LANGUAGES
-            if args.languages == "itc"
-            else tuple(c.strip() for c in args.languages.split(",") if c.strip())
-        )
+        codes = None
+        if args.languages:
+            codes = (
+                ITC_LANGUAGES
+                if args.languages == "itc"
+                else tuple(c.strip() for c in args.languages.split(",") if c.strip())
+            )
         try:
-            return scorer(predictions, references[0], languages=codes)
+            return scorer(predictions, references[0], languages=codes, matching=args.matching)
         except ValueError as err:  # a code langid does not know
             raise SourceError(f"--languages: {err}") from None
     return scorer(predictions, references[0])
@@ -153,6 +163,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for given, wrong in (("--summary itc", args.summary == "itc"), ("--matching", args.matching != "multiset")):
+        if wrong and args.bench != "itc":
+            print(f"error: {given} is for itc, not {args.bench}", file=sys.stderr)
+            return 2
     if args.bench == "bfcl" and args.predictions.is_dir():
         from train.commands import eval_score_bfcl  # the folder form of this verb, not a verb of its own
 
@@ -176,6 +190,12 @@ def run(args: argparse.Namespace) -> int:
         f"against {', '.join(map(str, args.references))}"
     )
     print(metric_tables(metrics))
+    itc_summary = None
+    if args.summary == "itc":
+        from train.evaluation.itc_paper import summary as paper_summary
+
+        lines, itc_summary = paper_summary(metrics, [str(args.predictions)])
+        print("\n" + "\n".join(lines))
     details = issue_lines(issues, {"references": ref_where, "predictions": pred_where}, bad)
     if details:
         print("\n" + "\n".join(details))
@@ -185,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
         "references": [str(p) for p in args.references],
         "metrics": metrics,
         "counts": summary,
+        **({"itc_summary": itc_summary} if itc_summary is not None else {}),
         "issues": {**issues, "unreadable_lines": bad},
     }
     return write_results(

@@ -75,7 +75,9 @@ references: canonical conversations from `tooltrain data convert itc` (gold = me
 else the last {Thought, Action} answer).
 predictions: {"id", "content": "<raw answer: {\\"Thought\\", \\"Action\\": \\"[api(p='v')]\\"}>"}
 or {"id", "content": thought, "tool_calls": [...]}. metrics: LM, FM, tool P/R/F1, invocation
-P/R/F1 on (tool, key, value) triples, Table 4 error shares. --languages restricts langid.""",
+P/R/F1 on (tool, key, value) triples, Table 4 error shares. --languages restricts langid.
+P/R/F1 as micro (Appendix B's sums) and macro (per sample: the paper's tables); --matching seal;
+--summary itc. A reference's gold: its tool_calls, else its text answer's Action.""",
 ))  # fmt: skip
 SCORERS.register("toolbench", ScorerSpec(
     score="train.evaluation.toolbench:score_toolbench",

@@ -1,6 +1,8 @@
 """ITC scorer (International Tool Calling, seed 002, §5.2, Appendix B and Table 4).
 
-Appendix B's formulas, quoted (amounts are summed over the whole test set: micro-averages)::
+Appendix B's formulas, quoted (amounts summed over the whole test set: micro-averages; the paper's
+tables, though, average per sample: ``train.evaluation.itc_metrics`` computes both, as ``micro`` and
+``macro``, and says why the tables are macro)::
 
     LM = amount_correct language / amount_all                         (1)
     FM = amount_correct format / amount_all                           (2)
@@ -18,9 +20,9 @@ query" using ``langid``; FM whether "the model's output conforms to the expected
 What is counted, precisely
 --------------------------
 * tools: the multiset of call names. correct tools = |pred ∩ gold| as multisets, so a tool called
-  twice where the gold calls it once is one correct and one extra. (Seal-Tools, whose counting the
-  paper adopts, matches each predicted call against the gold list without consuming it; with
-  consumption, repeated calls cannot push recall above 1.)
+  twice where the gold calls it once is one correct and one extra (recall cannot pass 1).
+  ``matching="seal"`` counts as Seal-Tools does instead (each predicted call meets the first gold
+  call of its name, not consumed; values compared as ``str``): ``itc_metrics`` has a worked example.
 * parameters: the multiset of (tool name, key, value) triples over all calls, values compared after
   JSON normalisation (``calls.canonical``: key order ignored, 1 == 1.0, "1" != 1).
 * FM: the output is the ITC answer ``{"Thought": str, "Action": "[api(p='v'), ...]"}``, read by the
@@ -35,8 +37,7 @@ What is counted, precisely
   when the reference carries it (the dataset's label), else ``langid`` of the query. langid runs
   over all its 97 languages by default: the paper names no restriction. ``languages=`` restricts it
   (``ITC_LANGUAGES`` is the 29 of the paper's Table 10).
-* A ratio whose denominator is 0 is 0.0, unless nothing was predicted *and* nothing was gold, when
-  P, R and F1 are null.
+* Zero denominators and per-item conventions: ``train.evaluation.itc_metrics``.
 
 Table 4 error analysis (each type as a share of its group's errors, so a row sums to 1)
 ------------------------------------------------------------------------------------
@@ -50,17 +51,22 @@ value) pairs with it (the first on ties); in a pair, a gold key with another val
 
 Rows
 ----
-* references: canonical conversations (``tooltrain data convert itc``): the gold turn is
-  ``messages[meta["turn"]]``, else the last assistant message that is a {Thought, Action} answer
-  (``meta["raw_answers"]`` tells a plain final reply apart; without it, the last assistant message):
-  content = Thought, ``tool_calls`` = the Action. The query is the last user message before it, the
-  offered tools are ``tools`` by name, ``meta["language"]`` is optional and
-  ``meta["renamed_calls"]`` (the reader's map from an Action's tool name to its API name) is applied
-  to predicted names too.
-* predictions: ``{"id", "content": "<the model's whole answer>"}``, scored as above; or, for a model
-  whose chat format already parsed the calls, ``{"id", "content": Thought, "tool_calls": [{"name",
-  "arguments"}]}``, where FM is "``tool_calls`` is a well-formed list" (the format's parser checked
-  the syntax) and the Thought is ``content``.
+* references: canonical conversations, in either shape. The ITC reader's (``tooltrain data convert
+  itc``): the gold turn's content is the Thought and its ``tool_calls`` the Action. The ITC builder's
+  (text answers): the gold turn's content is the whole answer text, ``json{"Thought", "Action"}``,
+  with no ``tool_calls``; its Action gives the gold calls (a gold text that does not parse is a
+  reference error). The gold turn is ``messages[meta["turn"]]``, else the last assistant message
+  that is a {Thought, Action} answer (``meta["raw_answers"]`` tells a plain final reply apart; without
+  it, the content does when some assistant turn is a text answer; else the last assistant message).
+  The query is the last user message before it, the offered tools are ``tools`` by name,
+  ``meta["language"]`` and ``meta["task_type"]`` (single / repeated / parallel / nested) are optional
+  labels for the breakdowns, and ``meta["renamed_calls"]`` (the reader's map from an Action's tool
+  name to its API name) is applied to predicted names and to a text gold's names.
+* predictions: ``{"id", "content": "<the model's whole answer>"}``, scored as above (the ``itc``
+  task writes this by default: FM is the model's text parsing to the schema); or, for a model
+  whose chat format already parsed the calls (the task's ``answer=tool_calls``), ``{"id", "content":
+  Thought, "tool_calls": [{"name", "arguments"}]}``, where FM is "``tool_calls`` is a well-formed
+  list" (the format's parser checked the syntax) and the Thought is ``content``.
 """
 
 from __future__ import annotations
@@ -81,6 +87,14 @@ from train.evaluation.calls import (
     read_calls,
     score_joined,
     triple_multiset,
+)
+from train.evaluation.itc_metrics import (
+    INVOCATION_ERRORS,
+    MATCHINGS,
+    SELECTION_ERRORS,
+    aggregate,
+    item_prf,
+    precision_recall_f1,
 )
 from train.schema import SchemaError
 
@@ -112,7 +126,11 @@ def langid_classifier(languages: tuple[str, ...] | None = None) -> LanguageOf:
 
 
 def reference_parts(reference: dict[str, Any]) -> dict[str, Any]:
-    """Gold calls, query, offered tool names, language label and renames of a canonical conversation."""
+    """Gold calls, query, offered tool names, language and task-type labels and renames of a conversation.
+
+    The gold calls are the gold turn's ``tool_calls`` when it has some (the ITC reader's rows), else the
+    Action of its content when that is an ITC answer (text answers, the ITC builder's rows), else none.
+    """
     messages = reference.get("messages")
     if not isinstance(messages, list):
         raise SchemaError("messages", "expected the list of a canonical conversation")
@@ -121,27 +139,66 @@ def reference_parts(reference: dict[str, Any]) -> dict[str, Any]:
     users = [m for m in messages[:position] if isinstance(m, dict) and m.get("role") == "user"]
     if not users or not isinstance(users[-1].get("content"), str):
         raise SchemaError("messages", "no user query before the gold answer")
-    try:
-        gold = read_calls(messages[position].get("tool_calls"), f"messages[{position}].tool_calls")
-    except CallFormatError as err:
-        raise SchemaError("messages", str(err)) from None
+    renames = meta.get("renamed_calls") if isinstance(meta.get("renamed_calls"), dict) else {}
+    renamed = {k: v for k, v in renames.items() if isinstance(v, str) and v}
+    gold = gold_calls(messages[position], f"messages[{position}]", renamed)
     tools = reference.get("tools") if isinstance(reference.get("tools"), list) else []
     offered = {
         t["function"]["name"]
         for t in tools
         if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
     }
-    renames = meta.get("renamed_calls") if isinstance(meta.get("renamed_calls"), dict) else {}
-    renamed = {k: v for k, v in renames.items() if isinstance(v, str) and v}
-    language = meta.get("language") if isinstance(meta.get("language"), str) and meta.get("language") else None
-    return {"gold": gold, "query": users[-1]["content"], "offered": offered, "renamed": renamed, "language": language}
+    return {
+        "gold": gold,
+        "query": users[-1]["content"],
+        "offered": offered,
+        "renamed": renamed,
+        "language": _label(meta, "language"),
+        "task_type": _label(meta, "task_type"),
+    }
+
+
+def _label(meta: dict[str, Any], key: str) -> str | None:
+    return meta[key] if isinstance(meta.get(key), str) and meta[key] else None
+
+
+def gold_calls(message: Any, where: str, renamed: dict[str, str]) -> list[Call]:
+    """The gold turn's calls: its ``tool_calls`` when it has some, else its text answer's Action."""
+    if not isinstance(message, dict):
+        raise SchemaError(where, f"expected a message object, got {type(message).__name__}")
+    calls = message.get("tool_calls")
+    if not calls:
+        text = message.get("content")
+        read = read_prediction({"content": text}) if text_answer(text) else None
+        if read is not None:
+            if not read["format_ok"]:
+                raise SchemaError(f"{where}.content", read["error"])
+            return [Call(renamed.get(c.name, c.name), c.arguments) for c in read["calls"]]
+    try:
+        return read_calls(calls or [], f"{where}.tool_calls")
+    except CallFormatError as err:
+        raise SchemaError("messages", str(err)) from None
+
+
+def text_answer(text: Any) -> bool:
+    """Whether ``text`` is written as an ITC answer (a JSON object, bare, fenced or json-prefixed), valid or not."""
+    if not isinstance(text, str):
+        return False
+    try:
+        from train.sources.itc import parse_answer
+
+        return parse_answer(text, "answer") is not None
+    except (ValueError, RecursionError):  # it has the answer's envelope but breaks inside: still an answer
+        return True
 
 
 def gold_position(messages: list[Any], meta: dict[str, Any]) -> int:
     """``meta["turn"]``, else the last assistant message that is an ITC answer (not a plain reply).
 
     The ITC reader keeps each assistant value in ``meta["raw_answers"]``; a final natural-language
-    reply after tool results is not a {Thought, Action} answer, so it is not the scored turn.
+    reply after tool results is not a {Thought, Action} answer, so it is not the scored turn. Rows
+    without it whose assistant turns are text answers (the ITC builder's) are told apart the same way,
+    by their content; other rows score their last assistant message.
     """
     answers = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
     if "turn" in meta:
@@ -150,18 +207,22 @@ def gold_position(messages: list[Any], meta: dict[str, Any]) -> int:
         return meta["turn"]
     raw = meta.get("raw_answers")
     if isinstance(raw, list) and len(raw) == len(answers):
-        from train.sources.itc import parse_answer
-
-        def is_answer(text: Any) -> bool:
-            try:
-                return isinstance(text, str) and parse_answer(text, "raw") is not None
-            except (ValueError, RecursionError):  # SchemaError, or JSON past the digit/nesting limits
-                return False
-
-        answers = [position for position, text in zip(answers, raw) if is_answer(text)]
+        answers = [position for position, text in zip(answers, raw) if _parses(text)]
+    else:
+        written = [position for position in answers if _parses(messages[position].get("content"))]
+        answers = written or answers
     if not answers:
         raise SchemaError("messages", "no assistant answer holds the gold Thought/Action")
     return answers[-1]
+
+
+def _parses(text: Any) -> bool:
+    from train.sources.itc import parse_answer
+
+    try:
+        return isinstance(text, str) and parse_answer(text, "raw") is not None
+    except (ValueError, RecursionError):  # SchemaError, or JSON past the digit/nesting limits
+        return False
 
 
 def read_prediction(prediction: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +235,8 @@ def read_prediction(prediction: dict[str, Any]) -> dict[str, Any]:
         except CallFormatError as err:
             return {"format_ok": False, "calls": [], "thought": thought, "error": str(err)}
     if not isinstance(content, str):
-        return {"format_ok": False, "calls": [], "thought": "", "error": "no 'content' text"}
+        reason = prediction.get("error") if isinstance(prediction.get("error"), str) else "no 'content' text"
+        return {"format_ok": False, "calls": [], "thought": "", "error": reason}
     from train.sources.itc import parse_answer  # the reader's own envelope parser: one definition of the format
 
     try:
@@ -244,7 +306,28 @@ def paired_calls(predicted: list[Call], gold: list[Call]) -> list[tuple[Call, Ca
     return pairs
 
 
-def score_item(parts: dict[str, Any], prediction: dict[str, Any] | None, language_of: LanguageOf) -> dict[str, Any]:
+def seal_correct(predicted: list[Call], gold: list[Call]) -> tuple[int, int]:
+    """(correct tools, correct parameters) as Seal-Tools counts them: each predicted call meets the first gold
+    call of its name, never consumed; a parameter is correct when that call has the key and the values print
+    alike (``str(a) == str(b)``)."""
+    tools = params = 0
+    for call in predicted:
+        match = next((g for g in gold if g.name == call.name), None)
+        if match is None:
+            continue
+        tools += 1
+        params += sum(
+            key in match.arguments and str(value) == str(match.arguments[key]) for key, value in call.arguments.items()
+        )
+    return tools, params
+
+
+def score_item(
+    parts: dict[str, Any],
+    prediction: dict[str, Any] | None,
+    language_of: LanguageOf,
+    matching: str = "multiset",
+) -> dict[str, Any]:
     gold: list[Call] = parts["gold"]
     if prediction is None:
         read = {"format_ok": False, "calls": [], "thought": "", "error": "missing prediction"}
@@ -256,69 +339,27 @@ def score_item(parts: dict[str, Any], prediction: dict[str, Any] | None, languag
     thought_language = language_of(thought) if thought.strip() else None
     pred_names, gold_names = name_multiset(predicted), name_multiset(gold)
     pred_triples, gold_triples = triple_multiset(predicted), triple_multiset(gold)
-    return {
+    if matching == "seal":
+        correct_tools, correct_params = seal_correct(predicted, gold)
+    else:
+        correct_tools, correct_params = overlap(pred_names, gold_names), overlap(pred_triples, gold_triples)
+    item = {
         "format_ok": read["format_ok"],
         "language_ok": thought_language == query_language,
         "query_language": query_language,
         "thought_language": thought_language,
-        "tools": {
-            "predicted": sum(pred_names.values()),
-            "gold": sum(gold_names.values()),
-            "correct": overlap(pred_names, gold_names),
-        },
+        "task_type": parts["task_type"],
+        "tools": {"predicted": sum(pred_names.values()), "gold": sum(gold_names.values()), "correct": correct_tools},
         "params": {
             "predicted": sum(pred_triples.values()),
             "gold": sum(gold_triples.values()),
-            "correct": overlap(pred_triples, gold_triples),
+            "correct": correct_params,
         },
         "errors": error_breakdown(predicted, gold, parts["offered"]),
         "correct": read["format_ok"] and pred_triples == gold_triples and pred_names == gold_names,
         "error": read["error"],
     }
-
-
-# ---------------------------------------------------------------- aggregation
-
-
-def precision_recall_f1(correct: int, predicted: int, gold: int) -> dict[str, float | None]:
-    if predicted == 0 and gold == 0:
-        return {"p": None, "r": None, "f1": None}
-    p = correct / predicted if predicted else 0.0
-    r = correct / gold if gold else 0.0
-    return {"p": p, "r": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
-
-
-def _shares(counts: dict[str, int], keys: tuple[str, ...]) -> dict[str, float | None]:
-    total = sum(counts[key] for key in keys)
-    return {key: (counts[key] / total if total else None) for key in keys}
-
-
-SELECTION_ERRORS = ("hallucinated_tools", "missing_tools", "extra_tools")
-INVOCATION_ERRORS = ("incorrect_params", "missing_params", "extra_params")
-
-
-def aggregate(items: list[dict[str, Any]]) -> dict[str, Any]:
-    n = len(items)
-    sums = {
-        side: {k: sum(item[side][k] for item in items) for k in ("predicted", "gold", "correct")}
-        for side in ("tools", "params")
-    }
-    errors = {key: sum(item["errors"][key] for item in items) for key in SELECTION_ERRORS + INVOCATION_ERRORS}
-    tool = precision_recall_f1(sums["tools"]["correct"], sums["tools"]["predicted"], sums["tools"]["gold"])
-    invocation = precision_recall_f1(sums["params"]["correct"], sums["params"]["predicted"], sums["params"]["gold"])
-    return {
-        "overall": {
-            "lm": sum(item["language_ok"] for item in items) / n if n else None,
-            "fm": sum(item["format_ok"] for item in items) / n if n else None,
-            "tool_p": tool["p"], "tool_r": tool["r"], "tool_f1": tool["f1"],
-            "ti_p": invocation["p"], "ti_r": invocation["r"], "ti_f1": invocation["f1"],
-            "items": n,
-        },
-        "counts": {"tools": sums["tools"], "params": sums["params"], "errors": errors},
-        "error_shares": {
-            "selection": _shares(errors, SELECTION_ERRORS), "invocation": _shares(errors, INVOCATION_ERRORS),
-        },
-    }  # fmt: skip
+    return {**item, "prf": item_prf(item)}
 
 
 def score_itc(
@@ -327,11 +368,37 @@ def score_itc(
     *,
     languages: tuple[str, ...] | None = None,
     language_of: LanguageOf | None = None,
+    matching: str = "multiset",
 ) -> dict[str, Any]:
-    """ITC metrics; ``language_of`` replaces langid (tests), ``languages`` restricts it."""
+    """ITC metrics; ``language_of`` replaces langid (tests), ``languages`` restricts it, ``matching`` is
+    ``multiset`` (default) or ``seal`` (``train.evaluation.itc_metrics``)."""
+    if matching not in MATCHINGS:
+        raise ValueError(f"matching must be one of {', '.join(MATCHINGS)}, got {matching!r}")
     joined = join_by_id(predictions, references)
     identify = language_of or langid_classifier(tuple(languages) if languages else None)
     scored = score_joined(
-        joined, reference_parts, lambda parts, prediction: score_item(parts, prediction, identify), SchemaError
+        joined,
+        reference_parts,
+        lambda parts, prediction: score_item(parts, prediction, identify, matching),
+        SchemaError,
     )
-    return scored.result(**aggregate(scored.per_item))
+    return scored.result(**aggregate(scored.per_item, matching))
+
+
+__all__ = [
+    "INVOCATION_ERRORS",
+    "ITC_LANGUAGES",
+    "SELECTION_ERRORS",
+    "error_breakdown",
+    "gold_calls",
+    "gold_position",
+    "langid_classifier",
+    "paired_calls",
+    "precision_recall_f1",
+    "read_prediction",
+    "reference_parts",
+    "score_itc",
+    "score_item",
+    "seal_correct",
+    "text_answer",
+]
