@@ -262,6 +262,9 @@ def test_an_assistant_first_conversation_is_refused_only_where_the_reference_ref
         with pytest.raises(ValueError, match="tools go into the first user message, but message 0 is 'assistant'"):
             fmt.render_text(ASSISTANT_FIRST)
         assert "Hi! How can I help?" in get_format(name, {"tools_in_user_message": False}).render_text(ASSISTANT_FIRST)
+    elif name == "toolselect_text":  # one question then one answer, nothing else (ToolSelect's layout)
+        with pytest.raises(ValueError, match="expected one user then one assistant message, got assistant, user"):
+            fmt.render_text(ASSISTANT_FIRST)
     else:
         assert "Hi! How can I help?" in fmt.render_text(ASSISTANT_FIRST)
 

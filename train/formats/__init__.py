@@ -28,6 +28,7 @@ FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
 FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
+FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
 
 
 def format_class(name: str) -> type[ChatFormat]:
