@@ -23,7 +23,8 @@ def rows(name):
 
 def test_the_shipped_rows_are_toolselect_rows_unchanged_and_the_heldout_ones_never_train(shared_data):
     original = [r["text"] for r in csv.DictReader((shared_data / "toolselect_toolverifier" / "train.csv").open())]
-    train = [r["text"] for r in csv.DictReader(gzip.open(ASSETS / "train.csv.gz", "rt", encoding="utf-8"))]
+    with gzip.open(ASSETS / "train.csv.gz", "rt", encoding="utf-8") as file:
+        train = [r["text"] for r in csv.DictReader(file)]
     heldout = [r["text"] for r in csv.DictReader((ASSETS / "heldout.csv").open(encoding="utf-8"))]
     assert (len(train), len(heldout)) == (400, 50)
     assert set(train) <= set(original) and set(heldout) <= set(original)  # byte for byte
@@ -40,7 +41,7 @@ def test_chance_on_the_heldout_rows_is_the_documented_15_25_percent():
 
 def test_a_gzipped_input_reads_as_its_text_and_a_broken_one_is_one_clear_error(tmp_path):
     good, bad = tmp_path / "a.csv.gz", tmp_path / "b.csv.gz"
-    good.write_bytes(gzip.compress("text\nx\n".encode()))
+    good.write_bytes(gzip.compress(b"text\nx\n"))
     bad.write_bytes(b"not gzip")
     assert read_text(good) == "text\nx\n"
     with pytest.raises(SourceError, match=r"b.csv.gz: not a readable gzip file"):
