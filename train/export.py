@@ -270,9 +270,15 @@ def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
         stop_tokens=", ".join(f"`{token}`" for token in metadata["stop_tokens"]),
         vllm=metadata["serve"]["vllm"],
         sglang=metadata["serve"]["sglang"],
-        vllm_parser=parser["vllm"],
-        sglang_parser=parser["sglang"],
-        fit="they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit",
+        vllm_parser=parser["vllm"] or "none",
+        sglang_parser=parser["sglang"] or "none",
+        fit=(
+            "they read this format's calls as tooltrain's own parser does"
+            if parser["exact"]
+            else "an approximate fit"
+            if parser["vllm"]
+            else "no server parser reads this format"
+        ),
         notes=parser["notes"],
         folder=str(output_dir),
     )

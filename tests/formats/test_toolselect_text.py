@@ -241,3 +241,15 @@ def test_the_prompt_never_depends_on_the_answer_being_written(rows):
     fmt = get_format(FORMAT)
     assert fmt.render_prompt(other, 1) == fmt.render_prompt(conv, 1)
     assert fmt.render_text(other) != fmt.render_text(conv)
+
+
+def test_the_export_readme_says_no_parser_reads_the_selector(tmp_path):
+    from train.export import serving_metadata, write_serving_readme
+
+    fmt = get_format(FORMAT)
+    tok = template_tokenizer(eos_token="</s>")
+    metadata = {"run_dir": "runs/x", "weights": "final", **serving_metadata(fmt, tmp_path, [], tok)}
+    assert metadata["tool_call_parser"]["vllm"] == "" and "--tool-call-parser" not in metadata["serve"]["vllm"]
+    write_serving_readme(tmp_path, metadata)
+    readme = (tmp_path / "README.md").read_text()
+    assert "Tool-call parser: `none` (vLLM), `none` (SGLang); no server parser reads this format." in readme
