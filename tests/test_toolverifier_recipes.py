@@ -31,12 +31,14 @@ def test_the_shipped_rows_are_toolselect_rows_unchanged_and_the_heldout_ones_nev
     assert not set(train) & set(heldout)
 
 
-def test_chance_on_the_heldout_rows_is_the_documented_15_25_percent():
+def test_chance_on_the_heldout_rows_is_the_documented_15_25_percent_and_12_5_on_the_25_scored():
     held = rows("heldout.csv")
     chance = sum(1 / len(conv.tools) for conv in held) / len(held)
     assert round(100 * chance, 2) == 15.25
     assert sorted(len(conv.tools) for conv in held).count(8) == 43  # 7 hard rows: 2, 3 or 4 candidates
     assert len(rows("train.csv.gz")) == 400
+    scored = held[: compose(["recipe=toolverifier_tiny"]).eval.benchmarks[0].limit]
+    assert (len(scored), sum(1 / len(conv.tools) for conv in scored) / len(scored)) == (25, 0.125)
 
 
 def test_a_gzipped_input_reads_as_its_text_and_a_broken_one_is_one_clear_error(tmp_path):
