@@ -265,6 +265,9 @@ def test_an_assistant_first_conversation_is_refused_only_where_the_reference_ref
     elif name == "deepseek_coder":  # refuses tools (no tool syntax); its official template renders assistant-first
         no_tools = Conversation(ASSISTANT_FIRST.id, ASSISTANT_FIRST.messages)
         assert "### Response:\nHi! How can I help?\n<|EOT|>\n" in fmt.render_text(no_tools)
+    elif name == "toolselect_text":  # one question then one answer, nothing else (ToolSelect's layout)
+        with pytest.raises(ValueError, match="expected one user then one assistant message, got assistant, user"):
+            fmt.render_text(ASSISTANT_FIRST)
     else:
         assert "Hi! How can I help?" in fmt.render_text(ASSISTANT_FIRST)
 

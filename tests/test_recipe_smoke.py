@@ -131,10 +131,43 @@ GOLDEN: dict[str, dict] = {
             "ndcg": 0.423451,
         },
     },
+    "toolverifier_tiny": {
+        # SmolLM2 swapped for the tiny Llama; the recipe's ToolSelect rows, builder (short notes) and
+        # toolselect_text format stay, with the tiny tokenizer's own end token
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=toolselect_text",
+            "data.sources.0.limit=24",
+            "data.max_seq_len=512",
+            "data.format_options.eos_token='<|im_end|>'",
+        ],
+        "losses": [6.9482, 6.9421, 6.9414],
+        "trained_tokens": 1925,
+    },
     "tiny": {
         "overrides": ["data.sources.0.limit=16", "data.max_seq_len=256"],
         "losses": [6.951, 6.9485, 6.9345],
         "trained_tokens": 781,
+    },
+}
+# Full-size recipes that also have a _tiny variant, smoke-tested in their own right: their data config, builder
+# arguments, format and optimizer settings are not the _tiny one's.
+GOLDEN_FULL_SIZE: dict[str, dict] = {
+    "toolverifier": {
+        # Llama-2-70B and 16-GPU ZeRO-3 swapped for the tiny Llama on one process with a Llama-2-like tokenizer
+        # (mistral_v3: <s>, </s>), ToolSelect for the shipped rows; builder (Full Data), format, lr, weight decay stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=toolselect_text",
+            "model.tokenizer=mistral_v3",
+            "distributed=single",
+            "data.sources.0.inputs=[pkg://train/assets/toolverifier_tiny/train.csv.gz]",
+            "data.sources.0.limit=24",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=2",
+        ],
+        "losses": [10.4169, 10.4147, 10.4039],
+        "trained_tokens": 6363,
     },
 }
 
@@ -149,14 +182,14 @@ def test_every_recipe_has_a_golden_smoke_run():
     assert smoke_recipes() == sorted(GOLDEN), "add the new recipe's smoke run to GOLDEN (see this file's docstring)"
 
 
-@pytest.mark.parametrize("recipe", sorted(GOLDEN))
+@pytest.mark.parametrize("recipe", sorted(GOLDEN) + sorted(GOLDEN_FULL_SIZE))
 def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_path, monkeypatch):
     import torch
 
     from train.config import compose
     from train.run import run
 
-    golden = GOLDEN[recipe]
+    golden = GOLDEN[recipe] if recipe in GOLDEN else GOLDEN_FULL_SIZE[recipe]
     cfg = compose([f"recipe={recipe}", *SMALL, *golden["overrides"], f"output_dir={tmp_path / 'run'}"])
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
     if "recommend" in golden:  # an eval-only recipe: nothing trains; its metrics are the golden numbers

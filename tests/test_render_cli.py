@@ -177,9 +177,9 @@ def _available(name: str):
 
     try:
         return fmt, load_tokenizer(fmt.default_tokenizer)
-    except ImportError as err:  # the tokenizer's source package is not installed here
+    except ImportError as err:  # its source package is not installed
         pytest.skip(f"tokenizer {fmt.default_tokenizer}: {err}")
-    except OSError as err:  # a hub-only tokenizer (deepseek_coder's: no package ships it) and no hub here
+    except OSError as err:  # a hub-only tokenizer (deepseek_coder's, Llama-2's: no package ships it) and no hub here
         pytest.skip(f"tokenizer {fmt.default_tokenizer} is not available offline: {str(err).splitlines()[0]}")
 
 

@@ -153,15 +153,45 @@ def probe_conversation() -> Any:
     )
 
 
+def selection_probe() -> Any:
+    """A question, two candidate tools and the choice of one, without arguments (ToolSelect's shape)."""
+    from train.schema import Conversation
+
+    return Conversation.from_dict(
+        {
+            "id": "export-selection-probe",
+            "tools": [
+                {"type": "function", "function": {"name": "Weather", "description": "Current weather for a city."}},
+                {"type": "function", "function": {"name": "News", "description": "Top news for a topic."}},
+            ],
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": "The user asks for the weather.",
+                    "tool_calls": [{"id": "call0000a", "type": "function", "function": {"name": "Weather"}}],
+                },
+            ],
+        }
+    )
+
+
 def check_chat_template(tokenizer: Any, fmt: ChatFormat) -> None:
     """The tokenizer's template renders the probe exactly as the format does, or ExportError."""
     from train.formats.hf import to_hf_messages
 
     conv = probe_conversation()
+    try:
+        fmt.render(conv)
+    except ValueError:  # a single-sample layout (toolselect_text) holds no system turn or tool result
+        conv = selection_probe()
     messages, tools = to_hf_messages(conv)
+    first_answer = next(i for i, message in enumerate(conv.messages) if message.role == "assistant")
     rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
-    prompt = tokenizer.apply_chat_template(messages[:2], tools=tools, tokenize=False, add_generation_prompt=True)
-    if rendered != fmt.render_text(conv) or prompt != "".join(s.text for s in fmt.render_prompt(conv, 2)):
+    prompt = tokenizer.apply_chat_template(
+        messages[:first_answer], tools=tools, tokenize=False, add_generation_prompt=True
+    )
+    if rendered != fmt.render_text(conv) or prompt != "".join(s.text for s in fmt.render_prompt(conv, first_answer)):
         raise ExportError(f"the {fmt.name} chat template does not render the probe conversation as the format does")
 
 
@@ -229,8 +259,8 @@ as written) is listed in tooltrain's docs/formats.md, "Serving an exported model
 
 
 def parsers_line(parser: dict[str, Any]) -> str:
-    if not parser["vllm"]:  # a format without tool syntax (deepseek_coder)
-        return "Tool-call parser: none: this format has no tool syntax, so the servers run as plain chat."
+    if not parser["vllm"]:  # no server parser reads the format's answers (deepseek_coder, toolselect_text)
+        return "Tool-call parser: none: no server parser reads this format's answers, so the servers run as plain chat."
     fit = "they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit"
     return f"Tool-call parser: `{parser['vllm']}` (vLLM), `{parser['sglang']}` (SGLang); {fit}."
 

@@ -125,3 +125,33 @@ def test_data_build_writes_the_rows_the_counts_and_rebuilds_byte_identically(inp
     assert report["options"] == {**vars(ToolSelectArgs()), "heldout": 55, "drop_hard": True}
     heldout = [json.loads(line) for line in (tmp_path / "a" / "heldout.jsonl").read_text().splitlines()]
     assert len(heldout) == 55 and sum(row["meta"]["hard"] for row in heldout) == held_hard
+
+
+def parts(conv):
+    """(candidate order, note, gold call) of a built row: what the three switches may change."""
+    answer = conv.messages[-1]
+    return conv.meta["candidates"], answer.content, [(c.name, c.arguments) for c in answer.tool_calls]
+
+
+@pytest.mark.parametrize(
+    ("switch", "changes"),
+    [("gold_first", {"order"}), ("short_notes", {"note"}), ("drop_hard", {"rows"})],
+)
+def test_each_switch_changes_exactly_its_part(rows, switch, changes):
+    """Against the Full Data build with the same seed: gold_first only reorders candidates, short_notes only cuts
+    notes, drop_hard only removes the hard rows (every kept row byte-identical)."""
+    full = {c.id: c for c in built(rows)[0]}
+    ablated = {c.id: c for c in built(rows, **{switch: True})[0]}
+    changed = set()
+    if set(ablated) != set(full):
+        assert set(full) - set(ablated) == {c.id for c in full.values() if c.meta["hard"]}
+        changed.add("rows")
+    for row_id, conv in ablated.items():
+        (order, note, call), (order0, note0, call0) = parts(conv), parts(full[row_id])
+        assert call == call0 and conv.messages[0] == full[row_id].messages[0]
+        assert sorted(order) == sorted(order0)
+        changed |= {"order"} if order != order0 else set()
+        changed |= {"note"} if note != note0 else set()
+        if (order, note) == (order0, note0):
+            assert conv.to_dict() == full[row_id].to_dict()
+    assert changed == changes

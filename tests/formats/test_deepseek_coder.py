@@ -239,5 +239,8 @@ def test_an_export_serves_it_as_plain_chat_without_a_tool_parser(tmp_path):
     assert "--tool-call-parser" not in metadata["serve"]["sglang"]
     write_serving_readme(tmp_path, metadata)
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
-    assert "Tool-call parser: none: this format has no tool syntax, so the servers run as plain chat." in readme
+    assert (
+        "Tool-call parser: none: no server parser reads this format's answers, so the servers run as plain chat."
+        in (readme)
+    )
     assert "Generation stops at `<|EOT|>`" in readme

@@ -12,9 +12,7 @@ from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.toolselect import read
 from train.tokenizers import load_tokenizer
 
-# Not a registered name (yet): the all-format tests assume a chat template and multi-turn rendering, which this
-# single-sample completion layout has neither of; it plugs in by module:attr, as the house allows any format to.
-FORMAT = "train.formats.toolselect_text:ToolSelectTextFormat"
+FORMAT = "toolselect_text"  # registered (train/formats/__init__.py); module:attr still names it too
 LLAMA3 = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}  # Llama-2's own loads from the hub
 FIRST_ROW = (
     'User: 10 reviews for "Harry Potter and the Philosopher\'s Stone".\n'
@@ -146,3 +144,115 @@ def test_the_llama2_70b_model_config_uses_the_layout_with_llama2s_bos_and_eos():
     cfg = compose(["recipe=tiny", "model=llama2_70b"])
     fmt = get_format(cfg.model.chat_format)
     assert (cfg.model.chat_format, fmt.bos_token, fmt.eos_token) == (FORMAT, "<s>", "</s>")
+    plugged = get_format("train.formats.toolselect_text:ToolSelectTextFormat")
+    assert type(plugged) is type(fmt)
+
+
+# ---- the mask with a Llama-2-like tokenizer ---------------------------------------------------------------
+# Llama-2's own tokenizer loads only from the hub. The closest one built offline is mistral_v3: a SentencePiece
+# BPE with byte fallback, the dummy-prefix space, <s> and </s> as control pieces, 32,768 pieces (Llama-2: 32,000),
+# so the layout splits at the same kind of boundaries (a "▁Thought" piece after "###\n", "</s>" one control id).
+
+
+def test_the_trained_span_on_a_real_row_with_a_llama2_like_sentencepiece_tokenizer(rows):
+    tok = load_tokenizer("mistral_v3")
+    _, conv = rows[0]
+    out = tokenize(get_format(FORMAT), conv, tok)  # the defaults: Llama-2's <s> and </s>
+    trained = [i for i, label in enumerate(out.labels) if label != IGNORE_INDEX]
+    start = trained[0]
+    assert trained == list(range(start, len(out.input_ids)))
+    assert out.input_ids[0] == tok.convert_tokens_to_ids("<s>") and out.labels[0] == IGNORE_INDEX
+    assert out.input_ids[-1] == tok.convert_tokens_to_ids("</s>") and out.labels[-1] == out.input_ids[-1]
+    # 320 ids, 93 trained (ids 227..319): the span starts at "Th" right after the "###\n" separator, ends at </s>
+    assert (len(out.input_ids), start, len(trained)) == (320, 227, 93)
+    assert tok.convert_ids_to_tokens(out.input_ids[start - 4 : start + 4]) == [
+        *[".", "<0x0A>", "###", "<0x0A>"],  # masked: the end of the tool list
+        *["Th", "ought", ":", "▁I"],  # trained
+    ]
+    assert tok.convert_ids_to_tokens(out.input_ids[-6:]) == ["OL", '["', "Book", "▁Review", '"]', "</s>"]
+    assert tok.decode(out.input_ids[start:-1]).strip() == FIRST_ANSWER
+    assert tok.decode(out.input_ids[1:start]).strip() == FIRST_ROW.strip()
+
+
+# ---- the exported chat template: every real row, its prompt, the trained BOS/EOS ---------------------------
+
+
+def template_tokenizer(**special):
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    word = Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>"))
+    return PreTrainedTokenizerFast(tokenizer_object=word, **special)
+
+
+def apply(tok, template, conv, count=None, **options):
+    from train.formats.hf import to_hf_messages
+
+    messages, tools = to_hf_messages(conv)
+    messages = messages if count is None else messages[:count]
+    return tok.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False, **options)
+
+
+def test_the_exported_template_renders_every_real_row_and_its_prompt_as_trained(rows):
+    from train.formats.serving import chat_template
+
+    fmt = get_format(FORMAT)
+    template, tok = chat_template(fmt), template_tokenizer()
+    for _, conv in rows:
+        assert apply(tok, template, conv) == fmt.render_text(conv), conv.id
+        prompt = apply(tok, template, conv, 1, add_generation_prompt=True)
+        assert prompt == "".join(seg.text for seg in fmt.render_prompt(conv, 1)), conv.id
+
+
+def test_the_template_writes_the_bos_and_eos_the_run_trained_with_not_the_tokenizers(rows):
+    """transformers hands every template the tokenizer's bos_token/eos_token (SmolLM2's bos is <|im_start|>);
+    the toolselect_text template writes the ones the format was built with, pinned by the exporter."""
+    from train.formats.serving import chat_template
+
+    _, conv = rows[0]
+    fmt = get_format(FORMAT, {"bos_token": "", "eos_token": "<|endoftext|>"})
+    tok = template_tokenizer(bos_token="<|im_start|>", eos_token="<|im_end|>")
+    assert apply(tok, chat_template(fmt), conv) == FIRST_ROW + FIRST_ANSWER + "<|endoftext|>"
+
+
+def test_export_serves_the_selector_without_a_tool_call_parser_and_checks_its_own_probe():
+    """No vLLM/SGLang parser reads CALLTOOL["..."]: the commands carry none, the metadata says so, and the
+    exporter's template check uses a conversation the layout can hold (its general probe has a system turn)."""
+    from train.export import check_chat_template
+    from train.formats.serving import chat_template, serving, sglang_command, vllm_command
+
+    fmt = get_format(FORMAT)
+    assert vllm_command("/m", fmt) == "vllm serve /m --chat-template /m/chat_template.jinja"
+    sglang = "python -m sglang.launch_server --model-path /m --chat-template /m/chat_template.jinja"
+    assert sglang_command("/m", fmt) == sglang
+    assert (serving(FORMAT).vllm_parser, serving(FORMAT).exact) == ("", False)
+    tok = template_tokenizer()
+    tok.chat_template = chat_template(fmt)
+    check_chat_template(tok, fmt)  # raises ExportError (or the template's refusal) when they differ
+
+
+def test_the_prompt_never_depends_on_the_answer_being_written(rows):
+    _, conv = rows[0]
+    other = Conversation(
+        conv.id,
+        [conv.messages[0], Message(role="assistant", content="Another note.", tool_calls=[ToolCall("News", {})])],
+        tools=conv.tools,
+    )
+    fmt = get_format(FORMAT)
+    assert fmt.render_prompt(other, 1) == fmt.render_prompt(conv, 1)
+    assert fmt.render_text(other) != fmt.render_text(conv)
+
+
+def test_the_export_readme_says_no_parser_reads_the_selector(tmp_path):
+    from train.export import serving_metadata, write_serving_readme
+
+    fmt = get_format(FORMAT)
+    tok = template_tokenizer(eos_token="</s>")
+    metadata = {"run_dir": "runs/x", "weights": "final", **serving_metadata(fmt, tmp_path, [], tok)}
+    assert metadata["tool_call_parser"]["vllm"] == "" and "--tool-call-parser" not in metadata["serve"]["vllm"]
+    write_serving_readme(tmp_path, metadata)
+    readme = (tmp_path / "README.md").read_text()
+    assert (
+        "Tool-call parser: none: no server parser reads this format's answers, so the servers run as plain chat."
+        in (readme)
+    )

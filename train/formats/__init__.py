@@ -29,6 +29,7 @@ FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
+FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
 
 
 def format_class(name: str) -> type[ChatFormat]:

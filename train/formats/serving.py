@@ -33,6 +33,9 @@ class Serving:
     sglang_parser: str
     exact: bool  # the parsers read back every call this format writes (name and arguments), as its own parse does
     notes: str  # what differs, or what to watch
+    # format attributes the template reads as tt_<name>, pinned with no override: transformers passes the
+    # tokenizer's own bos_token / eos_token into every template, which need not be what the run trained with
+    pinned: tuple[str, ...] = ()
 
 
 _HERMES_NOTES = (
@@ -115,6 +118,24 @@ SERVING: dict[str, Serving] = {
             "answers in its message content; read it with the recipe's own parser."
         ),
     ),
+    # No vLLM / SGLang parser reads CALLTOOL["<name>"]: the selector is served without one (an empty parser name)
+    # and its completion read by tooltrain's own parse (train.formats.toolselect_text).
+    "toolselect_text": Serving(
+        templates=("common.jinja", "toolselect_text.jinja"),
+        variables=(),
+        vllm_parser="",
+        sglang_parser="",
+        exact=False,
+        notes=(
+            "No server parser reads this format: the answer is plain text, 'Thought: ...' then "
+            "'Act: CALLTOOL[\"<name>\"]', never an OpenAI tool call, so the server runs without a tool-call "
+            "parser and the client reads the Act with tooltrain's parse "
+            "(train.formats.get_format('toolselect_text').parse) on the completion text. The template renders "
+            "only what the layout holds (one user message, the candidates as tools, one answer with at most one "
+            "call without arguments) and raises on anything else with the format's reason."
+        ),
+        pinned=("bos_token", "eos_token"),
+    ),
 }
 
 
@@ -155,6 +176,8 @@ def chat_template(fmt: ChatFormat) -> str:
     for variable in spec.variables:
         value = jinja_literal(getattr(fmt, variable))
         header.append(f"{{%- if {variable} is not defined %}}{{%- set {variable} = {value} %}}{{%- endif %}}")
+    for variable in spec.pinned:
+        header.append(f"{{%- set tt_{variable} = {jinja_literal(getattr(fmt, variable))} %}}")
     folder = resources.files("train.formats") / "templates"
     pieces = [folder.joinpath(name).read_text(encoding="utf-8") for name in spec.templates]
     return "\n".join(header) + "\n" + "".join(pieces)
@@ -174,17 +197,18 @@ def vllm_command(model_dir: str, fmt: ChatFormat) -> str:
     """``vllm serve`` with the template named explicitly (older transformers do not read chat_template.jinja)."""
     spec = serving(fmt.name)
     folder = shlex.quote(model_dir)
-    tools = f" --enable-auto-tool-choice --tool-call-parser {spec.vllm_parser}" if spec.vllm_parser else ""
-    return f"vllm serve {folder} --chat-template {shlex.quote(model_dir + '/chat_template.jinja')}" + tools
+    command = f"vllm serve {folder} --chat-template {shlex.quote(model_dir + '/chat_template.jinja')}"
+    # a format no parser reads is served without one (its calls are read by tooltrain's parse)
+    return f"{command} --enable-auto-tool-choice --tool-call-parser {spec.vllm_parser}" if spec.vllm_parser else command
 
 
 def sglang_command(model_dir: str, fmt: ChatFormat) -> str:
     spec = serving(fmt.name)
-    tools = f" --tool-call-parser {spec.sglang_parser}" if spec.sglang_parser else ""
-    return (
+    command = (
         f"python -m sglang.launch_server --model-path {shlex.quote(model_dir)} "
-        f"--chat-template {shlex.quote(model_dir + '/chat_template.jinja')}" + tools
+        f"--chat-template {shlex.quote(model_dir + '/chat_template.jinja')}"
     )
+    return f"{command} --tool-call-parser {spec.sglang_parser}" if spec.sglang_parser else command
 
 
 __all__ = ["SERVING", "Serving", "chat_template", "end_of_turn_ids", "serving", "sglang_command", "vllm_command"]
