@@ -176,9 +176,8 @@ class EvalConfig:
     at_start: bool = False  # also before the first step (step 0): the base model, for a before/after comparison
     batch_size: int = 8  # prompts per generate call on each rank
     # ToolVerifier (issue 14 item 3): after training, self-verification on a few ToolBench cases per task with the
-    # teacher ({cases_per_task, verify: [tool, params], teacher: {kind: offline}}). A hook for
-    # train.evaluation.toolverifier_bench.verify_toolbench (branch tv-eval); until it is wired, setting it is refused
-    # when the config is composed rather than silently skipped.
+    # teacher ({cases_per_task, verify: [tool, params], teacher: {kind: offline}, data, max_new_tokens}); empty: off.
+    # Checked at compose time and run by train.evaluation.toolverifier_run.
     toolbench_verify: dict[str, Any] = field(default_factory=dict)
 
 
@@ -434,12 +433,10 @@ def _eval_problems(cfg: DictConfig) -> list[str]:
     from train.evaluation.tasks import TaskError, task_class, task_names
 
     problems = []
-    if cfg.eval.get("toolbench_verify"):
-        problems.append(
-            "eval.toolbench_verify is not wired yet: ToolBench self-verification after training needs "
-            "train.evaluation.toolverifier_bench.verify_toolbench (issue 14 item 3); run it as "
-            "`tooltrain eval run toolbench MODEL --verify tool,params` for now"
-        )
+    if cfg.eval.get("toolbench_verify"):  # ToolVerifier's self-verification after training (seed 003)
+        from train.evaluation.toolverifier_run import toolbench_verify_problems
+
+        problems += toolbench_verify_problems(OmegaConf.to_container(cfg.eval.toolbench_verify, resolve=True))
     if cfg.eval.every_steps < 0 or cfg.eval.batch_size < 1:
         problems.append(
             "eval.every_steps must be >= 0 and eval.batch_size >= 1, "

@@ -397,6 +397,11 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
         "run": run_identity(cfg),
         "eval": eval_before_after(state.log_history),
     }
+    if status == "completed" and world.is_main and cfg.eval.get("toolbench_verify"):
+        from train.evaluation.toolverifier_run import verify_after_training  # ToolVerifier (seed 003) only
+
+        node = cfg.eval.toolbench_verify
+        summary["toolbench_verify"] = verify_after_training(node, model.model, data.tokenizer, out, world.world_size)
     if world.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         from train.report import write_report

@@ -89,6 +89,10 @@ def check_inputs(cfg: Any) -> None:
     for index, bench in enumerate(cfg.eval.benchmarks):
         files = [] if bench.data is None else [bench.data] if isinstance(bench.data, str) else list(bench.data)
         named += [(f"eval.benchmarks.{index}.data", str(path)) for path in files]
+    if cfg.eval.get("toolbench_verify"):  # ToolVerifier's ToolBench folder: read after training, checked before it
+        from train.evaluation.toolverifier_run import DEFAULT_DATA
+
+        named.append(("eval.toolbench_verify.data", str(cfg.eval.toolbench_verify.get("data", DEFAULT_DATA))))
     problems = []
     for key, name in named:
         path = resolve_input(name)
