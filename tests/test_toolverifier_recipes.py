@@ -83,11 +83,6 @@ def test_the_tiny_recipe_scores_the_heldout_rows_before_and_after():
     assert [src.inputs for src in cfg.data.sources] == [["pkg://train/assets/toolverifier_tiny/train.csv.gz"]]
 
 
-def test_the_toolbench_verification_hook_is_refused_until_it_is_wired():
-    with pytest.raises(ConfigError, match="eval.toolbench_verify is not wired yet"):
-        compose(["recipe=toolverifier_tiny", "+eval.toolbench_verify={cases_per_task: 5}"])
-
-
 def test_the_launch_dry_run_renders_a_2_node_sbatch_script(tmp_path, capsys):
     from train.cli import main
 
