@@ -49,8 +49,10 @@ def test_the_http_teacher_and_all_cases_compose_for_the_full_recipe():
     cfg = compose(
         [
             "recipe=toolverifier",
-            "+eval.toolbench_verify={verify: [tool], cases_per_task: null, "
-            'teacher: {kind: http, base_url: "http://localhost:8000/v1", model: m}}',
+            (
+                "+eval.toolbench_verify={verify: [tool], cases_per_task: null, "
+                'teacher: {kind: http, base_url: "http://localhost:8000/v1", model: m}}'
+            ),
         ]
     )
     assert cfg.eval.toolbench_verify.teacher.kind == "http" and cfg.eval.toolbench_verify.cases_per_task is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from train.config import ConfigError, compose
+from train.config import compose
 from train.sources._common import SourceError, read_text
 from train.sources.toolselect import read
 

@@ -58,7 +58,9 @@ def toolbench_verify_problems(node: Any) -> list[str]:
         f"{where}.{key}: unknown key; valid: {', '.join(DEFAULTS)}" for key in sorted(set(node) - set(DEFAULTS))
     ]
     if not _positive_int(node.get("cases_per_task"), none_ok=True):
-        problems.append(f"{where}.cases_per_task must be an integer >= 1 (or null: all cases), got {node['cases_per_task']!r}")
+        problems.append(
+            f"{where}.cases_per_task must be an integer >= 1 (or null: all cases), got {node['cases_per_task']!r}"
+        )
     if not _positive_int(node.get("max_new_tokens", 1), none_ok=False):
         problems.append(f"{where}.max_new_tokens must be an integer >= 1, got {node['max_new_tokens']!r}")
     verify = node.get("verify", DEFAULTS["verify"])
