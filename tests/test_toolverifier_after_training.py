@@ -144,3 +144,36 @@ def test_the_trained_tiny_model_itself_is_the_selector_when_nothing_is_scripted(
     assert verified["verify"] == "none" and sorted(verified["metrics"]["rows"]) == ["none"]
     traces = [json.loads(line) for line in (out / "toolbench_verify.traces.jsonl").read_text().splitlines()]
     assert len(traces) == 4  # 4 new tokens of a random model: whatever it chose, each case has its trace
+
+
+def test_a_missing_toolbench_folder_fails_before_any_training(tmp_path):
+    from train.run_dir import RunSetupError, check_inputs
+
+    cfg = compose(["recipe=toolverifier_tiny", f"eval.toolbench_verify.data={tmp_path / 'nowhere'}"])
+    with pytest.raises(RunSetupError, match=r"eval.toolbench_verify.data: .*nowhere: "):
+        check_inputs(cfg)
+
+
+def test_on_several_ranks_the_summary_says_why_and_names_the_command(tmp_path, capsys):
+    from train.evaluation.toolverifier_run import verify_after_training
+
+    node = {"cases_per_task": 5, "verify": ["tool"]}
+    verified = verify_after_training(node, None, None, tmp_path, world_size=16)
+    command = (
+        f"tooltrain eval run toolbench {tmp_path} --data pkg://train/assets/toolverifier_tiny/toolbench --verify tool"
+    )
+    assert verified == {
+        "skipped": f"not run on 16 ranks (one sequential pass over a sharded model); run it on the "
+        f"saved model: {command}"
+    }
+    assert command in capsys.readouterr().out
+    assert not (tmp_path / "toolbench_verify.traces.jsonl").exists()
+
+
+def test_unreadable_toolbench_data_is_an_error_line_in_the_summary_not_a_traceback(tmp_path, capsys):
+    from train.evaluation.toolverifier_run import verify_after_training
+
+    (tmp_path / "empty").mkdir()
+    verified = verify_after_training({"data": str(tmp_path / "empty")}, None, None, tmp_path, 1, gold_selector())
+    assert "no task folder with a test.jsonl" in verified["error"]
+    assert capsys.readouterr().out.startswith("error: eval.toolbench_verify: ")
