@@ -334,6 +334,8 @@ class ITCBuilder:
                     reason = f"thought: {err}"[:160]
             self.dropped_tasks[f"{side}: {reason}"] += 1
             reason_of.setdefault(task.source_id, f"{side}: {reason}")
+        for side, rows in sides.items():  # a seeded order: languages and sources mixed (an eval ``limit`` sees both)
+            random.Random(f"{self.seed}:{side}").shuffle(rows)
         if on_drop is not None:
             for conv_id, kept in kept_of.items():
                 if not kept:

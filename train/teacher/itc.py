@@ -187,11 +187,6 @@ def thought_prompts(query: str, tools: list[Tool], calls: list[ToolCall], langua
 # ---------------------------------------------------------------- the offline writer
 
 
-def _excerpt(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit].rstrip() + "…"
-
-
 def _join(items: list[str], language: str) -> str:
     if language == "zh":
         return "、".join(items)
@@ -208,37 +203,37 @@ def _plan(calls: list[ToolCall], language: str) -> str:
         if language == "zh":
             count = f"（共{times}次）" if times > 1 else ""
             given = f"，填写参数{_join(keys, language)}" if keys else "，不需要参数"
-            parts.append(f"调用 {name} 接口{count}{given}")
+            parts.append(f"{name} 接口可以完成这个请求，调用它{count}{given}")
         else:
-            count = f"call it {times} times" if times > 1 else "call it"
+            count = f" {times} times" if times > 1 else ""
             given = f" with {_join(keys, language)}" if keys else " without parameters"
-            parts.append(f'the "{name}" API fits, so I {count}{given}')
+            parts.append(f'the "{name}" API fits this request, so I call it{count}{given}')
     return ("；" if language == "zh" else "; ").join(parts)
 
 
-OPENINGS = {
-    "en": ('The user asks: "{query}".', 'The request is: "{query}".'),
-    "zh": ("用户的问题是：“{query}”。", "用户希望：“{query}”。"),
-}
 NO_CALL = {
     "en": (
-        "None of the available APIs ({names}) can fulfil this request with the information given, so I call no API "
-        "and explain what is missing."
+        (
+            "None of the available APIs ({names}) can fulfil this request with the information given, so I call no "
+            "API and explain what is missing."
+        ),
+        "The available APIs ({names}) cannot do what the user asks with the information given: no API is called.",
     ),
-    "zh": "现有的接口（{names}）在当前信息下都无法完成这个请求，因此不调用任何接口，并说明缺少的工具或信息。",
+    "zh": (
+        "现有的接口（{names}）在当前信息下都无法完成这个请求，因此不调用任何接口，并说明缺少的工具或信息。",
+        "用户的请求无法用现有的接口（{names}）和已知信息完成，所以不调用接口。",
+    ),
 }
-AFTER_RESULT = {
-    "en": "The previous call returned its result; with it, ",
-    "zh": "上一步调用已经返回结果，据此",
-}
+AFTER_RESULT = {"en": "the previous call returned its result; with it, ", "zh": "上一步调用已经返回结果，据此"}
 CLOSING = {
-    "en": ("This answers the request in one step.", "These calls cover everything the user asked for."),
-    "zh": ("这样即可完成用户的请求。", "这些调用涵盖了用户的全部需求。"),
+    "en": ("This answers the request.", "The call covers what the user asked for."),
+    "zh": ("这样即可完成用户的请求。", "这些调用涵盖了用户的需求。"),
 }
 
 
 def offline_thought(request: TeacherRequest) -> str:
-    """The Thought without a model, in the query's language (``OFFLINE_LANGUAGES``), as a full ITC answer."""
+    """The Thought without a model, in the query's language (``OFFLINE_LANGUAGES``), as a full ITC answer: which
+    API and parameters answer the request (the query itself is not repeated: short answers decode fast)."""
     context = request.context
     language = str(context["language"])
     if language not in OFFLINE_LANGUAGES:
@@ -246,18 +241,15 @@ def offline_thought(request: TeacherRequest) -> str:
     calls: list[ToolCall] = list(context["calls"])
     tools: list[Tool] = list(context["tools"])
     rng = random.Random(request.digest())
-    opening = rng.choice(OPENINGS[language]).replace("{query}", _excerpt(str(context["query"])))
     if not calls:
-        body = NO_CALL[language].replace("{names}", _join([t.name for t in tools], language))
+        thought = rng.choice(NO_CALL[language]).replace("{names}", _join([t.name for t in tools], language))
     else:
-        plan = _plan(calls, language)
-        lead = AFTER_RESULT[language] if context.get("after_result") else ""
+        plan = (AFTER_RESULT[language] if context.get("after_result") else "") + _plan(calls, language)
         if language == "en":
-            body = (lead + plan)[:1].upper() + (lead + plan)[1:] + ". " + rng.choice(CLOSING["en"])
+            thought = plan[:1].upper() + plan[1:] + ". " + rng.choice(CLOSING["en"])
         else:
-            body = lead + plan + "。" + rng.choice(CLOSING["zh"])
-    separator = "" if language == "zh" else " "
-    return answer_text(opening + separator + body, calls)
+            thought = plan + "。" + rng.choice(CLOSING["zh"])
+    return answer_text(thought, calls)
 
 
 OFFLINE_WRITERS = {THOUGHT_STAGE: offline_thought}
