@@ -352,7 +352,7 @@ class ITCBuilder:
             "conversations": self.counts["conversations"],
             "tasks": self.counts["tasks"],
             "split": {
-                "test_apis": len(self.test_apis),
+                "test_apis": self.test_apis,  # held out: every task offering one is a test task
                 "train_tasks": self.counts["train_tasks"],
                 "test_tasks": self.counts["test_tasks"],
             },
