@@ -105,7 +105,7 @@ def test_every_row_carries_fig_17s_system_prompt_with_fig_4_records(tiny):
     assert '- Return an empty list in the "Action" section\n' in prompts.SYSTEM_PROMPT
     assert prompts.SYSTEM_PROMPT.count("{api_list}") == 1
     assert prompts.SYSTEM_PROMPT.endswith(
-        "json{\"Thought\": \"Respond in same language as problem. Provide analysis, reasoning for tool selection, and "
+        'json{"Thought": "Respond in same language as problem. Provide analysis, reasoning for tool selection, and '
         "challenges.\",\n\"Action\": \"[function_name1(param_1='val1', param_2='val2'), function_name2(param_1='val1', "
         "param_2='val2')]\"}"
     )
