@@ -328,3 +328,44 @@ def test_bad_arguments_are_refused_with_the_valid_choices(args, message):
 def test_the_command_refuses_a_bad_argument_with_exit_2(tmp_path, capsys):
     assert data_build(tmp_path, "glaive:pkg://train/assets/demo/glaive_sample.json", "split=dev") == 2
     assert capsys.readouterr().err.startswith("error: itc builder: unknown split 'dev'; valid: train, test, all")
+
+
+# ---------------------------------------------------------------- a model teacher (http / hf) and its answers
+
+
+def test_a_model_teacher_is_asked_fig_14s_question_and_its_bad_answers_are_counted_rejects():
+    from train.teacher import OfflineBackend, Teacher
+
+    asked = []
+
+    def model(request):  # stands in for an http/hf backend: answers by the query it was given
+        asked.append(request)
+        if "city 1" in request.user:
+            return 'json{"Thought": "Je vais appeler get_weather deux fois pour les deux villes.", "Action": "[]"}'
+        if "Lyon" in request.user:
+            return "I would call lookup_city."
+        answer = '{"Thought": "I call the weather API with the city id.", "Action": "[get_weather(city_id=1)]"}'
+        return "```json\n" + answer + "\n```"
+
+    teacher = Teacher(OfflineBackend({prompts.THOUGHT_STAGE: model}, "fake"))
+    options = ITCOptions.from_args({"split": "all", "test_fraction": 0.01})
+    builder = ITCBuilder(options, seed=0, teacher=teacher)
+    cases = [c for c in HAND_MADE if c.id in ("repeated", "parallel", "none")]
+    sides = builder.build_sides(cases)
+    kept = [c for side in sides.values() for c in side]
+    assert [c.meta["source_id"] for c in kept] == ["none"]
+    # the gold Action is kept, whatever Action the teacher wrote: it writes the Thought only
+    assert json.loads(kept[0].messages[-1].content[4:]) == {
+        "Thought": "I call the weather API with the city id.",
+        "Action": "[]",
+    }
+    reasons = {reason.split(": ", 1)[1] for reason in builder.report()["dropped_tasks"]}
+    assert reasons == {
+        "thought: Thought in fr, query in en",
+        "thought: no Thought in the answer",
+    }
+    system, user = asked[0].system, asked[0].user
+    assert system.startswith("You are an expert in using APIs as tools and are highly knowledgeable in multilingual")
+    assert system.endswith("Please strictly respond in the language of the task (English).")
+    assert "The correct Action is: [get_weather(city_id=1), get_weather(city_id=2)]" in user
+    assert "The task is as follows:\nWeather for city 1 and city 2?" in user
