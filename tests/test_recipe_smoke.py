@@ -37,6 +37,30 @@ GOLDEN: dict[str, dict] = {
         "losses": [6.9457, 6.9469, 6.9451],
         "trained_tokens": 1230,
     },
+    "itc_qwen2_5_7b": {
+        # Qwen2.5-7B swapped for the tiny Llama (the recipe's qwen2_5 format and tokenizer stay), the user's corpus for
+        # the glaive sample the package ships; the itc builder (offline teacher), LoRA and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=qwen2_5",
+            "model.tokenizer=qwen2_5",
+            "data.sources.0.inputs=[pkg://train/assets/demo/glaive_sample.json]",
+            "data.max_seq_len=1024",
+        ],
+        "losses": [11.9434, 11.9333, 11.9407],
+        "trained_tokens": 2004,
+    },
+    "itc_tiny": {
+        # SmolLM2 swapped for the tiny Llama (same ChatML format), the English glaive sample for the 300; the zh
+        # source, builder, LoRA and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "data.sources.0.inputs=[pkg://train/assets/demo/glaive_sample.json]",
+            "data.max_seq_len=1024",
+        ],
+        "losses": [6.9377, 6.937, 6.9374],
+        "trained_tokens": 22874,
+    },
     "mt_llama_tiny": {
         # its own 1,024-token rows: at 256 its tool-laden prompts would leave 64 of 70 dialogues nothing to train
         "overrides": [],

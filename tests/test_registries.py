@@ -108,7 +108,8 @@ def test_unknown_names_list_the_valid_ones(tmp_path, conversations, capsys):
     problems = compose_error(["data.sources.0.name=nope"])
     assert f"data.sources.0.name=nope is not a source; valid: {', '.join(SOURCES)}" in problems
     problems = compose_error(["data.builder=nope"])
-    assert "data.builder=nope: unknown data builder 'nope'; valid builders: metatool, toolgt, toolselect" in problems
+    valid = "valid builders: metatool, toolgt, toolselect, itc"
+    assert f"data.builder=nope: unknown data builder 'nope'; {valid}" in problems
     assert main(["data", "convert", "nope", str(conversations), "-o", str(tmp_path / "o.jsonl")]) == 2
     assert capsys.readouterr().err.startswith(f"error: unknown source 'nope'; valid sources: {', '.join(SOURCES)}")
     code = main(["eval", "score", "nope", "--predictions", str(conversations), "--references", str(conversations)])

@@ -47,6 +47,7 @@ BUILDERS: Registry[BuilderSpec] = Registry("data builder", "builders", lambda ob
 BUILDERS.register("metatool", "train.builders.metatool_spec:SPEC")  # imported on first use (a teacher, a retriever)
 BUILDERS.register("toolgt", "train.builders.toolgt_spec:SPEC")  # ToolGT template-guided reasoning (seed 004)
 BUILDERS.register("toolselect", "train.builders.toolselect:SPEC")  # ToolVerifier selector data (seed 003)
+BUILDERS.register("itc", "train.builders.itc_spec:SPEC")  # International Tool Calling tasks (seed 002)
 
 
 def get_builder(name: str) -> Builder:
