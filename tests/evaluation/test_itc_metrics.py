@@ -202,3 +202,22 @@ def test_task_type_breakdown():
     assert result["by_task_type"]["parallel"]["macro"]["tool_r"] == 0.5
     assert result["by_task_type"]["single"]["macro"]["tool_f1"] == 1.0
     assert result["by_task_type"]["unlabelled"]["fm"] == 0.0
+
+
+def test_a_builder_row_offers_its_meta_apis_and_its_query_is_the_first_user_turn():
+    """The ITC builder's rows have no ``tools`` (the APIs are in the system prompt) and a nested task's later user
+    turns carry tool results: an offered API called once too often is *extra*, not *hallucinated*, and the query
+    is the first user turn."""
+    row = text(
+        "n",
+        said(answer("[find_city(name='Lyon')]")),
+        {"role": "user", "content": 'Tool results: {"id": 7}'},
+        said(answer("[weather(city_id=7)]")),
+        task_type="nested",
+        apis=["find_city", "weather"],
+    )
+    parts = reference_parts(row)
+    assert parts["offered"] == {"find_city", "weather"} and parts["query"] == "Please help."
+    result = score([("n", answer("[weather(city_id=7), find_city(name='Paris'), stock(s='X')]"))], [row])
+    counts = result["per_item"][0]["errors"]
+    assert counts["extra_tools"] == 1 and counts["hallucinated_tools"] == 1

@@ -137,7 +137,7 @@ def reference_parts(reference: dict[str, Any]) -> dict[str, Any]:
     meta = reference.get("meta") if isinstance(reference.get("meta"), dict) else {}
     position = gold_position(messages, meta)
     users = [m for m in messages[:position] if isinstance(m, dict) and m.get("role") == "user"]
-    if not users or not isinstance(users[-1].get("content"), str):
+    if not users or not isinstance(users[0].get("content"), str):
         raise SchemaError("messages", "no user query before the gold answer")
     renames = meta.get("renamed_calls") if isinstance(meta.get("renamed_calls"), dict) else {}
     renamed = {k: v for k, v in renames.items() if isinstance(v, str) and v}
@@ -148,9 +148,13 @@ def reference_parts(reference: dict[str, Any]) -> dict[str, Any]:
         for t in tools
         if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
     }
+    # text-answer rows (the ITC builder's) list their APIs in the system prompt, and their names in meta.apis
+    apis = meta.get("apis") if isinstance(meta.get("apis"), list) else []
+    offered |= {name for name in apis if isinstance(name, str)}
     return {
         "gold": gold,
-        "query": users[-1]["content"],
+        # the task's query is its first user turn: later user turns of a nested task carry tool results
+        "query": users[0]["content"],
         "offered": offered,
         "renamed": renamed,
         "language": _label(meta, "language"),
