@@ -65,6 +65,7 @@ PAPER_ROWS_FOR = {"bm25": ("BM25",), "dense": ("SBERT", "SimCSE")}
 METRICS = ("recall_paper", "ndcg_paper", "tracc", "recall", "ndcg")  # score_item's keys; recall/ndcg are @K
 COLUMNS = ("Recall", "NDCG", "TRACC", "Recall@K", "NDCG@K")
 LLM_KINDS = ("offline", "http", "hf")  # or a tooltrain run folder
+REQUIRED_LLM_SETTINGS = {"http": ("base_url", "model"), "hf": ("path",)}
 # A run folder -> a teacher backend (train.recommend_backbone.load_run_backend), passed in by the caller.
 RunLoader = Callable[[Path], Any]
 
@@ -127,6 +128,10 @@ def check_llm(llm: str, llm_settings: dict[str, Any]) -> None:
     unknown = sorted(key for key, value in llm_settings.items() if value is not None and key not in allowed)
     if unknown:
         raise ValueError(f"--llm {kind}: setting(s) {unknown} do not apply; it takes {', '.join(allowed) or 'none'}")
+    missing = [key for key in REQUIRED_LLM_SETTINGS.get(kind, ()) if llm_settings.get(key) is None]
+    if missing:
+        options = " and ".join("--llm-" + key.replace("_", "-") for key in missing)
+        raise ValueError(f"--llm {kind} needs {options} (recipes: ptr.llm_settings.{', '.join(missing)})")
 
 
 def make_backbone(settings: Settings, embedder: Any, load_run: RunLoader | None = None) -> Any:
@@ -142,7 +147,10 @@ def make_backbone(settings: Settings, embedder: Any, load_run: RunLoader | None 
         return offline_teacher(embedder)
     if settings.llm in LLM_KINDS:
         given = {key: value for key, value in settings.llm_settings.items() if value is not None}
-        return Teacher(make_backend({"kind": settings.llm, **given}))
+        try:
+            return Teacher(make_backend({"kind": settings.llm, **given}))
+        except ValueError as err:
+            raise ValueError(f"--llm {settings.llm}: {err}") from None
     if load_run is None:
         raise ValueError(f"--llm {settings.llm}: a run folder needs a run loader (tooltrain eval recommend has one)")
     return Teacher(load_run(Path(settings.llm)))
@@ -213,10 +221,11 @@ def evaluate(settings: Settings, load_run: RunLoader | None = None) -> list[Data
         raise ValueError(f"--seeds must be at least 1, got {settings.seeds}")
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"--limit must be at least 1, got {settings.limit}")
-    if 2 in settings.stages:
-        check_llm(settings.llm, settings.llm_settings)  # before any model is loaded
     datasets = [load_dataset(name, settings.root, settings.clean_queries) for name in settings.datasets]
-    embedder = stage_embedder = teacher = None
+    teacher = None
+    if settings.llm != "offline":  # an unusable backbone fails before the embedder loads
+        teacher = make_backbone(settings, None, load_run)
+    embedder = stage_embedder = None
     if settings.retriever == "dense" or settings.stages != (1,):
         from train.recommend.rerank import CachedEmbedder, RetrievalEmbedder
         from train.retrieval.embed import load_embedder
@@ -224,7 +233,8 @@ def evaluate(settings: Settings, load_run: RunLoader | None = None) -> list[Data
         embedder = load_embedder(settings.embedder, device=settings.device)
         # one embedder for the matcher, Algorithm 1's three views and (dense) stage 1; vectors kept per text
         stage_embedder = CachedEmbedder(RetrievalEmbedder(embedder))
-        teacher = make_backbone(settings, stage_embedder, load_run)
+        if settings.llm == "offline":
+            teacher = make_backbone(settings, stage_embedder, load_run)
     results = []
     for dataset in datasets:
         before = dict(teacher.counts) if teacher is not None else {}
