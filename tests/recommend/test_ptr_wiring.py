@@ -157,13 +157,15 @@ def test_the_command_runs_stages_2_3_and_writes_traces(shared_data: Path, tmp_pa
         (["--llm", "{tmp}"], "has no config.yaml: is it a tooltrain run directory?"),
         (["--stages", "1,4"], "error: --stages takes 1, 2 and 3, got 1,4"),
         (["--limit", "0"], "error: --limit must be at least 1, got 0"),
+        (["--stages", "1", "--llm", "gpt-4o"], "error: --llm 'gpt-4o' is neither"),  # checked with stage 2 off too
     ],
 )
 def test_bad_llm_values_are_one_error_line(shared_data: Path, tmp_path: Path, capsys, extra, message):
     from train.cli import main
 
     extra = [part.replace("{tmp}", str(tmp_path)) for part in extra]
-    argv = ["eval", "recommend", "metatool", "--data", str(shared_data), "--stages", "1,2,3", *extra]
+    stages = [] if "--stages" in extra else ["--stages", "1,2,3"]
+    argv = ["eval", "recommend", "metatool", "--data", str(shared_data), *stages, *extra]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0]
@@ -181,3 +183,14 @@ def test_the_ptr_tiny_recipe_runs_stages_2_3(tmp_path: Path):
     assert evaluated["teacher"]["backend"] == "offline" and evaluated["teacher"]["asked"] > 2  # D.1 and D.2s
     with pytest.raises(Exception, match="ptr: --llm http needs --llm-base-url"):
         run(compose([*overrides, "ptr.llm=http"]))
+
+
+def test_a_run_folder_without_weights_is_one_error_line(shared_data: Path, tmp_path: Path, capsys):
+    from train.cli import main
+
+    (tmp_path / "config.yaml").write_text("run_name: x\n")
+    argv = ["eval", "recommend", "metatool", "--data", str(shared_data), "--stages", "1,2,3", "--llm", str(tmp_path)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --llm {tmp_path}: {tmp_path} holds no trained weights: neither final/ nor a complete checkpoint-N/"
+    )

@@ -224,6 +224,7 @@ def evaluate(settings: Settings, load_run: RunLoader | None = None) -> list[Data
         raise ValueError(f"--seeds must be at least 1, got {settings.seeds}")
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"--limit must be at least 1, got {settings.limit}")
+    check_llm(settings.llm, settings.llm_settings)  # even when stage 2 is off: a wrong value is never ignored
     datasets = [load_dataset(name, settings.root, settings.clean_queries) for name in settings.datasets]
     teacher = None
     if settings.llm != "offline":  # an unusable backbone fails before the embedder loads
