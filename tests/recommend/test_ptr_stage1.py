@@ -143,10 +143,8 @@ def test_first100_bm25_stage1_numbers_on_the_real_files(shared_data: Path, datas
         assert sum(row["gold"] == row["bundle"] for row in result.trace) > 0
 
 
-def test_stages_other_than_1_are_refused_until_stages_2_3_land():
-    assert check_stages([1]) == (1,)
-    with pytest.raises(ValueError, match="stages 2-3 .* are not built yet"):
-        check_stages([1, 2, 3])
+def test_stage_numbers_are_checked():
+    assert check_stages([1]) == (1,) and check_stages([1, 2, 3]) == (1, 2, 3)  # stages 2-3: test_ptr_wiring.py
     with pytest.raises(ValueError, match="takes 1, 2 and 3"):
         check_stages([4])
 
@@ -161,8 +159,6 @@ def test_eval_recommend_cli(shared_data: Path, tmp_path: Path, capsys):
     assert "metatool   measured" in printed and "paper BM25 N/A" in printed
     document = json.loads(out.read_text())
     assert document["datasets"][0]["summary"]["tracc"] == {"mean": 0.425, "std": 0.0}
-    assert main(["eval", "recommend", "metatool", "--data", str(shared_data), "--stages", "1,2,3"]) == 2
-    assert "error: stages 2-3" in capsys.readouterr().err
     assert main(["eval", "recommend", "nope", "--data", str(shared_data)]) == 2
     assert "error: unknown dataset 'nope'" in capsys.readouterr().err
     assert main(["eval", "recommend", "rectools", "--data", str(tmp_path)]) == 2

@@ -8,8 +8,16 @@ textbook Recall@K / NDCG@K, as mean ± std over the seeds, with the paper's rows
 (``train/recommend/evaluate.py``). ``-o`` writes every run's numbers as JSON, ``--per-item`` one JSON line per
 (seed, test query): gold, bundle, recommendation, scores.
 
-Stages 2-3 (functional coverage mapping, multi-view re-ranking) are not built yet: ``--stages`` other than 1 is
-an error. Exit 0 when the evaluation ran, 2 when an input cannot be read or an argument is wrong.
+``--stages`` picks the stages (1: the bundle alone, Table 1's "N/A" rows; 1,2,3: the full pipeline; 2,3: Table 2's
+"w/o tool bundle acquisition"; ``train/recommend/pipeline.py`` documents each switch). Stage 2 asks ``--llm``:
+``offline`` (a deterministic requirement splitter and an embedding-threshold matcher, no network), ``http`` (an
+OpenAI-compatible endpoint: ``--llm-base-url``, ``--llm-model``, ``--llm-api-key-env``, ``--llm-timeout``), ``hf``
+(a local model folder: ``--llm-path``, ``--llm-chat-format``), or a tooltrain run folder (its trained model, loaded
+as ``tooltrain eval run`` loads a run). ``--llm`` is not ``--teacher`` (the spelling of the commands that build
+data with a teacher) because it also takes a run folder, and the issue and the paper name PTR's backbone "the LLM";
+its settings follow the ``--teacher-*`` pattern under the ``--llm-`` prefix. With stage 2 or 3 on, ``--per-item``
+lines carry each query's trace (bundle, requirements, matches, unsolved problems, the three views, ranking, seconds).
+Exit 0 when the evaluation ran, 2 when an input cannot be read or an argument is wrong.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ import sys
 from pathlib import Path
 
 from train.commands.outputs import Outputs, check_outputs, output_file
+
+# The --llm-* options: train.teacher.backends.BACKEND_SETTINGS' keys for http and hf (None: not given).
+LLM_SETTINGS = ("base_url", "model", "api_key_env", "timeout", "path", "chat_format")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the folder holding rectools_ptr/ and toollens/ (default: data)")  # fmt: skip
     arg("--retriever", choices=RETRIEVERS, default="bm25", help="stage 1's bundle retriever (bm25, the paper's code)")
     arg("--embedder", default=DEFAULT_EMBEDDER, metavar="NAME", help=f"--retriever dense: (default {DEFAULT_EMBEDDER})")
-    arg("--llm", default="offline", metavar="offline|http|hf|RUN_DIR", help="stages 2-3's backbone (offline)")
     arg("--stages", default="1", metavar="1,2,3", help="the stages to run (1: bundle acquisition alone)")
+    arg("--clean-queries", action="store_true",
+        help="cut each query at its first blank line (RecTools' generator leftovers; off: as published)")  # fmt: skip
+    arg("--limit", type=int, metavar="N", help="the first N test queries of each run (default: all)")
+    llm = parser.add_argument_group("stage 2's LLM").add_argument
+    llm("--llm", default="offline", metavar="offline|http|hf|RUN_DIR",
+        help="offline (default, no network), http, hf, or a tooltrain run folder")  # fmt: skip
+    llm("--llm-base-url", metavar="URL", help="http: the OpenAI-compatible base URL (…/v1)")
+    llm("--llm-model", metavar="NAME", help="http: the model name")
+    llm("--llm-api-key-env", metavar="VAR", help="http: the environment variable holding the API key")
+    llm("--llm-timeout", type=float, metavar="S", help="http: seconds per request (60)")
+    llm("--llm-path", metavar="DIR", help="hf: the local model folder")
+    llm("--llm-chat-format", metavar="F", help="hf: the chat format to prompt it with (chatml)")
     arg("--protocol", choices=PROTOCOLS, default="random20",
         help="random20: seeded 20%% test, bundles from the rest (default); first100: the released code's")  # fmt: skip
     arg("--seeds", type=int, default=5, metavar="N", help="random20: seeds 0..N-1, mean ± std (5)")
@@ -46,28 +68,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from train.recommend.data import DataError
-    from train.recommend.evaluate import LLM_KINDS, Settings, evaluate, format_table, parse_datasets
+    from train.recommend.evaluate import Settings, evaluate, format_table, parse_datasets
+    from train.recommend_backbone import load_run_backend
+    from train.teacher.backends import TeacherError
 
     check_outputs([args.per_item, args.output])
     try:
         stages = tuple(int(part) for part in args.stages.split(",") if part.strip())
     except ValueError:
         return _error(f"--stages takes a comma list of 1, 2, 3, got {args.stages!r}")
-    if args.llm not in LLM_KINDS and not Path(args.llm).is_dir():
-        return _error(f"--llm {args.llm!r} is neither {', '.join(LLM_KINDS)} nor a tooltrain run folder")
+    llm_settings = {key: getattr(args, f"llm_{key}") for key in LLM_SETTINGS}
     try:
         settings = Settings(
             datasets=parse_datasets(args.dataset), root=args.data, retriever=args.retriever, embedder=args.embedder,
-            stages=stages, protocol=args.protocol, seeds=args.seeds, llm=args.llm, device=args.device,
-            cache=not args.no_cache,
+            stages=stages, protocol=args.protocol, seeds=args.seeds, llm=args.llm, llm_settings=llm_settings,
+            device=args.device, cache=not args.no_cache, clean_queries=args.clean_queries, limit=args.limit,
         )  # fmt: skip
-        results = evaluate(settings)
-    except (DataError, ValueError, OSError) as err:
+        results = evaluate(settings, load_run=load_run_backend)
+    except (DataError, ValueError, OSError, TeacherError) as err:
         return _error(str(err))
     print(format_table(settings, results))
     for result in results:
         if result.rejected:
             print(f"{result.dataset}: read {result.read}, rejected {result.rejected}", file=sys.stderr)
+        if result.teacher:
+            print(f"{result.dataset}: stage 2's LLM {result.teacher}", file=sys.stderr)
     with Outputs([args.per_item, args.output]) as outputs:
         if args.per_item:
             fh = outputs.open(args.per_item)

@@ -14,6 +14,14 @@ A dataset is a tool library (``name -> description``, the ``*_tool.json`` file's
   cut four of them at their first "," or ":" and dropped the trailing space of three (``TOOLLENS_NAME_FIXES``), so
   ``toollens_tool_name`` is "cut at the first ',' or ':', then strip". Two APIs of one tool are one gold tool.
 
+Query text (``load_dataset(..., clean_queries=...)``): by default each query is used as published, which is what
+the released code does (``item['query']`` as it stands, the history's ``.strip(':')`` aside). 93 of RecTools'
+1,000 queries carry the query generator's leftovers after a blank line ("Tool Combination: ..." or "Explanation:"
+lists naming the gold tools; 34 queries also start with a stray ``**``). ``clean_queries=True`` keeps only the
+query itself (``clean_query``): a leading ``**`` is dropped and the text is cut at its first blank line
+(every leftover of the 93 sits after one; no query has the markers without it). ``Dataset.cleaned`` counts the
+queries it changed.
+
 An example whose gold set names a tool the library lacks, or is empty, is a counted reject (``Dataset.rejected``),
 as is every record a reader rejects: read = accepted + rejected.
 
@@ -52,6 +60,8 @@ TOOLLENS_NAME_FIXES = {
     "Github API Scraper ": "Github API Scraper",
 }
 _CUT = re.compile(r"[,:]")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_LEADING_MARKUP = re.compile(r"^\s*\*\*(?=\s)")  # a lone "**" before the query (34 RecTools rows)
 
 
 class DataError(ValueError):
@@ -71,6 +81,8 @@ class Dataset:
     tools: dict[str, str]  # name -> description, in the tool file's order
     examples: list[Example]
     rejected: list[Rejected] = field(default_factory=list)
+    clean_queries: bool = False  # cut each query to the query itself (clean_query)
+    cleaned: int = 0  # accepted queries clean_query changed
 
     @property
     def read(self) -> int:
@@ -91,7 +103,26 @@ def toollens_tool_name(corpus_tool_name: str) -> str:
     return _CUT.split(corpus_tool_name, maxsplit=1)[0].strip()
 
 
-def load_dataset(name: str, root: Path) -> Dataset:
+def clean_query(text: str) -> str:
+    """The query without the generator's leftovers: a leading lone ``**`` dropped, then everything from the first
+    blank line on cut, then stripped ("**\\n\\nPlan a trip.\\n\\nTool Combination: ..." -> "Plan a trip.")."""
+    body = _LEADING_MARKUP.sub("", text, count=1).strip()
+    return _BLANK_LINE.split(body, maxsplit=1)[0].strip()
+
+
+def load_dataset(name: str, root: Path, clean_queries: bool = False) -> Dataset:
+    """``clean_queries``: cut each query to the query itself (``clean_query``); off by default, as the released
+    code reads them."""
+    dataset = _load(name, root)
+    if clean_queries:
+        dataset.clean_queries = True
+        cleaned = [Example(ex.id, clean_query(ex.query), ex.tools) for ex in dataset.examples]
+        dataset.cleaned = sum(new.query != old.query for new, old in zip(cleaned, dataset.examples))
+        dataset.examples = cleaned
+    return dataset
+
+
+def _load(name: str, root: Path) -> Dataset:
     if name not in DATASETS:
         raise DataError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)}")
     ptr = root / "rectools_ptr"

@@ -1,17 +1,25 @@
-"""PTR evaluated as Table 1 reports it: per dataset, split (``data.make_split``) -> bundles from the split's past
-queries -> each test query's recommendation (stage 1, and stages 2-3 once ``train/recommend/pipeline.py`` lands)
--> TRACC and both Recall/NDCG conventions (``train.evaluation.recommendation.score_item``), averaged over the test
-queries, then mean ± population std over the seeds (``first100`` has no seed: one run).
+"""PTR evaluated as Table 1 reports it: per dataset, split (``data.make_split``) -> stage 1's bundles from the
+split's past queries -> each test query's recommendation (``recommend_with_stages``: the bundle alone, or
+``pipeline.Recommender``'s stages 2-3 with ``Settings.llm`` as the backbone) -> TRACC and both Recall/NDCG
+conventions (``train.evaluation.recommendation.score_item``), averaged over the test queries, then mean ±
+population std over the seeds (``first100`` has no seed: one run).
 
-``PAPER_ROWS`` holds Table 1's rows (seed 001; Recall@K / NDCG@K / TRACC per dataset), printed beside the measured
-ones: the paper's Recall and NDCG are the released code's convention, so they sit under ``Recall`` / ``NDCG``
+The backbone (``--llm``, ``ptr.llm``): ``offline`` (``train.teacher.ptr.offline_teacher``: the requirement splitter
+and the embedding-threshold matcher over the same embedder as stage 3), ``http`` / ``hf`` (a
+``train.teacher.backends`` backend, its settings from ``Settings.llm_settings``), or a tooltrain run folder, loaded
+by the ``load_run`` callable the caller passes (``train.recommend_backbone.load_run_backend``: a run is a training
+run's artefact, a layer above this one).
+
+``PAPER_ROWS`` holds Tables 1 and 2 (seed 001; Recall@K / NDCG@K / TRACC per dataset), printed beside the measured
+rows: the paper's Recall and NDCG are the released code's convention, so they sit under ``Recall`` / ``NDCG``
 (``recall_paper`` / ``ndcg_paper``); the textbook Recall@K / NDCG@K follow in their own columns.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +27,7 @@ from typing import Any
 from train.evaluation.recommendation import score_item
 from train.recommend.bundles import bundle_retriever, make_bundles
 from train.recommend.data import DATASETS, Dataset, Example, load_dataset, make_split
+from train.recommend.pipeline import Recommender
 
 # (retriever row, framework) -> dataset -> (Recall, NDCG, TRACC), Table 1 of seed 001.
 PAPER_ROWS: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {
@@ -34,17 +43,31 @@ PAPER_ROWS: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {
                         "rectools": (0.563, 0.808, 0.523)},
     ("SimCSE", "+PTR+GPT-4o"): {"toollens": (0.368, 0.467, 0.336), "metatool": (0.774, 0.956, 0.690),
                                 "rectools": (0.609, 0.896, 0.591)},
+    ("BM25", "+PTR+open-mistral-7b"): {"toollens": (0.206, 0.254, 0.162), "metatool": (0.659, 0.834, 0.554),
+                                       "rectools": (0.524, 0.795, 0.355)},
+    ("SBERT", "+PTR+open-mistral-7b"): {"toollens": (0.272, 0.362, 0.226), "metatool": (0.682, 0.862, 0.582),
+                                        "rectools": (0.538, 0.821, 0.452)},
+    ("SBERT", "+PTR+GPT-4o"): {"toollens": (0.322, 0.422, 0.268), "metatool": (0.741, 0.921, 0.642),
+                               "rectools": (0.572, 0.859, 0.501)},
+    ("SimCSE", "+PTR+open-mistral-7b"): {"toollens": (0.312, 0.407, 0.291), "metatool": (0.716, 0.897, 0.631),
+                                         "rectools": (0.578, 0.861, 0.542)},
+    # Table 2, "w/o Tool Bundle Acquisition" (stages 2,3 alone)
+    ("w/o bundle", "PTR+open-mistral-7b"): {"toollens": (0.221, 0.264, 0.171), "metatool": (0.695, 0.882, 0.612),
+                                            "rectools": (0.532, 0.912, 0.270)},
+    ("w/o bundle", "PTR+GPT-4o"): {"toollens": (0.283, 0.391, 0.235), "metatool": (0.745, 0.922, 0.677),
+                                   "rectools": (0.581, 0.916, 0.439)},
 }  # fmt: skip
+FULL_PTR = ("+PTR+open-mistral-7b", "+PTR+GPT-4o")  # the paper's weakest and strongest backbones
+WITHOUT_BUNDLE = ("PTR+open-mistral-7b", "PTR+GPT-4o")
 # Which paper rows a measured row is read against: BM25 beside BM25; the offline MiniLM (a sentence-transformers
 # model, as SBERT's all-mpnet-base-v2) beside SBERT and the paper's best retriever, SimCSE.
 PAPER_ROWS_FOR = {"bm25": ("BM25",), "dense": ("SBERT", "SimCSE")}
 METRICS = ("recall_paper", "ndcg_paper", "tracc", "recall", "ndcg")  # score_item's keys; recall/ndcg are @K
 COLUMNS = ("Recall", "NDCG", "TRACC", "Recall@K", "NDCG@K")
-LLM_KINDS = ("offline", "http", "hf")
-
-
-class StagesNotBuilt(ValueError):
-    pass
+LLM_KINDS = ("offline", "http", "hf")  # or a tooltrain run folder
+REQUIRED_LLM_SETTINGS = {"http": ("base_url", "model"), "hf": ("path",)}
+# A run folder -> a teacher backend (train.recommend_backbone.load_run_backend), passed in by the caller.
+RunLoader = Callable[[Path], Any]
 
 
 @dataclass
@@ -57,8 +80,11 @@ class Settings:
     protocol: str = "random20"
     seeds: int = 5
     llm: str = "offline"  # stages 2-3's backbone: offline | http | hf | a tooltrain run folder
+    llm_settings: dict[str, Any] = field(default_factory=dict)  # http / hf: train.teacher.backends.BACKEND_SETTINGS
     device: str | None = None
     cache: bool = True
+    clean_queries: bool = False  # data.clean_query on every query (off: as published, as the released code)
+    limit: int | None = None  # the first N test queries of each run (None: all)
 
 
 @dataclass
@@ -68,6 +94,7 @@ class DatasetResult:
     rejected: int
     runs: list[dict[str, Any]] = field(default_factory=list)  # one per seed: seed, sizes, metric means
     trace: list[dict[str, Any]] = field(default_factory=list)  # one row per (seed, test query)
+    teacher: dict[str, Any] | None = None  # stage 2's backbone: kind, model, questions asked, failures
 
     def summary(self) -> dict[str, dict[str, float]]:
         return {
@@ -80,61 +107,148 @@ class DatasetResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "read": self.read, "rejected": self.rejected, "runs": self.runs,
-                "summary": self.summary()}  # fmt: skip
+                "summary": self.summary(), "teacher": self.teacher}  # fmt: skip
 
 
 def check_stages(stages: Sequence[int]) -> tuple[int, ...]:
     chosen = tuple(sorted(set(stages)))
     if not chosen or not set(chosen) <= {1, 2, 3}:
         raise ValueError(f"--stages takes 1, 2 and 3, got {','.join(map(str, stages))}")
-    if chosen != (1,):
-        raise StagesNotBuilt(
-            "stages 2-3 (functional coverage mapping, multi-view re-ranking: train/recommend/pipeline.py) are not "
-            "built yet; run stage 1 alone (--stages 1, ptr.stages=[1]: Table 1's N/A rows)"
-        )
     return chosen
 
 
-def recommend_with_stages(settings: Settings, dataset: Dataset, history: list[Example], test: list[Example],
-                          bundles: list[tuple[str, ...]]) -> list[list[str]]:  # fmt: skip
-    """Each test query's recommended tools, given stage 1's bundle for it (``bundles``; empty tuples when stage 1
-    is off). THE place stages 2-3 plug in: ``pipeline.recommend(...)`` over the library, the history and the
-    bundle, with ``settings.llm`` as its backbone, returning each query's final ranking (and trace)."""
-    if settings.stages == (1,):
-        return [list(tools) for tools in bundles]
-    raise StagesNotBuilt("stages 2-3 are not built yet")  # check_stages refuses earlier; kept for direct callers
+def check_llm(llm: str, llm_settings: dict[str, Any]) -> None:
+    """ValueError unless ``llm`` is a backbone kind or an existing folder, and ``llm_settings`` fit that kind."""
+    from train.teacher.backends import BACKEND_SETTINGS
+
+    if llm not in LLM_KINDS and not Path(llm).is_dir():
+        raise ValueError(f"--llm {llm!r} is neither {', '.join(LLM_KINDS)} nor an existing tooltrain run folder")
+    kind = llm if llm in LLM_KINDS else "run"
+    allowed = BACKEND_SETTINGS.get(kind, ())
+    unknown = sorted(key for key, value in llm_settings.items() if value is not None and key not in allowed)
+    if unknown:
+        raise ValueError(f"--llm {kind}: setting(s) {unknown} do not apply; it takes {', '.join(allowed) or 'none'}")
+    missing = [key for key in REQUIRED_LLM_SETTINGS.get(kind, ()) if llm_settings.get(key) is None]
+    if missing:
+        options = " and ".join("--llm-" + key.replace("_", "-") for key in missing)
+        raise ValueError(f"--llm {kind} needs {options} (recipes: ptr.llm_settings.{', '.join(missing)})")
 
 
-def evaluate_dataset(settings: Settings, dataset: Dataset, embedder=None) -> DatasetResult:
+def make_backbone(settings: Settings, embedder: Any, load_run: RunLoader | None = None) -> Any:
+    """Stage 2's teacher for ``settings.llm`` (None when stage 2 is off: nothing is asked)."""
+    from train.teacher.backends import make_backend
+    from train.teacher.cache import Teacher
+    from train.teacher.ptr import offline_teacher
+
+    if 2 not in settings.stages:
+        return None
+    check_llm(settings.llm, settings.llm_settings)
+    if settings.llm == "offline":
+        return offline_teacher(embedder)
+    if settings.llm in LLM_KINDS:
+        given = {key: value for key, value in settings.llm_settings.items() if value is not None}
+        try:
+            return Teacher(make_backend({"kind": settings.llm, **given}))
+        except ValueError as err:
+            raise ValueError(f"--llm {settings.llm}: {err}") from None
+    if load_run is None:
+        raise ValueError(f"--llm {settings.llm}: a run folder needs a run loader (tooltrain eval recommend has one)")
+    return Teacher(load_run(Path(settings.llm)))
+
+
+def recommend_with_stages(
+    recommender: Recommender | None, test: Sequence[Example], bundles: Sequence[Sequence[str]]
+) -> tuple[list[list[str]], list[dict[str, Any]]]:
+    """Each test query's recommended tools and its trace, given stage 1's bundle for it (``bundles``; empty when
+    stage 1 is off). No recommender (stages = 1): the bundle itself, Table 1's "N/A" rows, no trace. Otherwise
+    ``Recommender.recommend`` (its ``stages`` switch each stage: ``pipeline``'s docstring), its trace plus the
+    seconds that query took."""
+    if recommender is None:
+        return [list(tools) for tools in bundles], [{} for _ in bundles]
+    rankings, traces = [], []
+    for example, bundle in zip(test, bundles):
+        started = time.perf_counter()
+        ranking, trace = recommender.recommend(example.query, bundle)
+        rankings.append(ranking)
+        traces.append({**trace.to_json(), "seconds": round(time.perf_counter() - started, 4)})
+    return rankings, traces
+
+
+def evaluate_dataset(
+    settings: Settings, dataset: Dataset, embedder: Any = None, stage_embedder: Any = None, teacher: Any = None
+) -> DatasetResult:
+    """``embedder``: stage 1's dense retriever (``train.retrieval.embed``); ``stage_embedder``: stages 2-3's
+    (``rerank.Embedder``); ``teacher``: stage 2's backbone (``make_backbone``)."""
     result = DatasetResult(dataset.name, dataset.read, len(dataset.rejected))
     seeds: list[int | None] = [None] if settings.protocol == "first100" else list(range(settings.seeds))
     for seed in seeds:
         split = make_split(dataset.examples, settings.protocol, seed or 0)
+        test = split.test[: settings.limit] if settings.limit else split.test
+        started = time.perf_counter()
         bundles = make_bundles(split.bundle_source, dataset.tools)
-        retriever = bundle_retriever(settings.retriever, bundles, embedder, settings.cache)
-        chosen = retriever.top1([example.query for example in split.test])
-        recommended = recommend_with_stages(settings, dataset, split.history, split.test, [b.tools for b in chosen])
-        items = [score_item(list(ex.tools), rec) for ex, rec in zip(split.test, recommended)]
+        if 1 in settings.stages:
+            retriever = bundle_retriever(settings.retriever, bundles, embedder, settings.cache)
+            chosen = [bundle.tools for bundle in retriever.top1([example.query for example in test])]
+        else:  # Table 2's "w/o tool bundle acquisition": no bundle is retrieved
+            chosen = [() for _ in test]
+        stage1_seconds = time.perf_counter() - started
+        recommender = None
+        started = time.perf_counter()
+        if settings.stages != (1,):  # embeds the library and the history once per run
+            recommender = Recommender(dataset.tools, split.history, teacher, stage_embedder, settings.stages)
+        setup_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        recommended, traces = recommend_with_stages(recommender, test, chosen)
+        stages23_seconds = time.perf_counter() - started
+        items = [score_item(list(ex.tools), rec) for ex, rec in zip(test, recommended)]
         metrics = {key: statistics.fmean(item[key] for item in items) for key in METRICS}
-        result.runs.append({"seed": seed, "test": len(split.test), "history": len(split.history),
-                            "bundles": len(bundles), "metrics": metrics})  # fmt: skip
-        for ex, bundle, rec, item in zip(split.test, chosen, recommended, items):
+        result.runs.append({
+            "seed": seed, "test": len(test), "history": len(split.history), "bundles": len(bundles),
+            "metrics": metrics, "seconds_stage1": round(stage1_seconds, 3), "seconds_setup": round(setup_seconds, 3),
+            # stage 1 and stages 2-3 per test query; the setup (library and history vectors) is apart
+            "seconds_per_query": round((stage1_seconds + stages23_seconds) / max(len(test), 1), 4),
+            "issues": dict(recommender.issues) if recommender else {},
+        })  # fmt: skip
+        for ex, bundle, rec, item, trace in zip(test, chosen, recommended, items, traces):
             scores = {key: item[key] for key in METRICS}
-            result.trace.append({"seed": seed, "id": ex.id, "query": ex.query, "gold": list(ex.tools),
-                                 "bundle": list(bundle.tools), "recommended": rec, **scores})  # fmt: skip
+            row = {"seed": seed, "id": ex.id, "query": ex.query, "gold": list(ex.tools), "bundle": list(bundle),
+                   "recommended": rec, **scores}  # fmt: skip
+            result.trace.append({**row, "trace": trace} if trace else row)
     return result
 
 
-def evaluate(settings: Settings) -> list[DatasetResult]:
-    check_stages(settings.stages)
+def evaluate(settings: Settings, load_run: RunLoader | None = None) -> list[DatasetResult]:
+    """``load_run``: how a ``--llm`` run folder becomes a teacher backend (only asked for one)."""
+    settings.stages = check_stages(settings.stages)
     if settings.protocol == "random20" and settings.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {settings.seeds}")
-    embedder = None
-    if settings.retriever == "dense":
+    if settings.limit is not None and settings.limit < 1:
+        raise ValueError(f"--limit must be at least 1, got {settings.limit}")
+    check_llm(settings.llm, settings.llm_settings)  # even when stage 2 is off: a wrong value is never ignored
+    datasets = [load_dataset(name, settings.root, settings.clean_queries) for name in settings.datasets]
+    teacher = None
+    if settings.llm != "offline":  # an unusable backbone fails before the embedder loads
+        teacher = make_backbone(settings, None, load_run)
+    embedder = stage_embedder = None
+    if settings.retriever == "dense" or settings.stages != (1,):
+        from train.recommend.rerank import CachedEmbedder, RetrievalEmbedder
         from train.retrieval.embed import load_embedder
 
         embedder = load_embedder(settings.embedder, device=settings.device)
-    return [evaluate_dataset(settings, load_dataset(name, settings.root), embedder) for name in settings.datasets]
+        # one embedder for the matcher, Algorithm 1's three views and (dense) stage 1; vectors kept per text
+        stage_embedder = CachedEmbedder(RetrievalEmbedder(embedder))
+        if settings.llm == "offline":
+            teacher = make_backbone(settings, stage_embedder, load_run)
+    results = []
+    for dataset in datasets:
+        before = dict(teacher.counts) if teacher is not None else {}
+        result = evaluate_dataset(settings, dataset, embedder, stage_embedder, teacher)
+        if teacher is not None:  # this dataset's questions only
+            report = teacher.report()
+            result.teacher = {key: value - before.get(key, 0) if isinstance(value, int) else value
+                              for key, value in report.items()}  # fmt: skip
+        results.append(result)
+    return results
 
 
 def parse_datasets(text: str) -> list[str]:
@@ -146,25 +260,52 @@ def parse_datasets(text: str) -> list[str]:
     return names
 
 
+def paper_rows(settings: Settings) -> list[tuple[str, str]]:
+    """The paper's rows a measured row is read against: stage 1 alone beside the same retriever's "N/A" rows;
+    stages 2,3 without stage 1 beside Table 2; any run with stage 1 and a later stage beside the same retriever's
+    full-PTR rows and the paper's best (SimCSE), each with its weakest and strongest backbone."""
+    if settings.stages == (1,):
+        return [(name, "N/A") for name in PAPER_ROWS_FOR[settings.retriever]]
+    if 1 not in settings.stages:
+        return [("w/o bundle", framework) for framework in WITHOUT_BUNDLE]
+    names = dict.fromkeys([*PAPER_ROWS_FOR[settings.retriever], "SimCSE"])
+    return [(name, framework) for name in names for framework in FULL_PTR]
+
+
+def describe_llm(settings: Settings) -> str:
+    if 2 not in settings.stages:
+        return "no LLM (stage 2 off)"
+    if settings.llm in LLM_KINDS:
+        shown = {key: value for key, value in settings.llm_settings.items() if value is not None}
+        return f"LLM {settings.llm}" + (f" {shown}" if shown else "")
+    return f"LLM: the tooltrain run {settings.llm}"
+
+
 def format_table(settings: Settings, results: list[DatasetResult]) -> str:
     runs = "first 100 rows, bundles from the whole file" if settings.protocol == "first100" else (
         f"random 20% x {settings.seeds} seed(s), bundles from the rest; mean ± std")  # fmt: skip
+    if settings.limit:
+        runs += f"; first {settings.limit} test queries of each run"
     retriever = settings.retriever if settings.retriever == "bm25" else f"dense ({settings.embedder})"
     stages = "stage 1 alone (N/A)" if settings.stages == (1,) else "stages " + ",".join(map(str, settings.stages))
-    lines = [f"PTR {stages}, {retriever}, {runs}",
+    if settings.stages != (1,):
+        stages += f", {describe_llm(settings)}, stage 2-3 embedder {settings.embedder}"
+    queries = "queries cut to the query itself (--clean-queries)" if settings.clean_queries else "queries as published"
+    lines = [f"PTR {stages}, {retriever}, {runs}, {queries}",
              ("Recall/NDCG: the paper's convention (no cut at K; NDCG ideal from the recommendation's own hits); "
               "Recall@K/NDCG@K: textbook, K = |gold|"),
-             f"{'dataset':<10} {'row':<22}" + "".join(f"{c:>14}" for c in COLUMNS)]  # fmt: skip
-    framework = "N/A" if settings.stages == (1,) else "+PTR+GPT-4o"
+             f"{'dataset':<10} {'row':<36}" + "".join(f"{c:>14}" for c in COLUMNS) + f"{'s/query':>10}"]  # fmt: skip
     for result in results:
         summary = result.summary()
         cells = [_cell(summary[key], settings.protocol == "first100") for key in METRICS]
-        lines.append(f"{result.dataset:<10} {'measured':<22}" + "".join(f"{c:>14}" for c in cells))
-        for name in PAPER_ROWS_FOR[settings.retriever]:
+        per_query = statistics.fmean(run.get("seconds_per_query", 0.0) for run in result.runs)
+        lines.append(f"{result.dataset:<10} {'measured':<36}" + "".join(f"{c:>14}" for c in cells)
+                     + f"{per_query:>10.3f}")  # fmt: skip
+        for name, framework in paper_rows(settings):
             paper = PAPER_ROWS.get((name, framework), {}).get(result.dataset)
             if paper:
                 row = f"paper {name} {framework}"
-                lines.append(f"{'':<10} {row:<22}" + "".join(f"{v:>14.3f}" for v in paper) + f"{'-':>14}" * 2)
+                lines.append(f"{'':<10} {row:<36}" + "".join(f"{v:>14.3f}" for v in paper) + f"{'-':>14}" * 2)
     return "\n".join(lines)
 
 
