@@ -34,23 +34,21 @@ the native formats link results to calls), and a text answer has none. ``meta``:
 from __future__ import annotations
 
 import functools
-import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.itc import parse_answer
 from train.teacher import (
     BACKEND_SETTINGS,
-    ResponseCache,
     StageParams,
     Teacher,
     TeacherError,
     TeacherRequest,
+    default_cache,
     make_backend,
 )
 from train.teacher import itc as prompts
@@ -209,22 +207,14 @@ def split_by_api(tasks: list[Task], test_fraction: float, seed: int) -> set[str]
     return held
 
 
-def default_cache(options: ITCOptions) -> ResponseCache | None:
-    if options.cache_dir == "none" or (not options.cache_dir and options.teacher.get("kind", "offline") == "offline"):
-        return None
-    if options.cache_dir:
-        return ResponseCache(options.cache_dir)
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return ResponseCache(Path(root) / "tooltrain" / "teacher")
-
-
 class ITCBuilder:
     """Tasks, split, filter and Thoughts, with every drop counted by reason (``report``)."""
 
     def __init__(self, options: ITCOptions, seed: int, teacher: Teacher | None = None):
         self.options, self.seed = options, seed
         self.teacher = teacher or Teacher(
-            make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), default_cache(options)
+            make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION),
+            default_cache(options.teacher.get("kind", "offline"), options.cache_dir),
         )
         self.counts: Counter = Counter()
         self.dropped_conversations: Counter = Counter()  # reason -> conversations that give no task

@@ -30,12 +30,10 @@ list alone) with no ``tool_calls``; ``meta``: ``gold_calls``, ``template``, ``ar
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from train.builders.toolgt_checks import EvalIndex, equivalent, leaks
@@ -43,11 +41,11 @@ from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.pysyntax import PySyntaxError
 from train.teacher import (
     BACKEND_SETTINGS,
-    ResponseCache,
     StageParams,
     Teacher,
     TeacherError,
     TeacherRequest,
+    default_cache,
     make_backend,
 )
 from train.teacher import toolgt as prompts
@@ -137,22 +135,14 @@ def split(conv: Conversation, on_drop: Any) -> Iterator[Sample]:
         on_drop("split: no call turn")
 
 
-def default_cache(options: ToolGTOptions) -> ResponseCache | None:
-    if options.cache_dir == "none" or (not options.cache_dir and options.teacher.get("kind", "offline") == "offline"):
-        return None
-    if options.cache_dir:
-        return ResponseCache(options.cache_dir)
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return ResponseCache(Path(root) / "tooltrain" / "teacher")
-
-
 class ToolGTBuilder:
     """Runs stages 1-3 for every sample and counts every drop by stage and reason (``report``)."""
 
     def __init__(self, options: ToolGTOptions, seed: int, teacher: Teacher | None = None):
         self.options, self.seed = options, seed
         self.teacher = teacher or Teacher(
-            make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), default_cache(options)
+            make_backend(options.teacher, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION),
+            default_cache(options.teacher.get("kind", "offline"), options.cache_dir),
         )
         self.index = EvalIndex(options.decontaminate) if options.decontaminate else None
         self.counts: Counter = Counter()

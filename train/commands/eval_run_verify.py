@@ -64,19 +64,6 @@ def verify_problem(args: argparse.Namespace) -> str | None:
     return f"--verify does not take {', '.join(named)}" if named else None
 
 
-def teacher_cache(kind: str) -> Any:
-    """No cache for the offline teacher (its answers cost nothing); else the response cache ToolGT's builder uses
-    (``$XDG_CACHE_HOME/tooltrain/teacher``): a contrastive question is asked once per ordered pair, across runs."""
-    import os
-
-    from train.teacher import ResponseCache
-
-    if kind == "offline":
-        return None
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return ResponseCache(Path(root) / "tooltrain" / "teacher")
-
-
 def traces_path(args: argparse.Namespace) -> Path | None:
     """``--predictions`` when given, else beside ``-o``: METRICS.json -> METRICS.traces.jsonl."""
     from train.commands.outputs import written_in_place
@@ -99,7 +86,7 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
     from train.evaluation.toolverifier_demos import DemonstrationError, find_weather_xlsx, toolbench_demonstrations
     from train.export import ExportError
     from train.retrieval.teacher import teacher_config
-    from train.teacher import Teacher, make_backend
+    from train.teacher import Teacher, default_cache, make_backend
     from train.teacher import toolverifier as prompts
 
     traces_file = traces_path(args)
@@ -110,7 +97,7 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
             raise TaskError("--verify needs --data (the ToolBench folder or its canonical conversations)")
         teacher = Teacher(
             make_backend(teacher_config(args), prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION),
-            teacher_cache(args.teacher),
+            default_cache(args.teacher),
         )
         references, rejected = read_references(args.data, args.source, get_task("toolbench"))
         if not references:

@@ -126,17 +126,14 @@ def _verify(settings: dict[str, Any], verify: str, model: Any, tokenizer: Any, o
     from train.evaluation.toolverifier import VerifySwitches, text_selector
     from train.evaluation.toolverifier_bench import format_tables, model_completer, verify_toolbench
     from train.evaluation.toolverifier_demos import find_weather_xlsx, toolbench_demonstrations
-    from train.teacher import ResponseCache, Teacher, make_backend
+    from train.teacher import Teacher, default_cache, make_backend
     from train.teacher import toolverifier as prompts
 
     started = time.monotonic()
     data = resolve_input(settings["data"])
     teacher_config = dict(settings["teacher"])
     kind = teacher_config.get("kind", "offline")
-    cache = None
-    if kind != "offline":  # the ToolGT builder's cache: a contrastive question is asked once per ordered pair
-        root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        cache = ResponseCache(Path(root) / "tooltrain" / "teacher")
+    cache = default_cache(kind)  # a model teacher's answers are kept: a contrastive question is asked once per pair
     teacher = Teacher(make_backend(teacher_config, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), cache)
     references, rejected = read_references([data], "toolbench", get_task("toolbench"))
     xlsx = find_weather_xlsx([data])

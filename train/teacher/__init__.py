@@ -15,7 +15,7 @@ from train.teacher.backends import (
     TeacherRequest,
     make_backend,
 )
-from train.teacher.cache import ResponseCache, Teacher, cache_key
+from train.teacher.cache import ResponseCache, Teacher, cache_key, default_cache
 
 __all__ = [
     "BACKEND_SETTINGS",
@@ -28,5 +28,6 @@ __all__ = [
     "TeacherError",
     "TeacherRequest",
     "cache_key",
+    "default_cache",
     "make_backend",
 ]

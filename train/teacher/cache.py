@@ -115,4 +115,16 @@ class Teacher:
         }
 
 
-__all__ = ["ResponseCache", "Teacher", "cache_key"]
+def default_cache(kind: str, cache_dir: str | None = None) -> ResponseCache | None:
+    """The response cache a teacher of ``kind`` uses: ``cache_dir`` when given (``"none"``: no cache), else none for
+    the offline teacher (its answers cost nothing) and ``$XDG_CACHE_HOME/tooltrain/teacher`` for a model, shared by
+    every builder and eval that asks one (a question is asked once, across runs)."""
+    if cache_dir == "none" or (not cache_dir and kind == "offline"):
+        return None
+    if cache_dir:
+        return ResponseCache(cache_dir)
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return ResponseCache(Path(root) / "tooltrain" / "teacher")
+
+
+__all__ = ["ResponseCache", "Teacher", "cache_key", "default_cache"]
