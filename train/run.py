@@ -42,6 +42,7 @@ from train.packing import PackedCollator, PaddedCollator, best_fit_pack, pack_sa
 from train.report import read_metrics
 from train.resume_config import record_config
 from train.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
+from train.signals import EarlySignals
 from train.summary import eval_before_after, run_identity
 from train.tokenizers import cache_root, load_tokenizer
 from train.tracking import rank_zero_print, report_to
@@ -121,8 +122,11 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         return already_completed(cfg, world, out, done)
     with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/run_dir.py)
         env = set_up(cfg, world, out)
+        EarlySignals.stop_if_interrupted()  # Ctrl-C before training: nothing to save, stop between stages
         data = prepare_data(cfg, env)
+        EarlySignals.stop_if_interrupted()
         model = prepare_model(cfg, env, data)
+        EarlySignals.stop_if_interrupted()
         trained = train_model(cfg, env, data, model, extra_callbacks)
         return finish(cfg, env, data, model, trained)
 

@@ -241,6 +241,7 @@ def _wait_for_main_rank(out: Path) -> None:
         holder = read_holder(out)
         if holder is not None and holder.get("launch") == launch:
             return
+        EarlySignals.stop_if_interrupted()
         if EarlySignals.received is not None:  # the launcher stops the job: rank 0 was refused, or it ended
             raise RunSetupError(
                 f"stopped before training: global rank 0 did not take output_dir={out} (its error says why)"

@@ -23,7 +23,8 @@ INTERRUPT_SIGNALS = (signal.SIGINT,)
 
 
 class EarlySignals:
-    """Records the preemption signals from the moment the entry point starts, before ``Preemption`` exists.
+    """Records the preemption signals and Ctrl-C from the moment the entry point starts, before ``Preemption``
+    exists; ``stop_if_interrupted`` acts on a Ctrl-C between setup stages.
 
     SIGUSR1's and SIGUSR2's default action ends the process: a scheduler's warning during imports or
     setup would otherwise kill the run instead of letting it checkpoint at its first step.
@@ -32,10 +33,21 @@ class EarlySignals:
     received: int | None = None  # the signal number
 
     @classmethod
-    def install(cls, signals: tuple[int, ...] = PREEMPTION_SIGNALS) -> None:
+    def install(cls, signals: tuple[int, ...] = PREEMPTION_SIGNALS + INTERRUPT_SIGNALS) -> None:
+        cls.received = None  # a fresh entry (one process may run several, in tests) starts with nothing recorded
         for sig in signals:
             signal.signal(sig, cls._record)
 
     @classmethod
     def _record(cls, signum, frame) -> None:
+        if signum in INTERRUPT_SIGNALS and cls.received in INTERRUPT_SIGNALS:
+            raise KeyboardInterrupt  # Ctrl-C twice: stop now, wherever setup is
         cls.received = signum
+
+    @classmethod
+    def stop_if_interrupted(cls) -> None:
+        """Ctrl-C during setup ends the run here, between stages, as one ``KeyboardInterrupt`` the entry point
+        reports. Raised from the handler instead, it could land inside a library that catches it (an import, a
+        lock, a loader) and be lost: the run then trained on, ignoring the Ctrl-C."""
+        if cls.received in INTERRUPT_SIGNALS:
+            raise KeyboardInterrupt
