@@ -43,13 +43,13 @@ from typing import Any
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.itc import parse_answer
 from train.teacher import (
-    BACKEND_SETTINGS,
     StageParams,
     Teacher,
     TeacherError,
     TeacherRequest,
     default_cache,
     make_backend,
+    teacher_config_problem,
 )
 from train.teacher import itc as prompts
 
@@ -84,15 +84,9 @@ class ITCOptions:
                 f"itc builder: unknown language(s) {unknown}; valid: {', '.join(prompts.TABLE10_LANGUAGES)}"
             )
         options.teacher = dict(options.teacher or {"kind": "offline"})
-        kind = options.teacher.get("kind", "offline")
-        if kind not in BACKEND_SETTINGS:
-            raise ValueError(f"itc builder: unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}")
-        unknown = sorted(set(options.teacher) - {"kind", *BACKEND_SETTINGS[kind]})
-        if unknown:
-            raise ValueError(
-                f"itc builder: teacher {kind!r}: unknown setting(s) {unknown}; valid: "
-                f"{', '.join(BACKEND_SETTINGS[kind]) or 'none'}"
-            )
+        problem = teacher_config_problem(options.teacher, "itc builder")
+        if problem:
+            raise ValueError(problem)
         return options
 
     def language_set(self) -> tuple[str, ...]:

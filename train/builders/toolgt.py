@@ -40,13 +40,13 @@ from train.builders.toolgt_checks import EvalIndex, equivalent, leaks
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.pysyntax import PySyntaxError
 from train.teacher import (
-    BACKEND_SETTINGS,
     StageParams,
     Teacher,
     TeacherError,
     TeacherRequest,
     default_cache,
     make_backend,
+    teacher_config_problem,
 )
 from train.teacher import toolgt as prompts
 
@@ -88,15 +88,9 @@ class ToolGTOptions:
         if options.arm not in ARMS:
             raise ValueError(f"toolgt builder: unknown arm {options.arm!r}; valid: {', '.join(ARMS)}")
         options.teacher = dict(options.teacher or {"kind": "offline"})
-        kind = options.teacher.get("kind", "offline")
-        if kind not in BACKEND_SETTINGS:
-            raise ValueError(f"toolgt builder: unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}")
-        unknown = sorted(set(options.teacher) - {"kind", *BACKEND_SETTINGS[kind]})
-        if unknown:
-            raise ValueError(
-                f"toolgt builder: teacher {kind!r}: unknown setting(s) {unknown}; valid: "
-                f"{', '.join(BACKEND_SETTINGS[kind]) or 'none'}"
-            )
+        problem = teacher_config_problem(options.teacher, "toolgt builder")
+        if problem:
+            raise ValueError(problem)
         return options
 
     def verified_templates(self) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from train.teacher.backends import (
     TeacherError,
     TeacherRequest,
     make_backend,
+    teacher_config_problem,
 )
 from train.teacher.cache import ResponseCache, Teacher, cache_key, default_cache
 
@@ -30,4 +31,5 @@ __all__ = [
     "cache_key",
     "default_cache",
     "make_backend",
+    "teacher_config_problem",
 ]

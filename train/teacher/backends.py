@@ -248,6 +248,19 @@ BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 
 
+def teacher_config_problem(config: Mapping[str, Any], who: str) -> str | None:
+    """What is wrong with a builder's ``teacher`` mapping (an unknown kind, a setting its kind does not take), each
+    naming the valid choices; ``None`` when it is usable. ``who`` begins the message (``"itc builder"``)."""
+    kind = config.get("kind", "offline")
+    if kind not in BACKEND_SETTINGS:
+        return f"{who}: unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}"
+    unknown = sorted(set(config) - {"kind", *BACKEND_SETTINGS[kind]})
+    if unknown:
+        valid = ", ".join(BACKEND_SETTINGS[kind]) or "none"
+        return f"{who}: teacher {kind!r}: unknown setting(s) {unknown}; valid: {valid}"
+    return None
+
+
 def make_backend(
     config: Mapping[str, Any] | None,
     offline_writers: Mapping[str, OfflineWriter] | None = None,
