@@ -311,3 +311,22 @@ def test_falsy_wrong_types_are_rejected_too(mutate, value):
     mutate(obj, value)
     with pytest.raises(SchemaError):
         record_from_dict(obj)
+
+
+def test_assistant_reasoning_round_trips_and_other_roles_cannot_carry_it():
+    obj = {
+        "id": "r1",
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "reasoning_content": "The user wants weather.", "content": "Sunny."},
+        ],
+    }
+    conv = Conversation.from_dict(obj)
+    assert conv.messages[1].reasoning_content == "The user wants weather."
+    assert conv.to_dict()["messages"][1] == obj["messages"][1]
+    assert "reasoning_content" not in conv.to_dict()["messages"][0]
+    bad = {"id": "r2", "messages": [{"role": "user", "content": "q", "reasoning_content": "no"}]}
+    with pytest.raises(SchemaError, match=r"messages\[0\]\.reasoning_content.*only assistant"):
+        Conversation.from_dict(bad)
+    with pytest.raises(SchemaError, match="reasoning_content"):
+        Conversation.from_dict({"id": "r3", "messages": [{"role": "assistant", "reasoning_content": 3}]})

@@ -7,8 +7,8 @@ Three kinds of record travel through tooltrain as JSON Lines:
       {"id", "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
        "messages": [...], "meta": {...}}
 
-  Assistant messages carry optional ``content`` and optional ``tool_calls``
-  (``[{"id", "type": "function", "function": {"name", "arguments": {...}}}]``, arguments are
+  Assistant messages carry optional ``reasoning_content`` (reasoning before the answer), ``content``
+  and ``tool_calls`` (``[{"id", "type": "function", "function": {"name", "arguments": {...}}}]``, arguments are
   objects, never JSON strings). Tool results are ``{"role": "tool", "tool_call_id", "name", "content"}``.
 * ``ToolQuery`` — ``{"id", "query", "gold_tools": [...], "meta"}`` for retrieval and
   recommendation datasets.
@@ -141,9 +141,14 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None  # role == "tool" only
     name: str | None = None  # role == "tool": the tool that produced this result
+    # role == "assistant": the reasoning written before the answer (Qwen3's <think>, Harmony's analysis
+    # channel). Its own field, as HF chat templates take it, so a format that has no place for it can refuse it.
+    reasoning_content: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role}
+        if self.reasoning_content is not None:
+            out["reasoning_content"] = self.reasoning_content
         if self.content is not None or not self.tool_calls:
             out["content"] = self.content
         if self.tool_calls:
@@ -157,7 +162,9 @@ class Message:
     @classmethod
     def from_dict(cls, obj: Any, path: str = "message") -> Message:
         _expect(obj, dict, path)
-        _expect_keys(obj, path, ("role",), ("role", "content", "tool_calls", "tool_call_id", "name"))
+        _expect_keys(
+            obj, path, ("role",), ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+        )
         role = obj["role"]
         if role not in ROLES:
             raise SchemaError(f"{path}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
@@ -168,6 +175,11 @@ class Message:
         if raw_calls and role != "assistant":
             raise SchemaError(f"{path}.tool_calls", f"only assistant messages carry tool calls, not {role!r}")
         calls = [ToolCall.from_dict(c, f"{path}.tool_calls[{i}]") for i, c in enumerate(raw_calls)]
+        reasoning = obj.get("reasoning_content")
+        if reasoning is not None:
+            _expect(reasoning, str, f"{path}.reasoning_content")
+            if role != "assistant":
+                raise SchemaError(f"{path}.reasoning_content", f"only assistant messages carry reasoning, not {role!r}")
         tool_call_id = obj.get("tool_call_id")
         name = obj.get("name")
         if role == "tool":
@@ -179,7 +191,14 @@ class Message:
             raise SchemaError(f"{path}.tool_call_id", f"only tool messages carry tool_call_id, not {role!r}")
         elif name is not None:
             _expect(name, str, f"{path}.name")
-        return cls(role=role, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name)
+        return cls(
+            role=role,
+            content=content,
+            tool_calls=calls,
+            tool_call_id=tool_call_id,
+            name=name,
+            reasoning_content=reasoning,
+        )
 
 
 def _meta(obj: dict, path: str) -> dict[str, Any]:
