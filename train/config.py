@@ -233,6 +233,15 @@ class ToolGTConfig:
 
 
 @dataclass
+class ITCConfig:
+    """The ITC recipes' choice (seed 002): ``itc.languages=en`` is Table 7's English-only arm (training tasks in
+    those languages only; the test set is unchanged). A comma list of Table 10's language codes, "" for all. The
+    itc recipes feed it to the builder as ``data.builder_args.languages: ${itc.languages}``."""
+
+    languages: str = ""
+
+
+@dataclass
 class PTRConfig:
     """The ptr recipes (seed 001). PTR trains nothing: a config with ``ptr`` set runs the recommendation evaluation
     (``train/recommend/evaluate.py``, the same as ``tooltrain eval recommend``) instead of training, prints Table 1's
@@ -268,6 +277,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     toolgt: ToolGTConfig | None = None  # set by the toolgt_* recipes only
+    itc: ITCConfig | None = None  # set by the itc_* recipes only
     ptr: PTRConfig | None = None  # set by the ptr recipes only: evaluate PTR's recommendation, train nothing
 
 
@@ -305,6 +315,7 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"data.eval_fraction must be in [0, 1), got {cfg.data.eval_fraction}")
     problems += _data_problems(cfg)
     problems += _toolgt_problems(cfg)
+    problems += _itc_problems(cfg)
     problems += _eval_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
@@ -430,6 +441,20 @@ def _toolgt_problems(cfg: DictConfig) -> list[str]:
         for key in ("arm", "template")
         if args.get(key) != toolgt[key]
     ]
+
+
+def _itc_problems(cfg: DictConfig) -> list[str]:
+    """``itc.languages`` must be what the builder is given, as ``toolgt.*`` (above)."""
+    itc = cfg.get("itc")
+    if itc is None:
+        return []
+    if cfg.data.builder != "itc":
+        return [f"itc.* is set but data.builder={cfg.data.builder} (itc.languages feeds data.builder: itc)"]
+    given = cfg.data.builder_args.get("languages")
+    if given != itc.languages:
+        choose = "choose it with itc.languages=..."
+        return [f"data.builder_args.languages={given} differs from itc.languages={itc.languages}; {choose}"]
+    return []  # the builder's own check (make_args, above) names an unknown language and lists the valid ones
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

@@ -58,6 +58,7 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "tracking": (FREE, "where metrics are reported"),
     "run_name": (FREE, "a name"),
     "toolgt": (FIXED, "the ToolGT arm, template and eval rows choose the training samples (data.builder_args)"),
+    "itc": (FIXED, "ITC's training languages choose the training samples (data.builder_args.languages)"),
     "ptr": (FREE, "PTR's recommendation evaluation (seed 001): it trains nothing and leaves no checkpoint"),
     # where the run is and how it was launched: a folder moved or named another way, a job on other nodes
     "output_dir": (IGNORED, "the folder the run is in, however it is named"),
