@@ -222,6 +222,7 @@ def test_end_of_turn_tokens_of_every_format():
         "qwen2_5": ("<|im_end|>",),
         "mistral_v3": ("</s>",),
         "mistral_nemo": ("</s>",),
+        "mistral_v7": ("</s>",),
         "chatml": ("<|im_end|>",),
         "deepseek_coder": ("<|EOT|>",),
         "toolselect_text": ("</s>",),  # Llama-2's EOS after the Act

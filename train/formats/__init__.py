@@ -27,6 +27,7 @@ FORMATS.register("llama3_1_metatool", "train.formats.llama3:Llama31MetaToolForma
 FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
 FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
+FORMATS.register("mistral_v7", "train.formats.mistral_v7:MistralV7Format")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
 FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)

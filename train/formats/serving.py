@@ -98,6 +98,15 @@ SERVING: dict[str, Serving] = {
     # the two Mistral formats differ only in their tokenizer: one template and parser serve both
     "mistral_v3": _MISTRAL,
     "mistral_nemo": _MISTRAL,
+    "mistral_v7": Serving(
+        templates=("common.jinja", "mistral_v7.jinja"),
+        variables=(),
+        vllm_parser="mistral",
+        sglang_parser="mistral",
+        exact=True,
+        notes=_MISTRAL_NOTES
+        + " v7 turns may hold text before [TOOL_CALLS]; vLLM's mistral parser returns it as the content.",
+    ),
     "chatml": Serving(
         templates=("common.jinja", "chatml.jinja"),
         variables=("default_system",),

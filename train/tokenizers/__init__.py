@@ -18,6 +18,7 @@ BUILDERS: dict[str, str] = {
     "qwen2_5": "train.tokenizers.tiktoken_based:build_qwen2_5",
     "mistral_v3": "train.tokenizers.mistral:build_mistral_v3",
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
+    "mistral_v7": "train.tokenizers.mistral:build_mistral_v7",
     "smollm2": "train.tokenizers.smollm2:build_smollm2",
     "tiny_chatml": "train.tokenizers.tiny:build_tiny_chatml",
 }
@@ -30,6 +31,11 @@ def cache_root() -> Path:
 
 
 def load_tokenizer(name: str, *, trust_remote_code: bool = False, cache: bool = True) -> Any:
+    from train.tokenizers.mistral import build_tekken_file, is_tekken_file
+
+    if name not in BUILDERS and is_tekken_file(Path(name)):
+        # a tekken.json newer than mistral-common ships (v7 / v11: Mistral Small 2501 and later)
+        return build_tekken_file(Path(name))
     if name not in BUILDERS:
         from transformers import AutoTokenizer
 

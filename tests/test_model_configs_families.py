@@ -1,0 +1,47 @@
+"""Model configs of the families issue 17 adds (Mistral Small v7, Llama 4 Scout, DeepSeek-V3): each composes with
+its chat format and tokenizer and LoRA targets, and ``model.source=config`` builds the published shapes on the meta
+device (no weights), counted against the model cards."""
+
+from __future__ import annotations
+
+import pytest
+
+from train.config import compose
+
+# name -> (hub id, chat format, tokenizer, LoRA targets)
+FAMILY_MODELS = {
+    "mistral_small_v7": (
+        "mistralai/Mistral-Small-24B-Instruct-2501",
+        "mistral_v7",
+        "mistralai/Mistral-Small-24B-Instruct-2501",
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FAMILY_MODELS))
+def test_config_composes_with_its_format_tokenizer_and_lora_targets(name):
+    model = compose(["recipe=tiny", f"model={name}"]).model
+    path, chat_format, tokenizer, targets = FAMILY_MODELS[name]
+    assert (model.name, model.path, model.chat_format, model.tokenizer) == (name, path, chat_format, tokenizer)
+    assert list(model.lora_target_modules) == targets
+
+
+def meta_model(name):
+    import torch
+
+    from train.model import build_model
+
+    model_cfg = compose(["recipe=tiny", f"model={name}", "model.source=config"]).model
+    with torch.device("meta"):
+        return build_model(model_cfg, vocab_size=1, dtype=torch.bfloat16, attn_implementation="sdpa")
+
+
+def test_mistral_small_v7_is_24b_with_its_shapes():
+    model = meta_model("mistral_small_v7")
+    config = model.config
+    parameters = sum(p.numel() for p in model.parameters())
+    assert round(parameters / 1e9, 2) == 23.57  # the model card's "24B"
+    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads) == (5120, 40, 32)
+    assert (config.num_key_value_heads, config.head_dim, config.intermediate_size) == (8, 128, 32768)
+    assert model.get_input_embeddings().weight.shape == (131072, 5120)
