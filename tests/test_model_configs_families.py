@@ -10,6 +10,12 @@ from train.config import compose
 
 # name -> (hub id, chat format, tokenizer, LoRA targets)
 FAMILY_MODELS = {
+    "llama4_scout": (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "llama4",
+        "llama4",
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    ),
     "mistral_small_v7": (
         "mistralai/Mistral-Small-24B-Instruct-2501",
         "mistral_v7",
@@ -45,3 +51,26 @@ def test_mistral_small_v7_is_24b_with_its_shapes():
     assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads) == (5120, 40, 32)
     assert (config.num_key_value_heads, config.head_dim, config.intermediate_size) == (8, 128, 32768)
     assert model.get_input_embeddings().weight.shape == (131072, 5120)
+
+
+def test_llama4_scout_is_the_16_expert_moe_text_model():
+    """transformers 5.24's llama4_text: 107.77B parameters (the card's 109B adds the vision encoder), 16 routed
+    experts per layer; the LoRA targets hit attention and the shared expert, never the fused routed experts."""
+    model = meta_model("llama4_scout")
+    config = model.config
+    assert type(model).__name__ == "Llama4ForCausalLM"
+    assert round(sum(p.numel() for p in model.parameters()) / 1e9, 2) == 107.77
+    assert (config.num_hidden_layers, config.num_local_experts, config.num_experts_per_tok) == (48, 16, 1)
+    assert model.get_input_embeddings().weight.shape == (202048, 5120)
+    layer = dict(model.model.layers[0].named_modules())
+    targets = set(FAMILY_MODELS["llama4_scout"][3])
+    adapted = sorted(name for name, module in layer.items() if name.split(".")[-1] in targets)
+    assert adapted == [
+        "feed_forward.shared_expert.down_proj",
+        "feed_forward.shared_expert.gate_proj",
+        "feed_forward.shared_expert.up_proj",
+        "self_attn.k_proj",
+        "self_attn.o_proj",
+        "self_attn.q_proj",
+        "self_attn.v_proj",
+    ]

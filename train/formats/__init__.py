@@ -24,6 +24,7 @@ FORMATS: Registry[type[ChatFormat]] = Registry(
 # imported on first use
 FORMATS.register("llama3_1", "train.formats.llama3:Llama31Format")
 FORMATS.register("llama3_1_metatool", "train.formats.llama3:Llama31MetaToolFormat")
+FORMATS.register("llama4", "train.formats.llama4:Llama4Format")
 FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
 FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")

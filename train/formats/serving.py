@@ -87,6 +87,21 @@ SERVING: dict[str, Serving] = {
             "(train.formats.get_format('llama3_1_metatool').parse) on the raw completion."
         ),
     ),
+    "llama4": Serving(
+        templates=("common.jinja", "llama4.jinja"),
+        variables=(),
+        vllm_parser="llama4_json",
+        sglang_parser="llama3",
+        exact=False,
+        notes=(
+            'A call is {"type": "function", "name": ..., "parameters": ...}; vLLM\'s llama4_json (its llama3_json '
+            "parser under Llama 4's name) reads name and parameters from a turn that is one call. Parallel calls are "
+            "objects side by side with no separator, as llama-models writes them, which it is not known to split "
+            "(not run here: no vLLM offline), and text before a call is not a call. SGLang's llama3 detector reads the "
+            "same JSON objects (read from its sources, not run). Exact: tooltrain's own parse "
+            "(train.formats.get_format('llama4').parse) on the raw completion."
+        ),
+    ),
     "qwen2_5": Serving(
         templates=("common.jinja", "qwen2_5.jinja"),
         variables=(),

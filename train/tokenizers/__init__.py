@@ -15,6 +15,7 @@ from typing import Any
 # Bump BUILD_VERSION when a builder changes what it produces: it is part of the cache key.
 BUILDERS: dict[str, str] = {
     "llama3": "train.tokenizers.tiktoken_based:build_llama3",
+    "llama4": "train.tokenizers.tiktoken_based:build_llama4",
     "qwen2_5": "train.tokenizers.tiktoken_based:build_qwen2_5",
     "mistral_v3": "train.tokenizers.mistral:build_mistral_v3",
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
