@@ -10,6 +10,12 @@ from train.config import compose
 
 # name -> (hub id, chat format, tokenizer, LoRA targets)
 FAMILY_MODELS = {
+    "deepseek_v3": (
+        "deepseek-ai/DeepSeek-V3",
+        "deepseek_v3",
+        "deepseek-ai/DeepSeek-V3",
+        ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    ),
     "llama4_scout": (
         "meta-llama/Llama-4-Scout-17B-16E-Instruct",
         "llama4",
@@ -73,4 +79,24 @@ def test_llama4_scout_is_the_16_expert_moe_text_model():
         "self_attn.o_proj",
         "self_attn.q_proj",
         "self_attn.v_proj",
+    ]
+
+
+def test_deepseek_v3_is_671b_with_lora_on_attention_and_shared_experts():
+    """671.03B parameters on the meta device (the card's 671B; its 685B adds the multi-token-prediction module)."""
+    model = meta_model("deepseek_v3")
+    assert type(model).__name__ == "DeepseekV3ForCausalLM"
+    assert round(sum(p.numel() for p in model.parameters()) / 1e9, 2) == 671.03
+    layer = dict(model.model.layers[3].named_modules())  # the first MoE layer
+    targets = set(FAMILY_MODELS["deepseek_v3"][3])
+    adapted = sorted(name for name in layer if name.split(".")[-1] in targets)
+    assert adapted == [
+        "mlp.shared_experts.down_proj",
+        "mlp.shared_experts.gate_proj",
+        "mlp.shared_experts.up_proj",
+        "self_attn.kv_a_proj_with_mqa",
+        "self_attn.kv_b_proj",
+        "self_attn.o_proj",
+        "self_attn.q_a_proj",
+        "self_attn.q_b_proj",
     ]

@@ -226,6 +226,7 @@ def test_end_of_turn_tokens_of_every_format():
         "mistral_v7": ("</s>",),
         "chatml": ("<|im_end|>",),
         "deepseek_coder": ("<|EOT|>",),
+        "deepseek_v3": ("<｜end▁of▁sentence｜>",),
         "toolselect_text": ("</s>",),  # Llama-2's EOS after the Act
     }
 

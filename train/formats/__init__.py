@@ -31,6 +31,7 @@ FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
 FORMATS.register("mistral_v7", "train.formats.mistral_v7:MistralV7Format")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
+FORMATS.register("deepseek_v3", "train.formats.deepseek_v3:DeepSeekV3Format")
 FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
 
 

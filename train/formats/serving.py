@@ -142,6 +142,19 @@ SERVING: dict[str, Serving] = {
             "answers in its message content; read it with the recipe's own parser."
         ),
     ),
+    "deepseek_v3": Serving(
+        templates=("common.jinja", "deepseek_v3.jinja"),
+        variables=(),
+        vllm_parser="deepseek_v3",
+        sglang_parser="deepseekv3",
+        exact=True,
+        notes=(
+            "vLLM's deepseek_v3 and SGLang's deepseekv3 parsers read each tool-call block (function, the tool "
+            "separator, NAME, then the arguments in a json code block) between the tool-calls begin and end tokens, "
+            "as the format writes them (read from their sources, not run here); the text before the block is the "
+            "content. The control tokens must reach the parser (they are not special in DeepSeek's tokenizer)."
+        ),
+    ),
     # No vLLM / SGLang parser reads CALLTOOL["<name>"]: the selector is served without one (an empty parser name)
     # and its completion read by tooltrain's own parse (train.formats.toolselect_text).
     "toolselect_text": Serving(

@@ -21,6 +21,7 @@ BUILDERS: dict[str, str] = {
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
     "mistral_v7": "train.tokenizers.mistral:build_mistral_v7",
     "smollm2": "train.tokenizers.smollm2:build_smollm2",
+    "deepseek_v4": "train.tokenizers.deepseek:build_deepseek_v4",
     "tiny_chatml": "train.tokenizers.tiny:build_tiny_chatml",
 }
 BUILD_VERSION = "1"
