@@ -219,11 +219,14 @@ def test_end_of_turn_tokens_of_every_format():
     assert {name: get_format(name).end_of_turn_texts() for name in FORMATS} == {
         "llama3_1": ("<|eot_id|>",),
         "llama3_1_metatool": ("<|eom_id|>", "<|eot_id|>"),  # a call turn hands over to the executor
+        "llama4": ("<|eom|>", "<|eot|>"),  # as llama-models' Llama 4 ChatFormat ends a call turn
         "qwen2_5": ("<|im_end|>",),
         "mistral_v3": ("</s>",),
         "mistral_nemo": ("</s>",),
+        "mistral_v7": ("</s>",),
         "chatml": ("<|im_end|>",),
         "deepseek_coder": ("<|EOT|>",),
+        "deepseek_v3": ("<｜end▁of▁sentence｜>",),
         "toolselect_text": ("</s>",),  # Llama-2's EOS after the Act
     }
 

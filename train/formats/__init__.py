@@ -24,11 +24,14 @@ FORMATS: Registry[type[ChatFormat]] = Registry(
 # imported on first use
 FORMATS.register("llama3_1", "train.formats.llama3:Llama31Format")
 FORMATS.register("llama3_1_metatool", "train.formats.llama3:Llama31MetaToolFormat")
+FORMATS.register("llama4", "train.formats.llama4:Llama4Format")
 FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
 FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
+FORMATS.register("mistral_v7", "train.formats.mistral_v7:MistralV7Format")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
+FORMATS.register("deepseek_v3", "train.formats.deepseek_v3:DeepSeekV3Format")
 FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
 
 

@@ -47,6 +47,9 @@ class Segment:
     part: Part
     message: int = -1  # index into conversation.messages; -1 for text outside any message
     special: bool = False  # text is exactly one control token of the tokenizer
+    # encoded apart from the text before it, as a reference that encodes message pieces one by one does
+    # (llama-models' Llama 4 ChatFormat: header "\n\n", content, each tool call)
+    new_run: bool = False
 
     @property
     def assistant(self) -> bool:

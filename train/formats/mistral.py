@@ -123,8 +123,10 @@ def _answered_call(message: Message, latest: dict[str, str], pending: list[tuple
 # ---- what the reference accepts ------------------------------------------------------------
 
 
-def check_mistral_conversation(conv: Conversation) -> None:
+def check_mistral_conversation(conv: Conversation, *, allow_text_and_calls: bool = False) -> None:
     """Raise ``MistralFormatError`` for what mistral-common's v3 finetuning path refuses.
+
+    ``allow_text_and_calls``: v7's validator lets one assistant turn carry both (``mistral_v7``).
 
     Mirrors ``MistralRequestValidatorV3`` (finetuning mode) and the encoder: the conversation ends
     with an assistant turn; no assistant turn has both text and calls, nor neither; a tool result
@@ -154,7 +156,7 @@ def check_mistral_conversation(conv: Conversation) -> None:
         if message.role in ("user", "system", "tool") and message.content is None:
             raise MistralFormatError(f"{where}: a {message.role} message needs content")
         if message.role == "assistant":
-            if message.content and message.tool_calls:
+            if message.content and message.tool_calls and not allow_text_and_calls:
                 raise MistralFormatError(
                     f"{where}: an assistant turn with both text and tool calls cannot be written in Mistral's "
                     "format (mistral-common: 'Assistant message must have either content or tool_calls, but not both')"

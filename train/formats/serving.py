@@ -87,6 +87,21 @@ SERVING: dict[str, Serving] = {
             "(train.formats.get_format('llama3_1_metatool').parse) on the raw completion."
         ),
     ),
+    "llama4": Serving(
+        templates=("common.jinja", "llama4.jinja"),
+        variables=(),
+        vllm_parser="llama4_json",
+        sglang_parser="llama3",
+        exact=False,
+        notes=(
+            'A call is {"type": "function", "name": ..., "parameters": ...}; vLLM\'s llama4_json (its llama3_json '
+            "parser under Llama 4's name) reads name and parameters from a turn that is one call. Parallel calls are "
+            "objects side by side with no separator, as llama-models writes them, which it is not known to split "
+            "(not run here: no vLLM offline), and text before a call is not a call. SGLang's llama3 detector reads the "
+            "same JSON objects (read from its sources, not run). Exact: tooltrain's own parse "
+            "(train.formats.get_format('llama4').parse) on the raw completion."
+        ),
+    ),
     "qwen2_5": Serving(
         templates=("common.jinja", "qwen2_5.jinja"),
         variables=(),
@@ -98,6 +113,15 @@ SERVING: dict[str, Serving] = {
     # the two Mistral formats differ only in their tokenizer: one template and parser serve both
     "mistral_v3": _MISTRAL,
     "mistral_nemo": _MISTRAL,
+    "mistral_v7": Serving(
+        templates=("common.jinja", "mistral_v7.jinja"),
+        variables=(),
+        vllm_parser="mistral",
+        sglang_parser="mistral",
+        exact=True,
+        notes=_MISTRAL_NOTES
+        + " v7 turns may hold text before [TOOL_CALLS]; vLLM's mistral parser returns it as the content.",
+    ),
     "chatml": Serving(
         templates=("common.jinja", "chatml.jinja"),
         variables=("default_system",),
@@ -116,6 +140,19 @@ SERVING: dict[str, Serving] = {
             "No tool syntax: the template refuses tools, tool calls and tool results as the format does, and the "
             "servers run without a tool-call parser. A model tuned on text answers (ITC, answer_style=toolgt_text) "
             "answers in its message content; read it with the recipe's own parser."
+        ),
+    ),
+    "deepseek_v3": Serving(
+        templates=("common.jinja", "deepseek_v3.jinja"),
+        variables=(),
+        vllm_parser="deepseek_v3",
+        sglang_parser="deepseekv3",
+        exact=True,
+        notes=(
+            "vLLM's deepseek_v3 and SGLang's deepseekv3 parsers read each tool-call block (function, the tool "
+            "separator, NAME, then the arguments in a json code block) between the tool-calls begin and end tokens, "
+            "as the format writes them (read from their sources, not run here); the text before the block is the "
+            "content. The control tokens must reach the parser (they are not special in DeepSeek's tokenizer)."
         ),
     ),
     # No vLLM / SGLang parser reads CALLTOOL["<name>"]: the selector is served without one (an empty parser name)

@@ -157,7 +157,7 @@ def _plan_runs(segments: Sequence[Segment], merge: bool) -> tuple[list[tuple[str
         if seg.special:
             plan.append(("special", index))
         elif seg.text:
-            if merge and plan and plan[-1][0] == "run":
+            if merge and plan and plan[-1][0] == "run" and not seg.new_run:
                 plan[-1][1].append(index)
             else:
                 plan.append(("run", [index]))

@@ -15,10 +15,13 @@ from typing import Any
 # Bump BUILD_VERSION when a builder changes what it produces: it is part of the cache key.
 BUILDERS: dict[str, str] = {
     "llama3": "train.tokenizers.tiktoken_based:build_llama3",
+    "llama4": "train.tokenizers.tiktoken_based:build_llama4",
     "qwen2_5": "train.tokenizers.tiktoken_based:build_qwen2_5",
     "mistral_v3": "train.tokenizers.mistral:build_mistral_v3",
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
+    "mistral_v7": "train.tokenizers.mistral:build_mistral_v7",
     "smollm2": "train.tokenizers.smollm2:build_smollm2",
+    "deepseek_v4": "train.tokenizers.deepseek:build_deepseek_v4",
     "tiny_chatml": "train.tokenizers.tiny:build_tiny_chatml",
 }
 BUILD_VERSION = "1"
@@ -30,6 +33,11 @@ def cache_root() -> Path:
 
 
 def load_tokenizer(name: str, *, trust_remote_code: bool = False, cache: bool = True) -> Any:
+    from train.tokenizers.mistral import build_tekken_file, is_tekken_file
+
+    if name not in BUILDERS and is_tekken_file(Path(name)):
+        # a tekken.json newer than mistral-common ships (v7 / v11: Mistral Small 2501 and later)
+        return build_tekken_file(Path(name))
     if name not in BUILDERS:
         from transformers import AutoTokenizer
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 V3_FILE = "mistral_instruct_tokenizer_240323.model.v3"
+V7_FILE = "mistral_instruct_tokenizer_241114.model.v7"  # SentencePiece v7 (Mistral Large 2411)
 TEKKEN_FILE = "tekken_240718.json"
 SPIECE_UNDERLINE = "▁"
 
@@ -96,12 +97,36 @@ def build_mistral_v3() -> Any:
     return build_sentencepiece_bpe(mistral_data_file(V3_FILE))
 
 
-def build_mistral_tekken() -> Any:
-    """Mistral Nemo's tekken tokenizer (131,072 ids, the first 1,000 are control tokens)."""
+def build_mistral_v7() -> Any:
+    """Mistral's SentencePiece v7 tokenizer (32,768 pieces; v3's ids plus [SYSTEM_PROMPT]=16,
+    [/SYSTEM_PROMPT]=17, [TOOL_CONTENT]=18)."""
+    return build_sentencepiece_bpe(mistral_data_file(V7_FILE))
+
+
+def is_tekken_file(path: Path) -> bool:
+    """Whether ``path`` is a mistral-common ``tekken.json`` (a ``config`` with a ``pattern``, and a ``vocab`` list)."""
+    import json
+
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("vocab"), list) and "pattern" in data.get("config", {})
+
+
+def build_tekken_file(path: Path) -> Any:
+    """Any ``tekken.json`` (v3, or the v7 / v11 files that ship with Mistral Small 2501 and later
+    models but not with mistral-common 1.13.1), its special tokens read from the file."""
     from transformers.integrations.mistral import MistralConverter
 
-    converter = MistralConverter(vocab_file=str(mistral_data_file(TEKKEN_FILE)), add_prefix_space=False)
-    return _with_bos(converter.converted())
+    return _with_bos(MistralConverter(vocab_file=str(path), add_prefix_space=False).converted())
+
+
+def build_mistral_tekken() -> Any:
+    """Mistral Nemo's tekken tokenizer (131,072 ids, the first 1,000 are control tokens)."""
+    return build_tekken_file(mistral_data_file(TEKKEN_FILE))
 
 
 def _with_bos(tok: Any) -> Any:
@@ -117,4 +142,12 @@ def _with_bos(tok: Any) -> Any:
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
-__all__ = ["build_mistral_tekken", "build_mistral_v3", "build_sentencepiece_bpe", "mistral_data_file"]
+__all__ = [
+    "build_mistral_tekken",
+    "build_mistral_v3",
+    "build_mistral_v7",
+    "build_sentencepiece_bpe",
+    "build_tekken_file",
+    "is_tekken_file",
+    "mistral_data_file",
+]

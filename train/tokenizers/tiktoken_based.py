@@ -125,6 +125,44 @@ def build_llama3() -> Any:
     )
 
 
+LLAMA4_EOS = "<|eot|>"
+LLAMA4_PAD = "<|finetune_right_pad|>"
+LLAMA4_MAX_LENGTH = 10485760  # Llama 4 Scout's context (10M tokens)
+
+
+def build_llama4() -> Any:
+    """Llama 4 tokenizer: ``llama_models/llama4/tokenizer.model`` (200,000 BPE ranks) with its o200k-style split
+    pattern and its 2,048 special tokens (ids 200000..202047, names and order read from ``llama_models``)."""
+    from llama_models.llama4 import tokenizer as llama4_tokenizer
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    model_file = Path(llama4_tokenizer.__file__).parent / "tokenizer.model"
+    reference = llama4_tokenizer.Tokenizer.get_instance()
+    backend = _bpe_backend(model_file, reference.O200K_PATTERN)
+    names = sorted(reference.special_tokens, key=reference.special_tokens.__getitem__)
+    _add_tokens_in_id_order(backend, names, backend.get_vocab_size(with_added_tokens=False), [True] * len(names))
+    bos_id = backend.token_to_id(LLAMA3_BOS)
+    backend.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(
+                single=f"{LLAMA3_BOS} $A",
+                pair=f"{LLAMA3_BOS} $A {LLAMA3_BOS} $B",
+                special_tokens=[(LLAMA3_BOS, bos_id)],
+            ),
+        ]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=LLAMA3_BOS,
+        eos_token=LLAMA4_EOS,
+        pad_token=LLAMA4_PAD,
+        model_max_length=LLAMA4_MAX_LENGTH,
+        clean_up_tokenization_spaces=False,
+    )
+
+
 def build_qwen2_5() -> Any:
     """Qwen2.5 tokenizer: 151,643 BPE ranks + 22 added tokens, NFC-normalized."""
     from tokenizers import normalizers
@@ -147,6 +185,7 @@ def build_qwen2_5() -> Any:
 
 __all__ = [
     "build_llama3",
+    "build_llama4",
     "build_qwen2_5",
     "llama3_reference_tokenizer",
     "llama3_special_tokens",
