@@ -30,6 +30,7 @@ FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
 FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
+FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
 
 
 def format_class(name: str) -> type[ChatFormat]:

@@ -20,6 +20,7 @@ BUILDERS: dict[str, str] = {
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
     "smollm2": "train.tokenizers.smollm2:build_smollm2",
     "tiny_chatml": "train.tokenizers.tiny:build_tiny_chatml",
+    "o200k_harmony": "train.tokenizers.harmony:build_o200k_harmony",
 }
 BUILD_VERSION = "1"
 
