@@ -33,6 +33,7 @@ FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
 FORMATS.register("deepseek_v3", "train.formats.deepseek_v3:DeepSeekV3Format")
 FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
+FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
 
 
 def format_class(name: str) -> type[ChatFormat]:

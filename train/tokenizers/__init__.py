@@ -23,6 +23,7 @@ BUILDERS: dict[str, str] = {
     "smollm2": "train.tokenizers.smollm2:build_smollm2",
     "deepseek_v4": "train.tokenizers.deepseek:build_deepseek_v4",
     "tiny_chatml": "train.tokenizers.tiny:build_tiny_chatml",
+    "o200k_harmony": "train.tokenizers.harmony:build_o200k_harmony",
 }
 BUILD_VERSION = "1"
 
