@@ -25,6 +25,7 @@ FORMATS: Registry[type[ChatFormat]] = Registry(
 FORMATS.register("llama3_1", "train.formats.llama3:Llama31Format")
 FORMATS.register("llama3_1_metatool", "train.formats.llama3:Llama31MetaToolFormat")
 FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
+FORMATS.register("qwen3", "train.formats.qwen3:Qwen3Format")  # thinking, non_thinking, instruct_2507 (issue 17)
 FORMATS.register("mistral_v3", "train.formats.mistral:MistralV3Format")
 FORMATS.register("mistral_nemo", "train.formats.mistral:MistralNemoFormat")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")

@@ -16,6 +16,7 @@ from typing import Any
 BUILDERS: dict[str, str] = {
     "llama3": "train.tokenizers.tiktoken_based:build_llama3",
     "qwen2_5": "train.tokenizers.tiktoken_based:build_qwen2_5",
+    "qwen3": "train.tokenizers.tiktoken_based:build_qwen3",
     "mistral_v3": "train.tokenizers.mistral:build_mistral_v3",
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
     "smollm2": "train.tokenizers.smollm2:build_smollm2",
