@@ -13,8 +13,8 @@ Turning segments into token ids and labels is the next stage, ``train.formats.to
 from __future__ import annotations
 
 import copy
-import json
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal

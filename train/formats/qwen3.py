@@ -37,8 +37,16 @@ from typing import ClassVar
 
 from train.formats.base import ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
-from train.formats.qwen2_5 import CALL_EXAMPLE, IM_END, IM_START, TOOLS_INTRO, TOOLS_OUTRO, control, turn_end
-from train.formats.qwen2_5 import turn_start
+from train.formats.qwen2_5 import (
+    CALL_EXAMPLE,
+    IM_END,
+    IM_START,
+    TOOLS_INTRO,
+    TOOLS_OUTRO,
+    control,
+    turn_end,
+    turn_start,
+)
 from train.formats.text_answers import ANSWER_STYLES, NATIVE
 from train.schema import Conversation, Message, ToolCall
 
