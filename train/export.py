@@ -221,6 +221,8 @@ def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tok
             "sglang": spec.sglang_parser,
             "exact": spec.exact,
             "notes": spec.notes,
+            # vLLM's and SGLang's parser that reads a leading reasoning block off; None when the format has none
+            "reasoning_parser": spec.reasoning_parser or None,
         },
         "serve": {"vllm": vllm_command(folder, fmt), "sglang": sglang_command(folder, fmt)},
     }

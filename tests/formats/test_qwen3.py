@@ -354,3 +354,76 @@ def test_real_glaive_and_bfcl_conversations_match(shared_data, tok):
         c.id for c in convs if tokenize(instruct, c, tok).input_ids != reference_ids(c, tok, "qwen3_instruct_2507")
     ]
     assert mismatched == []
+
+
+# --- serving ----------------------------------------------------------------------------------------
+
+
+def test_export_names_the_hermes_tool_parser_and_the_qwen3_reasoning_parser(tmp_path):
+    from train.export import serving_metadata
+
+    class Names:
+        def convert_ids_to_tokens(self, token_id):
+            return {IM_END: "<|im_end|>"}[token_id]
+
+    metadata = serving_metadata(non_thinking, tmp_path, [IM_END], Names())
+    assert metadata["format_options"] == {"mode": "non_thinking", "answer_style": "native"}
+    assert metadata["stop_tokens"] == ["<|im_end|>"]
+    parsers = metadata["tool_call_parser"]
+    assert (parsers["vllm"], parsers["sglang"], parsers["exact"], parsers["reasoning_parser"]) == (
+        "hermes",
+        "qwen25",
+        True,
+        "qwen3",
+    )
+    folder = str(tmp_path)
+    assert metadata["serve"]["vllm"] == (
+        f"vllm serve {folder} --chat-template {folder}/chat_template.jinja --reasoning-parser qwen3 "
+        "--enable-auto-tool-choice --tool-call-parser hermes"
+    )
+
+
+@pytest.mark.parametrize("mode", ["thinking", "non_thinking", "instruct_2507"])
+def test_exported_template_renders_reasoning_cases_as_the_format_does(tok, mode):
+    from jinja2.exceptions import TemplateError
+
+    from train.formats.serving import chat_template
+
+    fmt = Qwen3Format(mode=mode)
+    template = chat_template(fmt)
+    rendered = refused = 0
+    for conv in CASES.values():
+        messages, tools = to_hf_messages(conv)
+        try:
+            want = fmt.render_text(conv), None
+        except ValueError as err:
+            want = None, str(err)
+        try:
+            got = tok.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False), None
+        except TemplateError as err:
+            got = None, str(err)
+        assert got == want, conv.id
+        rendered, refused = rendered + (want[1] is None), refused + (want[1] is not None)
+        if mode == "thinking" and want[1] is None:  # the official template's text too
+            assert got[0] == official_text(conv, tok), conv.id
+    assert (rendered, refused) == ((58, 0) if mode == "thinking" else (27, 31))
+    # a thinking-mode model asked not to think: the official template's enable_thinking=False prompt
+    messages, tools = to_hf_messages(CASES["r_text_answer"])
+    prompt = tok.apply_chat_template(
+        messages[:1],
+        tools=tools,
+        chat_template=template,
+        tokenize=False,
+        add_generation_prompt=True,
+        enable_thinking=False,
+    )
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") == (mode != "instruct_2507")
+
+
+def test_prompt_after_an_assistant_turn_is_the_templates_not_a_prefix(tok):
+    conv = Conversation("two", [Message("user", "Hi"), Message("assistant", "Part one."), Message("assistant", "Two.")])
+    messages, tools = to_hf_messages(conv)
+    official = official_qwen3_ids(messages[:2], tools, tok, add_generation_prompt=True)
+    assert tokenize_prompt(thinking, conv, 2, tok) == official
+    assert tok.decode(official).endswith("<think>\n\n</think>\n\nPart one.<|im_end|>\n<|im_start|>assistant\n")
+    assert "<think>\n\n</think>\n\nPart one." not in thinking.render_text(conv)  # not last in the whole render

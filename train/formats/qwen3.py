@@ -194,6 +194,20 @@ class Qwen3Format(ChatFormat):
             ]
         return [*segments, *turn_end(run[-1][0])]
 
+    def render_prompt(self, conv: Conversation, message_index: int) -> list[Segment]:
+        """The official generation prompt: ``messages[:message_index]`` rendered as a conversation of their own,
+        then ``<|im_start|>assistant\n`` (and the empty ``<think>`` block in non_thinking mode).
+
+        Not the prefix of the whole conversation's rendering where the turn before is an assistant turn: the
+        template writes that turn, then the last message, with an empty ``<think>`` block (history rewriting)."""
+        super().render_prompt(conv, message_index)  # the checks: an assistant turn, a conversation we can render
+        prefix = Conversation(conv.id, conv.messages[:message_index], tools=conv.tools, meta=conv.meta)
+        segments = [*self.render(prefix), *turn_start("assistant", message_index)]
+        if self.mode == NON_THINKING:
+            block = [control(THINK), Segment("\n\n", "header"), control(THINK_END), Segment("\n\n", "header")]
+            segments += [Segment(s.text, s.part, message_index, s.special) for s in block]
+        return segments
+
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
