@@ -225,6 +225,7 @@ def test_end_of_turn_tokens_of_every_format():
         "chatml": ("<|im_end|>",),
         "deepseek_coder": ("<|EOT|>",),
         "toolselect_text": ("</s>",),  # Llama-2's EOS after the Act
+        "qwen3": ("<|im_end|>",),
     }
 
 
