@@ -97,3 +97,21 @@ def test_every_model_config_with_an_arch_builds_on_the_meta_device(name):
     build_model, transformers 5 refusing OmegaConf containers inside the config kwargs."""
     config, model = meta_model(name)
     assert len(model.model.layers) == config.num_hidden_layers
+
+
+# name -> (hub id, parameters in billions as the model cards round them: Qwen3-8B 8.2B, Qwen3-32B 32.8B)
+QWEN3_MODELS = {"qwen3_8b": ("Qwen/Qwen3-8B", 8.19), "qwen3_32b": ("Qwen/Qwen3-32B", 32.76)}
+
+
+@pytest.mark.parametrize("name", list(QWEN3_MODELS))
+def test_qwen3_configs_build_the_published_size_with_their_format(name):
+    model_cfg = compose(["recipe=tiny", f"model={name}"]).model
+    assert (model_cfg.path, model_cfg.chat_format, model_cfg.tokenizer) == (QWEN3_MODELS[name][0], "qwen3", "qwen3")
+    config, model = meta_model(name)
+    parameters = sum(p.numel() for p in model.parameters())
+    assert round(parameters / 1e9, 2) == QWEN3_MODELS[name][1]
+    attention = model.model.layers[0].self_attn
+    # head_dim 128 is its own setting: 32-B's 64 heads x 128 = 8192 query width on a 5120 hidden size
+    assert attention.q_proj.weight.shape == (config.num_attention_heads * 128, config.hidden_size)
+    assert attention.k_proj.weight.shape == (8 * 128, config.hidden_size)
+    assert hasattr(attention, "q_norm") and model.lm_head.weight is not model.get_input_embeddings().weight

@@ -139,6 +139,37 @@ GOLDEN: dict[str, dict] = {
         "losses": [11.9241, 11.9443, 11.9078],
         "trained_tokens": 3193,
     },
+    "toolgt_qwen3_8b": {
+        # Qwen3-8B and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped toolace-layout
+        # sample; the recipe's qwen3 format (non_thinking, toolgt_text), tokenizer, builder, arm and optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=qwen3",
+            "model.tokenizer=qwen3",
+            "distributed=single",
+            "data.sources.0.inputs=[pkg://train/assets/metatool_tiny/toolace_tiny.json]",
+            "toolgt.bfcl_dir=pkg://train/assets/metatool_tiny/bfcl",
+            "toolgt.nexus_dir=pkg://train/assets/toolgt_tiny/nexus",
+            "data.max_seq_len=1024",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=2",
+        ],
+        "losses": [11.9293, 11.9452, 11.9213],
+        "trained_tokens": 3193,  # as toolgt_qwen2_5_14b: the empty <think> block is prompt
+    },
+    "itc_qwen3_8b": {
+        # Qwen3-8B swapped for the tiny Llama (the recipe's qwen3 format, non_thinking, and tokenizer stay), the
+        # user's corpus for the glaive sample the package ships; the itc builder (offline teacher), LoRA, optimizer stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=qwen3",
+            "model.tokenizer=qwen3",
+            "data.sources.0.inputs=[pkg://train/assets/demo/glaive_sample.json]",
+            "data.max_seq_len=1024",
+        ],
+        "losses": [11.9486, 11.9479, 11.96],
+        "trained_tokens": 2004,  # as itc_qwen2_5_7b
+    },
     "toolgt_tiny": {
         "overrides": ["data.max_seq_len=512"],
         "losses": [11.7654, 11.7648, 11.6949],

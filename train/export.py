@@ -221,6 +221,8 @@ def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tok
             "sglang": spec.sglang_parser,
             "exact": spec.exact,
             "notes": spec.notes,
+            # vLLM's and SGLang's parser that reads a leading reasoning block off; None when the format has none
+            "reasoning_parser": spec.reasoning_parser or None,
         },
         "serve": {"vllm": vllm_command(folder, fmt), "sglang": sglang_command(folder, fmt)},
     }
@@ -300,8 +302,12 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
         from transformers import PreTrainedTokenizerFast
 
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(weights))
-    else:  # checkpoints carry no tokenizer; rebuild the one the config names
+    else:  # checkpoints carry no tokenizer; rebuild the one the config names, as the run built it
         tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+        if str(cfg.model.source) == "config":
+            from train.formats.control_tokens import add_missing_control_tokens
+
+            add_missing_control_tokens(tokenizer, fmt)
     # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped.
     tokenizer.chat_template = chat_template(fmt)
     check_chat_template(tokenizer, fmt)

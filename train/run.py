@@ -233,6 +233,13 @@ def prepare_data(cfg: DictConfig, env: Environment) -> Data:
     their collator. Exits with the build report when no training row is left."""
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
+    if choice(cfg.model.source) == "config":
+        # a random-init model's embeddings are sized by its tokenizer: the format's missing control tokens are added
+        # (recipe=tiny model.chat_format=qwen3 on the tiny ChatML tokenizer); the saved adapter keeps the tokenizer
+        from train.formats import get_format
+        from train.formats.control_tokens import add_missing_control_tokens
+
+        add_missing_control_tokens(tokenizer, get_format(cfg.model.chat_format, data_cfg.get("format_options")))
     transform, key_extra = data_builder(cfg)
     # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
     # node's other ranks wait for the cache and load it.

@@ -228,6 +228,8 @@ def test_end_of_turn_tokens_of_every_format():
         "deepseek_coder": ("<|EOT|>",),
         "deepseek_v3": ("<｜end▁of▁sentence｜>",),
         "toolselect_text": ("</s>",),  # Llama-2's EOS after the Act
+        "qwen3": ("<|im_end|>",),
+        "harmony": ("<|call|>", "<|return|>"),
     }
 
 

@@ -174,7 +174,7 @@ def test_refusals_name_the_message_and_reason():
         fmt.render(builtin)
     answer = Message(role="assistant", content="a", reasoning_content="t")
     reasoning = Conversation(id="r", messages=[Message(role="user", content="q"), answer])
-    with pytest.raises(Llama4FormatError, match=r"messages\[1\]: the llama4 format writes no reasoning_content"):
+    with pytest.raises(ValueError, match=r"messages\[1\] carries reasoning_content, which chat format 'llama4' has no"):
         fmt.render(reasoning)
 
 

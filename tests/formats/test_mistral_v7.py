@@ -161,8 +161,8 @@ def test_reasoning_is_refused_with_the_reason():
         id="r",
         messages=[Message(role="user", content="q"), Message(role="assistant", content="a", reasoning_content="hm")],
     )
-    with pytest.raises(MistralFormatError, match=r"messages\[1\]: Mistral v7 has no reasoning slot"):
-        render_mistral_v7(conv)
+    with pytest.raises(ValueError, match=r"messages\[1\] carries reasoning_content, which chat format 'mistral_v7'"):
+        MistralV7Format().render(conv)
 
 
 def test_registry_and_tokenizer_names():

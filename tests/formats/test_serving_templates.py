@@ -164,6 +164,11 @@ def test_calls_parsed_back_from_the_rendered_turn_are_the_conversation_calls(tok
                 continue
             prompt = render(tokenizer, template, served, index, add_generation_prompt=True)
             whole = render(tokenizer, template, served, index + 1)
+            if name == "qwen3" and not whole.startswith(prompt):
+                # Qwen3's template is not prefix-preserving: a prompt right after an assistant turn shows that
+                # turn (then the last message) with an empty <think> block, the longer conversation does not
+                assert served.messages[index - 1].role == "assistant", (case, index)
+                continue
             assert whole.startswith(prompt), (case, index)
             content, calls = fmt.parse(completion(fmt, whole[len(prompt) :]))
             want = [(call.name, call.arguments) for call in message.tool_calls]
@@ -186,6 +191,7 @@ def test_calls_parsed_back_from_the_rendered_turn_are_the_conversation_calls(tok
         "deepseek_v3": (74, 34),
         "deepseek_coder": (18, 0),  # the text turns of the conversations without tools
         "toolselect_text": (2, 0),  # no parity call is argument-free; real rows: tests/formats/test_toolselect_text.py
+        "qwen3": (84, 39),  # 2 turns follow an assistant turn: not a prefix of the longer render (see above)
     }.get(name, (86, 40))
 
 
@@ -351,4 +357,5 @@ def test_every_format_has_a_template_and_a_parser():
         "deepseek_v3": ("deepseek_v3", True),
         "deepseek_coder": ("", True),  # no tool syntax: no parser, plain chat
         "toolselect_text": ("", False),  # plain text, read by tooltrain's parse (tests/formats/test_toolselect_text.py)
+        "qwen3": ("hermes", True),  # with vLLM's qwen3 reasoning parser (tests/formats/test_qwen3.py)
     }

@@ -13,6 +13,7 @@ Turning segments into token ids and labels is the next stage, ``train.formats.to
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -28,14 +29,15 @@ Part = Literal[
     "user",
     "tool_result",
     "text",  # assistant text: answers and reasoning
+    "reasoning",  # an assistant's reasoning block (Message.reasoning_content with its tags: Qwen3's <think>)
     "call_name",  # the tool name inside an assistant tool call
     "call_args",  # the serialized arguments of an assistant tool call
     "call_syntax",  # the format's scaffolding around calls: braces, keys, <tool_call> tags
     "end",  # the assistant's end-of-turn token(s)
 ]
-ASSISTANT_PARTS: frozenset[str] = frozenset({"text", "call_name", "call_args", "call_syntax", "end"})
-# The parts a loss weight can name: the trained parts, plus "reasoning", the assistant text of a
-# turn that also makes tool calls (the formats render it as "text"; ``weight_part`` tells it apart).
+ASSISTANT_PARTS: frozenset[str] = frozenset({"text", "reasoning", "call_name", "call_args", "call_syntax", "end"})
+# The parts a loss weight can name: the trained parts. "reasoning" also weighs the assistant text of a
+# turn that makes tool calls (the formats render it as "text"; ``weight_part`` tells it apart).
 WEIGHT_PARTS: frozenset[str] = ASSISTANT_PARTS | {"reasoning"}
 # Stands in for the answer a prompt is cut before: any non-empty text every format can write.
 _PROMPT_STAND_IN = "x"
@@ -125,6 +127,16 @@ def mask_segments(
     return [policy.weight(weight_part(seg, calls)) if t else 0.0 for seg, t in zip(segments, trained)]
 
 
+def refuse_reasoning(format_name: str, conv: Conversation) -> None:
+    """ValueError naming the first message with (non-empty) reasoning: for a format that has no place for it."""
+    for index, message in enumerate(conv.messages):
+        if message.reasoning_content:
+            raise ValueError(
+                f"messages[{index}] carries reasoning_content, which chat format {format_name!r} has no place for "
+                "(it would be dropped); use a format that renders reasoning (qwen3, harmony) or remove it"
+            )
+
+
 class ChatFormat:
     """Base class of the family formats: subclasses implement ``render`` and ``parse``."""
 
@@ -138,9 +150,28 @@ class ChatFormat:
     merge_text_runs: ClassVar[bool] = True
     #: Options whose value must be one of a few names (``check_format_options`` checks them at compose time).
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES}
+    #: Whether the format renders ``Message.reasoning_content``. One that does not refuses a conversation
+    #: carrying reasoning (``refuse_reasoning``, run before every ``render``) rather than drop it silently.
+    supports_reasoning: ClassVar[bool] = False
     #: How the assistant writes calls: the family's own syntax, or ToolGT text (``train.formats.text_answers``).
     #: The formats take it as a constructor option; their ``render`` hands text answers to ``render_text_answers``.
     answer_style: str = NATIVE
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every rendering path (tokenize, prompts, stats, the render CLI) goes through ``render``: checking
+        # reasoning there, once for every family, means no format can drop it by forgetting a check.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("render")
+        if own is not None and not getattr(own, "_checks_reasoning", False):
+
+            @functools.wraps(own)
+            def render(self: ChatFormat, conv: Conversation) -> list[Segment]:
+                if not self.supports_reasoning:
+                    refuse_reasoning(self.name, conv)
+                return own(self, conv)
+
+            render._checks_reasoning = True  # type: ignore[attr-defined]
+            cls.render = render  # type: ignore[method-assign]
 
     @property
     def text_answers(self) -> bool:

@@ -63,8 +63,6 @@ def check_deepseek_v3_conversation(conv: Conversation) -> None:
     previous = None  # role of the previous non-system message
     for index, message in enumerate(conv.messages):
         where = f"messages[{index}]"
-        if message.reasoning_content is not None:
-            raise DeepSeekV3FormatError(f"{where}: DeepSeek-V3 has no reasoning; reasoning_content cannot be written")
         if message.role in ("user", "system", "tool") and message.content is None:
             raise DeepSeekV3FormatError(f"{where}: a {message.role} message needs content")
         if message.role == "assistant":
@@ -197,7 +195,6 @@ class DeepSeekV3Format(ChatFormat):
 
     name = "deepseek_v3"
     default_tokenizer = "deepseek_v4"  # the DeepSeek tokenizer that ships offline (docs/formats.md: V3 vs V4)
-    has_reasoning = False  # V3 has no reasoning: the render refuses reasoning_content
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style

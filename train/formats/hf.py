@@ -25,6 +25,8 @@ from train.schema import Conversation, Message
 
 def _hf_message(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": message.role}
+    if message.reasoning_content is not None:  # Qwen3's template reads it (other templates ignore the key)
+        out["reasoning_content"] = message.reasoning_content
     if message.tool_calls:
         if message.content is not None:
             out["content"] = message.content

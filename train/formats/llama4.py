@@ -56,8 +56,6 @@ def check_llama4_conversation(conv: Conversation) -> None:
         if tool.name in BUILTIN_TOOLS:
             raise Llama4FormatError(f"tools: {tool.name!r} is a Llama 4 built-in tool name, written another way")
     for index, message in enumerate(conv.messages):
-        if message.reasoning_content is not None:
-            raise Llama4FormatError(f"messages[{index}]: the llama4 format writes no reasoning_content")
         for call in message.tool_calls:
             if call.name in BUILTIN_TOOLS:
                 raise Llama4FormatError(
@@ -173,7 +171,6 @@ class Llama4Format(ChatFormat):
 
     name = "llama4"
     default_tokenizer = "llama4"
-    has_reasoning = False  # no reasoning_content: the render refuses it
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style

