@@ -25,6 +25,7 @@ from typing import Any
 
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat
+from train.formats.expansion import expand_many, resolve_turns
 from train.formats.tokenize import tokenize_many
 from train.progress import progress
 from train.retrieval.special import with_retrieved_tools
@@ -51,6 +52,8 @@ class BuildReport:
     dropped_overlong: int = 0
     truncated: int = 0
     dropped_untrained: int = 0  # nothing left to train on (after truncation, or no assistant turn)
+    conversations_rendered: int = 0  # conversations the chat format rendered ...
+    samples: int = 0  # ... and the samples they became (more than one each with data.turns=per_turn)
     train_rows: int = 0
     eval_rows: int = 0
     trained_tokens: int = 0
@@ -145,6 +148,7 @@ def tokenize_conversations(
     overlong: str,
     report: BuildReport,
     chunk: int = 256,
+    turns: str = "auto",
 ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
     """Validate, render + mask + tokenize (a chunk at a time: one batched encode), apply the length policy.
     Yields each kept conversation with its row."""
@@ -159,15 +163,26 @@ def tokenize_conversations(
                 report.reject("invalid", str(errors[0]))
             else:
                 valid.append(conv)
-        for conv, tokens in zip(valid, tokenize_many(fmt, valid, tokenizer, policy)):
-            if isinstance(tokens, ValueError):
-                report.reject("unrenderable", str(tokens))
+        for conv, samples in zip(valid, _render_samples(fmt, valid, tokenizer, policy, turns)):
+            if isinstance(samples, ValueError):
+                report.reject("unrenderable", str(samples))
                 continue
-            # weights ride along only when they change the loss: unweighted rows stay as they were
-            weights = tokens.weights if policy.scales_loss else None
-            row = length_policy(conv.id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
-            if row is not None:
-                yield conv, row
+            report.conversations_rendered += 1
+            report.samples += len(samples)
+            for n, tokens in enumerate(samples):
+                # weights ride along only when they change the loss: unweighted rows stay as they were
+                weights = tokens.weights if policy.scales_loss else None
+                sample_id = conv.id if len(samples) == 1 else f"{conv.id}#{n}"  # data.turns=per_turn: one per turn
+                row = length_policy(sample_id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
+                if row is not None:
+                    yield conv, row
+
+
+def _render_samples(fmt: ChatFormat, convs: list[Conversation], tokenizer: Any, policy: MaskPolicy, turns: str) -> list:
+    """Each conversation's samples (one, or one per trained turn with ``data.turns`` per_turn), or its ValueError."""
+    if resolve_turns(turns, fmt) == "per_turn":
+        return expand_many(fmt, convs, tokenizer, policy)
+    return [t if isinstance(t, ValueError) else [t] for t in tokenize_many(fmt, convs, tokenizer, policy)]
 
 
 def _batched(items: Iterable[Any], size: int) -> Iterator[tuple]:
@@ -259,7 +274,14 @@ def build_rows(
     )
     conversations = progress(conversations, desc=f"build dataset ({fmt.name})", unit="conv")
     rows = tokenize_conversations(
-        conversations, fmt, tokenizer, policy, data_cfg["max_seq_len"], str(data_cfg["overlong"]), report
+        conversations,
+        fmt,
+        tokenizer,
+        policy,
+        data_cfg["max_seq_len"],
+        str(data_cfg["overlong"]),
+        report,
+        turns=str(data_cfg.get("turns", "auto")),
     )
     split = split_eval(rows, data_cfg.get("eval_fraction", 0.0))
     report.train_rows, report.eval_rows = len(split.train), len(split.eval)

@@ -185,3 +185,53 @@ def test_a_format_that_keeps_history_expands_to_the_whole_sample(name):
         ], conv.id
         compared += 1
     assert compared >= (0 if name == "toolselect_text" else 2)  # deepseek_coder renders the 2 tool-free cases
+
+
+# ---- data.turns: the config, the build ---------------------------------------------------------------------------
+
+FAKE = "tests.formats.test_expansion:DropsEarlierReasoning"
+
+
+def test_whole_with_a_history_rewriting_format_is_warned_about_at_compose_time():
+    import warnings
+
+    from train.config import HistoryRewriteWarning, compose
+
+    with pytest.warns(HistoryRewriteWarning, match="data.turns=whole with model.chat_format=tests.formats"):
+        compose(["recipe=tiny", f"model.chat_format={FAKE}", "data.turns=whole"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HistoryRewriteWarning)
+        assert compose(["recipe=tiny", f"model.chat_format={FAKE}"]).data.turns == "auto"
+        compose(["recipe=tiny", "data.turns=whole"])  # chatml keeps history: nothing to warn about
+
+
+def test_an_unknown_turns_mode_fails_at_compose_time():
+    from train.config import ConfigError, compose
+
+    with pytest.raises(ConfigError, match="data.turns must be one of auto, whole, per_turn, got 'each'"):
+        compose(["recipe=tiny", "data.turns=each"])
+
+
+def test_turns_is_fixed_on_resume_and_in_the_cache_key(tiny):
+    from train.dataset import cache_key
+    from train.resume_config import FIXED, rule_for
+
+    assert rule_for("data.turns")[0] == FIXED
+    data = {"name": "d", "sources": [], "max_seq_len": 64}
+    keys = {cache_key({**data, "turns": mode}, "chatml", tiny) for mode in ("auto", "whole", "per_turn")}
+    assert len(keys) == 3
+
+
+def test_the_build_expands_per_turn_and_reports_conversations_and_samples(tiny):
+    from train.dataset import BuildReport, build_rows
+
+    cfg = {"max_seq_len": 4096, "overlong": "drop", "eval_fraction": 0.0}
+    report = BuildReport()
+    rows = build_rows([CONV, replace(CONV, id="two")], DropsEarlierReasoning(), tiny, cfg, report).train
+    assert [row["id"] for row in rows] == ["weather#0", "weather#1", "two#0", "two#1"]
+    assert (report.conversations_rendered, report.samples, report.train_rows) == (2, 4, 4)
+    expected = expand(DropsEarlierReasoning(), CONV, tiny)
+    assert [(r["input_ids"], r["labels"]) for r in rows[:2]] == [(s.input_ids, s.labels) for s in expected]
+    whole = BuildReport()
+    rows = build_rows([CONV], DropsEarlierReasoning(), tiny, {**cfg, "turns": "whole"}, whole).train
+    assert [row["id"] for row in rows] == ["weather"] and (whole.conversations_rendered, whole.samples) == (1, 1)
