@@ -102,6 +102,9 @@ class DataConfig:
     # inference shows it (train.formats.expansion); auto: per_turn for a format that rewrites history (Qwen3,
     # Harmony), else whole
     turns: str = "auto"
+    # stop the build on a sample whose mask cannot be right (all masked, all trained, far from the format's norm:
+    # train.formats.mask_checks); false skips the check
+    check_masks: bool = True
     # loss weight per trained part (train.formats.base.WEIGHT_PARTS), e.g. {call_args: 2.0}; train.loss defines the loss
     part_weights: dict[str, float] = field(default_factory=dict)
     # options of model.chat_format's constructor, e.g. {tools_in_user_message: false} for llama3_1

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from train.formats import MaskPolicy, get_format
-from train.formats.base import ChatFormat
+from train.formats.base import ChatFormat, trained_segments
 from train.formats.expansion import expand_many, resolve_turns
+from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
 from train.progress import progress
 from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
-from train.sources import Rejected, get_reader
+from train.sources import Rejected, SourceError, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
 from train.validate import check_conversation
 
@@ -149,9 +150,11 @@ def tokenize_conversations(
     report: BuildReport,
     chunk: int = 256,
     turns: str = "auto",
+    check_masks: bool = True,
 ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
-    """Validate, render + mask + tokenize (a chunk at a time: one batched encode), apply the length policy.
-    Yields each kept conversation with its row."""
+    """Validate, render + mask + tokenize (a chunk at a time: one batched encode), check the masks, apply the
+    length policy. Yields each kept conversation with its row."""
+    norm = format_norm(fmt) if check_masks else False
     for batch in (
         itertools.batched(conversations, chunk) if hasattr(itertools, "batched") else _batched(conversations, chunk)
     ):
@@ -169,6 +172,8 @@ def tokenize_conversations(
                 continue
             report.conversations_rendered += 1
             report.samples += len(samples)
+            if norm is not False:  # data.check_masks: a sample whose mask cannot be right stops the build
+                _check_masks(conv, fmt, policy, samples, norm)
             for n, tokens in enumerate(samples):
                 # weights ride along only when they change the loss: unweighted rows stay as they were
                 weights = tokens.weights if policy.scales_loss else None
@@ -176,6 +181,23 @@ def tokenize_conversations(
                 row = length_policy(sample_id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
                 if row is not None:
                     yield conv, row
+
+
+class MaskError(SourceError):
+    """A built sample's mask cannot be right (``train.formats.mask_checks``): the build stops, naming it."""
+
+
+def _check_masks(conv: Conversation, fmt: ChatFormat, policy: MaskPolicy, samples: list, norm: Any) -> None:
+    segments = fmt.render(conv)  # the format's parts, as the masking rule sees them
+    trained = trained_segments(segments, policy)
+    for n, tokens in enumerate(samples):
+        problem = check_sample(conv, segments, trained, tokens.labels, norm)
+        if problem:
+            sample = conv.id if len(samples) == 1 else f"{conv.id}#{n}"
+            raise MaskError(
+                f"conversation {sample!r}: {problem} (chat format {fmt.name}); the build stops rather than train "
+                "a wrong mask (data.check_masks=false skips this check, docs/formats.md)"
+            )
 
 
 def _render_samples(fmt: ChatFormat, convs: list[Conversation], tokenizer: Any, policy: MaskPolicy, turns: str) -> list:
@@ -282,6 +304,7 @@ def build_rows(
         str(data_cfg["overlong"]),
         report,
         turns=str(data_cfg.get("turns", "auto")),
+        check_masks=bool(data_cfg.get("check_masks", True)),
     )
     split = split_eval(rows, data_cfg.get("eval_fraction", 0.0))
     report.train_rows, report.eval_rows = len(split.train), len(split.eval)
