@@ -222,7 +222,7 @@ def is_eval(conv_id: str, fraction: float) -> bool:
 class Split:
     train: list[dict[str, Any]]
     eval: list[dict[str, Any]]
-    eval_conversations: list[Conversation]  # the conversation of each eval row, same order
+    eval_conversations: list[Conversation]  # the conversations of the eval rows, in order, each once
 
 
 def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: float) -> Split:
@@ -235,7 +235,9 @@ def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: fl
     for conv, row in rows:
         if is_eval(conv.id, fraction):
             split.eval.append(row)
-            split.eval_conversations.append(conv)
+            # data.turns=per_turn: the rows of one conversation are consecutive; it is held out once
+            if not split.eval_conversations or split.eval_conversations[-1] is not conv:
+                split.eval_conversations.append(conv)
         else:
             split.train.append(row)
     return split
@@ -281,7 +283,7 @@ class BuiltDataset:
     report: BuildReport
     cache_dir: Path
     from_cache: bool
-    eval_conversations: list[Conversation] = field(default_factory=list)  # one per eval row, same order
+    eval_conversations: list[Conversation] = field(default_factory=list)  # the eval rows' conversations, each once
 
 
 def build_rows(

@@ -235,3 +235,11 @@ def test_the_build_expands_per_turn_and_reports_conversations_and_samples(tiny):
     whole = BuildReport()
     rows = build_rows([CONV], DropsEarlierReasoning(), tiny, {**cfg, "turns": "whole"}, whole).train
     assert [row["id"] for row in rows] == ["weather"] and (whole.conversations_rendered, whole.samples) == (1, 1)
+
+
+def test_a_held_out_conversation_is_listed_once_whatever_its_samples(tiny):
+    from train.dataset import BuildReport, build_rows
+
+    cfg = {"max_seq_len": 4096, "overlong": "drop", "eval_fraction": 0.9999}  # every id held out
+    split = build_rows([CONV], DropsEarlierReasoning(), tiny, cfg, BuildReport())
+    assert len(split.eval) == 2 and [c.id for c in split.eval_conversations] == ["weather"]
