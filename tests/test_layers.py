@@ -44,6 +44,8 @@ LAYER_OF: dict[str, str] = {
     "train.sources.*": "sources",
     "train.stats": "sources",  # counts canonical records with the readers' JSON helpers; no format, no model
     "train.formats.*": "formats",
+    "train.formats.expansion": "formats",  # per-target-turn expansion: renders and tokenizes, knows no dataset
+    "train.formats.mask_checks": "formats",  # a sample's mask against the format's norm; the build calls it
     "train.tokenizers.*": "formats",
     "train.models.*": "formats",  # SmolLM2's GGUF is both its tokenizer and its weights: fetched for either
     "train.retrieval.*": "retrieval",  # teacher (train.retrieval.teacher) and PoolRetriever included

@@ -10,7 +10,7 @@ import pytest
 from train.cli import main
 from train.formats import FORMATS, MaskPolicy, get_format
 from train.formats.tokenize import tokenize
-from train.schema import Conversation
+from train.schema import Conversation, Message, Tool, ToolCall, dumps
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS_FILE = FIXTURES / "parity" / "corpus.jsonl"
@@ -145,8 +145,59 @@ def test_show_on_a_terminal_uses_colour(smollm2, tmp_path, capsys, monkeypatch):
     )
     printed = capsys.readouterr().out
     assert "⟦" not in printed
-    assert "\x1b[1;32mIt is 18 °C and cloudy in Paris.<|im_end|>\x1b[0m" in printed
+    # each trained part in its colour (text green, end bold red), masked tokens dim
+    assert "\x1b[32mIt is 18 °C and cloudy in Paris.\x1b[0m\x1b[1;31m<|im_end|>\x1b[0m" in printed
     assert "\x1b[2m<|im_start|>tool\x1b[0m" in printed
+
+
+SMALL = Conversation(
+    id="small",
+    tools=[Tool(name="now", description="the time")],
+    messages=[
+        Message(role="user", content="Time?"),
+        Message(
+            role="assistant", content="Checking.", tool_calls=[ToolCall(name="now", arguments={"tz": "UTC"}, id="c1")]
+        ),
+        Message(role="tool", tool_call_id="c1", name="now", content="12:00"),
+        Message(role="assistant", content="Noon."),
+    ],
+)
+
+
+def _show_small(tmp_path, capsys, monkeypatch, **env) -> str:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for key in ("FORCE_COLOR", "NO_COLOR"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    source = tmp_path / "small.jsonl"
+    source.write_text(dumps(SMALL) + "\n", encoding="utf-8")
+    out = str(tmp_path / "o.jsonl")
+    assert main(["data", "render", str(source), "--format", "chatml", "-o", out, "--show", "1"]) == 0
+    return capsys.readouterr().out
+
+
+def test_show_colours_each_part_of_a_small_conversation(smollm2, tmp_path, capsys, monkeypatch):
+    lines = _show_small(tmp_path, capsys, monkeypatch, FORCE_COLOR="1").splitlines()
+    assert lines[0] == (
+        "legend: trained \x1b[35mreasoning\x1b[0m, \x1b[32mtext\x1b[0m, \x1b[1;36mcall name\x1b[0m, "
+        "\x1b[33mcall args\x1b[0m, \x1b[34mcall syntax\x1b[0m, \x1b[1;31mend\x1b[0m / \x1b[2mmasked\x1b[0m"
+    )
+    body = "\n".join(lines[2:-1])
+    call_turn = (
+        "\x1b[2m<|im_start|>assistant\x1b[0m\n\x1b[35mChecking.\x1b[0m\n\x1b[34m<tool_call>\x1b[0m\n"
+        '\x1b[34m{"name": "\x1b[0m\x1b[1;36mnow\x1b[0m\x1b[34m", "arguments": \x1b[0m\x1b[33m{"tz": "UTC"}\x1b[0m'
+        "\x1b[34m}\x1b[0m\n\x1b[34m</tool_call>\x1b[0m\x1b[1;31m<|im_end|>\x1b[0m\n\x1b[2m<|im_start|>tool\x1b[0m"
+    )
+    assert call_turn in body
+    assert "\x1b[32mNoon.\x1b[0m\x1b[1;31m<|im_end|>\x1b[0m" in body
+
+
+def test_show_is_plain_with_no_color_or_when_piped(smollm2, tmp_path, capsys, monkeypatch):
+    for env in ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, {}):
+        printed = _show_small(tmp_path, capsys, monkeypatch, **env)
+        assert "\x1b[" not in printed
+        assert "⟦Noon.<|im_end|>⟧" in printed
 
 
 def test_errors_are_messages_not_tracebacks(smollm2, tmp_path, capsys):

@@ -11,6 +11,7 @@ object: those are built by ``train.run`` from these plain values.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -97,6 +98,13 @@ class DataConfig:
     overlong: Overlong = Overlong.drop
     packing: bool = True
     last_turn_only: bool = False
+    # auto | whole | per_turn: per_turn renders each trained assistant turn as its own prefix, the context
+    # inference shows it (train.formats.expansion); auto: per_turn for a format that rewrites history (Qwen3,
+    # Harmony), else whole
+    turns: str = "auto"
+    # stop the build on a sample whose mask cannot be right (all masked, all trained, far from the format's norm:
+    # train.formats.mask_checks); false skips the check
+    check_masks: bool = True
     # loss weight per trained part (train.formats.base.WEIGHT_PARTS), e.g. {call_args: 2.0}; train.loss defines the loss
     part_weights: dict[str, float] = field(default_factory=dict)
     # options of model.chat_format's constructor, e.g. {tools_in_user_message: false} for llama3_1
@@ -372,6 +380,7 @@ def _data_problems(cfg: DictConfig) -> list[str]:
         options = OmegaConf.to_container(cfg.data.format_options, resolve=True)
         try:  # a module:attr format is imported here: a bad one fails at compose time
             problems += [f"data.format_options: {problem}" for problem in check_format_options(chat_format, options)]
+            problems += _turns_problems(cfg.data.turns, chat_format)
         except ValueError as err:
             problems.append(f"model.chat_format={chat_format}: {err}")
     problems += _registry_problems(cfg)
@@ -387,6 +396,29 @@ def _data_problems(cfg: DictConfig) -> list[str]:
             f"data.max_record_bytes must be > 0 (bytes; default 8 MiB = 8388608), got {cfg.data.max_record_bytes}"
         )
     return problems
+
+
+class HistoryRewriteWarning(UserWarning):
+    """``data.turns=whole`` with a format that rewrites history: earlier turns train in a context never shown."""
+
+
+def _turns_problems(turns: str, chat_format: str) -> list[str]:
+    """An unknown ``data.turns`` is a problem; an explicit ``whole`` for a history-rewriting format is allowed (it is
+    exact where the data has nothing the format drops, e.g. no reasoning, and cheaper) but warned about."""
+    from train.formats import format_class
+    from train.formats.expansion import TURN_MODES
+
+    if turns not in TURN_MODES:
+        return [f"data.turns must be one of {', '.join(TURN_MODES)}, got {turns!r}"]
+    if turns == "whole" and getattr(format_class(chat_format), "rewrites_history", False):
+        warnings.warn(
+            f"data.turns=whole with model.chat_format={chat_format}, which rewrites earlier turns when a conversation "
+            "goes on (e.g. drops their reasoning): every assistant turn but the last trains in a context inference "
+            "never shows; data.turns=auto (or per_turn) trains each turn in its own prefix",
+            HistoryRewriteWarning,
+            stacklevel=2,
+        )
+    return []
 
 
 def _registry_problems(cfg: DictConfig) -> list[str]:

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from train.formats import MaskPolicy, get_format
-from train.formats.base import ChatFormat
+from train.formats.base import ChatFormat, trained_segments
+from train.formats.expansion import expand_many, resolve_turns
+from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
 from train.progress import progress
 from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
-from train.sources import Rejected, get_reader
+from train.sources import Rejected, SourceError, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
 from train.validate import check_conversation
 
@@ -51,6 +53,8 @@ class BuildReport:
     dropped_overlong: int = 0
     truncated: int = 0
     dropped_untrained: int = 0  # nothing left to train on (after truncation, or no assistant turn)
+    conversations_rendered: int = 0  # conversations the chat format rendered ...
+    samples: int = 0  # ... and the samples they became (more than one each with data.turns=per_turn)
     train_rows: int = 0
     eval_rows: int = 0
     trained_tokens: int = 0
@@ -145,9 +149,12 @@ def tokenize_conversations(
     overlong: str,
     report: BuildReport,
     chunk: int = 256,
+    turns: str = "auto",
+    check_masks: bool = True,
 ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
-    """Validate, render + mask + tokenize (a chunk at a time: one batched encode), apply the length policy.
-    Yields each kept conversation with its row."""
+    """Validate, render + mask + tokenize (a chunk at a time: one batched encode), check the masks, apply the
+    length policy. Yields each kept conversation with its row."""
+    norm = format_norm(fmt) if check_masks else False
     for batch in (
         itertools.batched(conversations, chunk) if hasattr(itertools, "batched") else _batched(conversations, chunk)
     ):
@@ -159,15 +166,45 @@ def tokenize_conversations(
                 report.reject("invalid", str(errors[0]))
             else:
                 valid.append(conv)
-        for conv, tokens in zip(valid, tokenize_many(fmt, valid, tokenizer, policy)):
-            if isinstance(tokens, ValueError):
-                report.reject("unrenderable", str(tokens))
+        for conv, samples in zip(valid, _render_samples(fmt, valid, tokenizer, policy, turns)):
+            if isinstance(samples, ValueError):
+                report.reject("unrenderable", str(samples))
                 continue
-            # weights ride along only when they change the loss: unweighted rows stay as they were
-            weights = tokens.weights if policy.scales_loss else None
-            row = length_policy(conv.id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
-            if row is not None:
-                yield conv, row
+            report.conversations_rendered += 1
+            report.samples += len(samples)
+            if norm is not False:  # data.check_masks: a sample whose mask cannot be right stops the build
+                _check_masks(conv, fmt, policy, samples, norm)
+            for n, tokens in enumerate(samples):
+                # weights ride along only when they change the loss: unweighted rows stay as they were
+                weights = tokens.weights if policy.scales_loss else None
+                sample_id = conv.id if len(samples) == 1 else f"{conv.id}#{n}"  # data.turns=per_turn: one per turn
+                row = length_policy(sample_id, tokens.input_ids, tokens.labels, max_seq_len, overlong, report, weights)
+                if row is not None:
+                    yield conv, row
+
+
+class MaskError(SourceError):
+    """A built sample's mask cannot be right (``train.formats.mask_checks``): the build stops, naming it."""
+
+
+def _check_masks(conv: Conversation, fmt: ChatFormat, policy: MaskPolicy, samples: list, norm: Any) -> None:
+    segments = fmt.render(conv)  # the format's parts, as the masking rule sees them
+    trained = trained_segments(segments, policy)
+    for n, tokens in enumerate(samples):
+        problem = check_sample(conv, segments, trained, tokens.labels, norm)
+        if problem:
+            sample = conv.id if len(samples) == 1 else f"{conv.id}#{n}"
+            raise MaskError(
+                f"conversation {sample!r}: {problem} (chat format {fmt.name}); the build stops rather than train "
+                "a wrong mask (data.check_masks=false skips this check, docs/formats.md)"
+            )
+
+
+def _render_samples(fmt: ChatFormat, convs: list[Conversation], tokenizer: Any, policy: MaskPolicy, turns: str) -> list:
+    """Each conversation's samples (one, or one per trained turn with ``data.turns`` per_turn), or its ValueError."""
+    if resolve_turns(turns, fmt) == "per_turn":
+        return expand_many(fmt, convs, tokenizer, policy)
+    return [t if isinstance(t, ValueError) else [t] for t in tokenize_many(fmt, convs, tokenizer, policy)]
 
 
 def _batched(items: Iterable[Any], size: int) -> Iterator[tuple]:
@@ -185,7 +222,7 @@ def is_eval(conv_id: str, fraction: float) -> bool:
 class Split:
     train: list[dict[str, Any]]
     eval: list[dict[str, Any]]
-    eval_conversations: list[Conversation]  # the conversation of each eval row, same order
+    eval_conversations: list[Conversation]  # the conversations of the eval rows, in order, each once
 
 
 def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: float) -> Split:
@@ -198,7 +235,9 @@ def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: fl
     for conv, row in rows:
         if is_eval(conv.id, fraction):
             split.eval.append(row)
-            split.eval_conversations.append(conv)
+            # data.turns=per_turn: the rows of one conversation are consecutive; it is held out once
+            if not split.eval_conversations or split.eval_conversations[-1] is not conv:
+                split.eval_conversations.append(conv)
         else:
             split.train.append(row)
     return split
@@ -244,7 +283,7 @@ class BuiltDataset:
     report: BuildReport
     cache_dir: Path
     from_cache: bool
-    eval_conversations: list[Conversation] = field(default_factory=list)  # one per eval row, same order
+    eval_conversations: list[Conversation] = field(default_factory=list)  # the eval rows' conversations, each once
 
 
 def build_rows(
@@ -259,7 +298,15 @@ def build_rows(
     )
     conversations = progress(conversations, desc=f"build dataset ({fmt.name})", unit="conv")
     rows = tokenize_conversations(
-        conversations, fmt, tokenizer, policy, data_cfg["max_seq_len"], str(data_cfg["overlong"]), report
+        conversations,
+        fmt,
+        tokenizer,
+        policy,
+        data_cfg["max_seq_len"],
+        str(data_cfg["overlong"]),
+        report,
+        turns=str(data_cfg.get("turns", "auto")),
+        check_masks=bool(data_cfg.get("check_masks", True)),
     )
     split = split_eval(rows, data_cfg.get("eval_fraction", 0.0))
     report.train_rows, report.eval_rows = len(split.train), len(split.eval)

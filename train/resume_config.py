@@ -40,6 +40,11 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "peft": (FIXED, "the checkpoint's adapter has this shape"),
     "data": (FIXED, "the checkpoint's data position counts rows of this dataset, rendered in this chat format"),
     "data.cache_dir": (FREE, "only where built rows are cached"),
+    "data.check_masks": (FREE, "a check of the built rows, not what they are"),
+    "data.turns": (
+        FIXED,
+        "which samples the rows are: one per conversation (whole) or one per trained turn (per_turn)",
+    ),
     "seed": (FIXED, "data order and initialisation follow it"),
     "optim": (FIXED, "the optimizer state and learning-rate schedule come back from the checkpoint"),
     "distributed": (FIXED, "the checkpoint's optimizer and model states are laid out for this strategy"),

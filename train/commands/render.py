@@ -9,8 +9,9 @@ A line that is not a canonical conversation, or a
 conversation the format cannot express (parallel calls in ``llama3_1``), goes to
 OUT.rejects.jsonl with its location and reason. Prints ``read N, rendered A, rejected R`` with
 N = A + R, and the first rejects with their file:line and reason. ``--show N`` prints the first N
-rendered conversations with trained and masked tokens told apart: colours on a terminal,
-⟦trained⟧ brackets when the output is piped.
+rendered conversations with trained and masked tokens told apart: on a terminal each trained part in its
+colour (reasoning, text, call name, arguments, call syntax, end) and masked tokens dim; ⟦trained⟧
+brackets when the output is piped or ``NO_COLOR`` is set.
 Outputs are replaced only when the render succeeds (``train.commands.outputs``); an output that
 is the input is refused. ``-o -`` writes the rows to stdout and the report to stderr; beside stdout
 or a device (``-o /dev/null``) rejects are written only to the path ``--rejects`` names.
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,7 +34,7 @@ from train.commands.chat_setup import load_format_and_tokenizer
 from train.commands.outputs import Outputs, is_stdout, output_path, side_file
 from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
 from train.formats import FORMATS, MaskPolicy, Tokenized
-from train.formats.base import WEIGHT_PARTS, ChatFormat
+from train.formats.base import WEIGHT_PARTS, ChatFormat, Segment, call_turns, weight_part
 from train.formats.tokenize import tokenize
 from train.progress import progress
 from train.schema import Conversation, SchemaError
@@ -134,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     report_to = sys.stderr if is_stdout(args.output) else sys.stdout
     rendered = 0
     rejects = RejectReport()
-    shown: list[tuple[str, Tokenized]] = []
+    shown: list[tuple[str, Tokenized, list[Segment]]] = []
     try:
         with Outputs([args.output, rejects_path], inputs=[args.file]) as outputs:
             out = outputs.open(args.output)
@@ -157,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
                 rendered += 1
                 out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
                 if len(shown) < args.show:
-                    shown.append((conv.id, tokens))
+                    calls = call_turns(conv)  # their text is "reasoning", as data.part_weights names it
+                    shown.append((conv.id, tokens, [replace(s, part=weight_part(s, calls)) for s in fmt.render(conv)]))
             if rejects.count and not rendered:
                 outputs.discard()  # nothing renderable: keep whatever was there before
     except SourceError as err:
@@ -201,25 +205,71 @@ def plain_view(runs: Iterable[tuple[str, bool]]) -> str:
     return "".join(f"{OPEN}{text}{CLOSE}" if trained else text for text, trained in runs)
 
 
-def show(conversations: list[tuple[str, Tokenized]], tokenizer: Any, stream: TextIO | None = None) -> None:
+# the style of each trained part on a terminal; masked tokens are dim whatever their part
+PART_STYLES = {
+    "reasoning": "magenta",
+    "text": "green",
+    "call_name": "bold cyan",
+    "call_args": "yellow",
+    "call_syntax": "blue",
+    "end": "bold red",
+}
+TRAINED_STYLE, MASKED_STYLE = "bold green", "dim"  # a trained token whose part is unknown; a masked one
+
+
+def part_runs(runs: list[tuple[str, bool]], segments: list[Segment]) -> list[tuple[str, bool, str | None]]:
+    """``trained_runs`` split where the part changes: (text, trained, part). The parts come from the segments'
+    characters, so only when the decoded runs spell the rendered text exactly (a byte-level tokenizer); else
+    each run keeps part None (coloured as trained or masked only)."""
+    if "".join(text for text, _ in runs) != "".join(seg.text for seg in segments):
+        return [(text, trained, None) for text, trained in runs]
+    part_of = [seg.part for seg in segments for _ in seg.text]
+    out: list[tuple[str, bool, str | None]] = []
+    position = 0
+    for text, trained in runs:
+        start = 0
+        for k in range(1, len(text) + 1):
+            if k == len(text) or part_of[position + k] != part_of[position + start]:
+                out.append((text[start:k], trained, part_of[position + start]))
+                start = k
+        position += len(text)
+    return out
+
+
+def show(
+    conversations: list[tuple[str, Tokenized, list[Segment]]], tokenizer: Any, stream: TextIO | None = None
+) -> None:
     """Print to ``stream`` (stdout by default; stderr when the rows themselves go to stdout)."""
     from rich.console import Console
     from rich.text import Text  # Text, not markup: conversations are full of "[...]"
 
     stream = stream or sys.stdout
     console = Console(highlight=False, file=stream)
-    coloured = console.is_terminal and console.color_system is not None
+    coloured = console.is_terminal and console.color_system is not None and not os.environ.get("NO_COLOR")
     if coloured:
-        console.print(Text.assemble("legend: ", ("trained", "bold green"), " / ", ("masked", "dim")))
+        legend = [(part.replace("_", " "), style) for part, style in PART_STYLES.items()]
+        console.print(Text.assemble("legend: trained ", *_joined(legend), " / ", ("masked", MASKED_STYLE)))
     else:
         print(f"legend: {OPEN}trained{CLOSE} / masked", file=stream)
-    for conv_id, tokens in conversations:
+    for conv_id, tokens, segments in conversations:
         trained = sum(1 for label in tokens.labels if label != -100)
         title = f"--- {conv_id}: {len(tokens.input_ids)} tokens, {trained} trained ---"
         runs = trained_runs(tokens, tokenizer)
         if coloured:
             console.print(Text(title, style="bold"))
-            console.print(Text.assemble(*[(text, "bold green" if is_trained else "dim") for text, is_trained in runs]))
+            pieces = [(text, _style(is_trained, part)) for text, is_trained, part in part_runs(runs, segments)]
+            console.print(Text.assemble(*pieces))
         else:
             print(title, file=stream)
             print(plain_view(runs), file=stream)
+
+
+def _style(trained: bool, part: str | None) -> str:
+    return PART_STYLES.get(part or "", TRAINED_STYLE) if trained else MASKED_STYLE
+
+
+def _joined(items: list[tuple[str, str]]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        out += [", ", item] if out else [item]
+    return out

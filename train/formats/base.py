@@ -148,6 +148,11 @@ class ChatFormat:
     #: on its own, but every such piece sits between two control tokens, so merged runs match it
     #: too. A format whose reference splits text elsewhere would set this False.
     merge_text_runs: ClassVar[bool] = True
+    #: Whether rendering a longer conversation changes how an earlier assistant turn is shown (Qwen3 drops the
+    #: ``<think>`` of turns before the last user query, Harmony earlier analysis). ``data.turns=auto`` then
+    #: expands each trained turn into the context inference shows it (``train.formats.expansion``), and an
+    #: explicit ``data.turns=whole`` is warned about at compose time.
+    rewrites_history: ClassVar[bool] = False
     #: Options whose value must be one of a few names (``check_format_options`` checks them at compose time).
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES}
     #: Whether the format renders ``Message.reasoning_content``. One that does not refuses a conversation
