@@ -51,6 +51,8 @@ LAYER_OF: dict[str, str] = {
     "train.builders.*": "builders",
     "train.dataset": "dataset",
     "train.packing": "dataset",
+    "train.token_store": "dataset",  # the built dataset's memory-mapped columns: numpy only
+    "train.ordered_pool": "base",  # an ordered, bounded process-pool map: no tooltrain import
     "train.evaluation.*": "evaluation",
     # PTR (seed 001): library/history/splits, stage 1 and its evaluation; it uses retrieval, the teacher and the
     # recommendation metrics, and nothing of a training run

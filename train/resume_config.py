@@ -40,6 +40,7 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "peft": (FIXED, "the checkpoint's adapter has this shape"),
     "data": (FIXED, "the checkpoint's data position counts rows of this dataset, rendered in this chat format"),
     "data.cache_dir": (FREE, "only where built rows are cached"),
+    "data.num_workers": (FREE, "how many processes build the cache, not what it holds (same bytes with 1 or N)"),
     "seed": (FIXED, "data order and initialisation follow it"),
     "optim": (FIXED, "the optimizer state and learning-rate schedule come back from the checkpoint"),
     "distributed": (FIXED, "the checkpoint's optimizer and model states are laid out for this strategy"),
