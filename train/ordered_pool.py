@@ -47,7 +47,9 @@ def ordered_map(
             yield item, work(payload(item))
         return
     window = window or 2 * workers
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_start, initargs=(make,))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"), initializer=_start, initargs=(make,)
+    )
     pending: deque[tuple[Any, Future]] = deque()
     try:
         for item in itertools.chain(head, iterator):

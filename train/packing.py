@@ -99,7 +99,9 @@ def pack_samples(samples: Sequence[dict], bin_indices: Sequence[int]) -> dict[st
             row["loss_weights"].append(0.0)
             own = sample.get("loss_weights")
             row["loss_weights"].extend(
-                list(own[1:]) if own is not None else [0.0 if label == IGNORE_INDEX else 1.0 for label in sample["labels"][1:]]
+                list(own[1:])
+                if own is not None
+                else [0.0 if label == IGNORE_INDEX else 1.0 for label in sample["labels"][1:]]
             )
     return row
 
@@ -153,7 +155,11 @@ class PackedRows:
                 sample_weights_ = np.array(sample_weights_, dtype=np.float32)
                 sample_weights_[0] = 0.0
                 weights.append(sample_weights_)
-        row = {"input_ids": np.concatenate(ids), "labels": np.concatenate(labels), "position_ids": np.concatenate(positions)}
+        row = {
+            "input_ids": np.concatenate(ids),
+            "labels": np.concatenate(labels),
+            "position_ids": np.concatenate(positions),
+        }
         return row if not self.has_loss_weights else {**row, "loss_weights": np.concatenate(weights)}
 
 

@@ -60,7 +60,9 @@ class StoreWriter:
             self.files["weights.f32"].write(np.asarray(weights, "<f4").tobytes())
         encoded = conv_id.encode("utf-8")
         self.files["ids.utf8"].write(encoded)
-        self.rows, self.tokens, self.id_bytes = self.rows + 1, self.tokens + len(input_ids), self.id_bytes + len(encoded)
+        self.rows += 1
+        self.tokens += len(input_ids)
+        self.id_bytes += len(encoded)
         self.files["offsets.i64"].write(np.array([self.tokens], "<i8").tobytes())
         self.files["id_offsets.i64"].write(np.array([self.id_bytes], "<i8").tobytes())
 
