@@ -130,6 +130,18 @@ class TokenizedRows:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self[i] for i in range(len(self)))
 
+    def __eq__(self, other: object) -> bool:
+        """The same rows: every column equal (compared as arrays, never as Python lists)."""
+        if not isinstance(other, TokenizedRows):
+            return NotImplemented
+        columns = ("tokens", "trained", "offsets", "id_bytes", "id_offsets")
+        same = self.has_loss_weights == other.has_loss_weights and all(
+            np.array_equal(np.asarray(getattr(self, name)), np.asarray(getattr(other, name))) for name in columns
+        )
+        return same and (self.weights is None or np.array_equal(self.weights, other.weights))
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, and mutable underneath (a file)
+
 
 def labels_of(ids: np.ndarray, trained: np.ndarray) -> np.ndarray:
     return np.where(trained, ids, IGNORE_INDEX)

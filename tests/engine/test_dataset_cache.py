@@ -66,7 +66,7 @@ def test_a_second_build_with_the_same_config_loads_the_cached_rows(tiny, sample,
     second = build_dataset(copy.deepcopy(cfg), "chatml", tiny, tmp_path / "cache")
     assert (first.from_cache, second.from_cache) == (False, True)
     assert second.cache_dir == first.cache_dir
-    assert list(second.train) == list(first.train) and list(second.eval) == list(first.eval)
+    assert second.train == first.train and second.eval == first.eval
     assert second.report == first.report
     assert (first.report.train_rows, first.report.eval_rows) == (len(first.train), len(first.eval)) == (55, 4)
 
