@@ -219,3 +219,19 @@ def test_recipe_tiny_trains_to_the_same_losses_from_the_json_lines_rows(
     monkeypatch.setattr(run_module, "make_rows", jsonl_make_rows)
     monkeypatch.setattr(run_module, "PackedCollator", OldCollator)
     assert losses("old") == new and len(new) == 3
+
+
+def test_the_cache_benchmark_measures_a_build_and_a_reader(tmp_path):
+    from train.cache_bench import corpus_config, measure_build, measure_reader, replicated_cache, synthetic_corpus
+
+    corpus = synthetic_corpus(tmp_path / "corpus.jsonl", 70, inputs=("pkg://train/assets/demo/glaive_sample.json",))
+    ids = [json.loads(line)["id"] for line in corpus.open(encoding="utf-8")]
+    assert len(ids) == len(set(ids)) == 70
+    build = measure_build(corpus_config(corpus, max_seq_len=512), "chatml", "tiny_chatml", tmp_path / "cache", 1)
+    assert build["report"]["read"] == 70 and build["peak_rss_mib"] > 0 and build["conversations_per_s"] > 0
+    reader = measure_reader(Path(build["cache_dir"]), 512, micro_batch=4)
+    assert reader["samples"] == build["report"]["train_rows"] and reader["rows"] > 0
+    assert reader["rss_anon_peak_mib"] >= reader["rss_anon_opened_mib"] > 0
+    copies = TokenizedRows(replicated_cache(Path(build["cache_dir"]), tmp_path / "x3", 3), "train")
+    original = TokenizedRows(Path(build["cache_dir"]), "train")
+    assert np.array_equal(copies.lengths, np.tile(original.lengths, 3)) and copies.id_of(0).endswith("-x0")
