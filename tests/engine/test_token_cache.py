@@ -235,3 +235,14 @@ def test_the_cache_benchmark_measures_a_build_and_a_reader(tmp_path):
     copies = TokenizedRows(replicated_cache(Path(build["cache_dir"]), tmp_path / "x3", 3), "train")
     original = TokenizedRows(Path(build["cache_dir"]), "train")
     assert np.array_equal(copies.lengths, np.tile(original.lengths, 3)) and copies.id_of(0).endswith("-x0")
+
+
+def test_data_num_workers_is_checked_at_compose_time_and_free_on_resume():
+    from train.config import ConfigError, compose
+    from train.resume_config import FREE, rule_for
+
+    assert compose(["recipe=tiny", "data.num_workers=3"]).data.num_workers == 3
+    assert compose(["recipe=tiny"]).data.num_workers is None  # every available core
+    with pytest.raises(ConfigError, match=r"data.num_workers must be >= 1"):
+        compose(["recipe=tiny", "data.num_workers=0"])
+    assert rule_for("data.num_workers")[0] == FREE
