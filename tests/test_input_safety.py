@@ -470,7 +470,7 @@ def test_the_training_build_applies_data_max_record_bytes_and_shows_progress(tmp
     monkeypatch.setattr(
         dataset,
         "progress",
-        lambda items, desc, unit="it", total=None: bars.append(desc) or real_progress(items, desc, unit),
+        lambda items, desc, unit="it", total=None, postfix=None: bars.append(desc) or real_progress(items, desc, unit),
     )
     cfg = {
         "name": "t",

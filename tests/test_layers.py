@@ -53,6 +53,8 @@ LAYER_OF: dict[str, str] = {
     "train.builders.*": "builders",
     "train.dataset": "dataset",
     "train.packing": "dataset",
+    "train.token_store": "dataset",  # the built dataset's memory-mapped columns: numpy only
+    "train.ordered_pool": "base",  # an ordered, bounded process-pool map: no tooltrain import
     "train.evaluation.*": "evaluation",
     # PTR (seed 001): library/history/splits, stage 1 and its evaluation; it uses retrieval, the teacher and the
     # recommendation metrics, and nothing of a training run
@@ -76,6 +78,7 @@ LAYER_OF: dict[str, str] = {
     "train.training_args": "run",  # the config -> TrainingArguments mapping run() and bench train share
     "train.export": "run",  # merges a run's adapter into its model: the run's model and checkpoint code
     "train.recommend_backbone": "run",  # a tooltrain run as PTR's backbone: loads it as train.export does
+    "train.cache_bench": "run",  # the tokenized cache at corpus scale: build time, build and per-rank memory
     "train.launch": "run",  # plans a multi-node run from its config (Slurm script, torchrun, deepspeed)
     "train.commands": "command_helpers",
     "train.commands.outputs": "command_helpers",

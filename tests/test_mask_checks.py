@@ -11,8 +11,9 @@ import pytest
 
 from train.dataset import BuildReport, MaskError, build_rows
 from train.formats import FORMATS, get_format
-from train.formats.base import Segment, trained_segments
+from train.formats.base import MaskPolicy, Segment, trained_segments
 from train.formats.chatml import ChatMLFormat
+from train.formats.expansion import plan_samples, resolve_turns, sample_masks
 from train.formats.mask_checks import Norm, check_sample, format_norm
 from train.schema import Conversation
 from train.sources import Rejected, get_reader
@@ -112,13 +113,19 @@ def test_real_corpora_pass_the_checks_in_every_format(shared_data):
     for name in FORMATS:
         fmt = get_format(name)
         norm = format_norm(fmt)
+        per_turn = resolve_turns("auto", fmt) == "per_turn"  # as the build samples it (data.turns=auto)
         for conv in convs:
             try:
-                segments = fmt.render(conv)
+                samples = plan_samples(fmt, conv, MaskPolicy()) if per_turn else [fmt.render(conv)]
             except ValueError:
                 continue
-            trained = trained_segments(segments)
-            labels = [0 if t else -100 for seg, t in zip(segments, trained) if seg.text]
-            assert check_sample(conv, segments, trained, labels, norm) is None, (name, conv.id)
+            for sample in samples:
+                segments, trained = (
+                    (sample.segments, sample_masks(sample, MaskPolicy(), conv)[0])
+                    if per_turn
+                    else (sample, trained_segments(sample))
+                )
+                labels = [0 if t else -100 for seg, t in zip(segments, trained) if seg.text]
+                assert check_sample(conv, segments, trained, labels, norm) is None, (name, conv.id)
             checked += 1
     assert checked > 10_000

@@ -114,6 +114,9 @@ class DataConfig:
     # record cannot take the build's memory (it costs ~250x its size); the data verbs use the same 8 MiB
     max_record_bytes: int = 8 * 1024 * 1024
     cache_dir: str | None = None  # default: <tooltrain cache>/datasets
+    # processes that build the tokenized cache (null: every available core); the cache's bytes do not depend on it,
+    # so it is not in the cache key
+    num_workers: int | None = None
 
 
 @dataclass
@@ -395,6 +398,8 @@ def _data_problems(cfg: DictConfig) -> list[str]:
         problems.append(
             f"data.max_record_bytes must be > 0 (bytes; default 8 MiB = 8388608), got {cfg.data.max_record_bytes}"
         )
+    if cfg.data.num_workers is not None and cfg.data.num_workers < 1:
+        problems.append(f"data.num_workers must be >= 1 (or null: every available core), got {cfg.data.num_workers}")
     return problems
 
 

@@ -6,6 +6,13 @@ the chat format, the tokenizer's definition and the format version. A second run
 key loads the rows instead of rebuilding them. The build holds a file lock, so ranks or nodes that
 share a filesystem build once and then all load; this module never asks which rank it is.
 Every conversation read is accounted for in the ``BuildReport``.
+
+The cache is memory-mapped columns (``train.token_store``: why numpy arrays with an offsets index), built by
+``data.num_workers`` processes (``train.ordered_pool``): the main process reads the sources and runs the recipe's
+builder as one stream, cuts it into chunks of ``BUILD_CHUNK`` conversations, workers validate and tokenize each
+chunk (``tokenize_conversations``, as the single-process build did), and the main process writes the rows in input
+order. Chunks, their order and each chunk's report do not depend on the number of workers, so neither do the bytes
+of the cache or its report.
 """
 
 from __future__ import annotations
@@ -13,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 import shutil
 import time
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,11 +36,13 @@ from train.formats.base import ChatFormat, trained_segments
 from train.formats.expansion import expand_many, resolve_turns
 from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
+from train.ordered_pool import ordered_map
 from train.progress import progress
 from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
+from train.token_store import SPLITS, StoreWriter, TokenizedRows, trained_mask, write_layout
 from train.validate import check_conversation
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
@@ -40,7 +50,11 @@ from train.validate import check_conversation
 # 3: rows carry loss_weights when a part weighs other than 0 or 1; "reasoning" is weighed apart from "text".
 # 4: a conversation whose id an earlier one used is left out (invalid: duplicate-id); records are read as
 #    strict JSON (no NaN, 1e400 or duplicate keys), lone surrogates and records over data.max_record_bytes refused.
-PIPELINE_VERSION = "4"
+# 5: the cache is memory-mapped columns (train.token_store), not JSON Lines rows; a JSONL cache is rebuilt.
+PIPELINE_VERSION = "5"
+BUILD_CHUNK = 256  # conversations per worker task (and per batched encode): fixed, so the bytes never depend on it
+# data config keys that say how the build runs, not what it builds: left out of the cache key
+BUILD_ONLY_KEYS = ("num_workers",)
 
 
 @dataclass
@@ -70,6 +84,21 @@ class BuildReport:
     @property
     def accepted(self) -> int:
         return self.train_rows + self.eval_rows
+
+    def merge(self, other: BuildReport) -> None:
+        """Adds ``other``'s counts (its reasons after this one's, in their order)."""
+        for item in fields(self):
+            if item.name != "reasons":
+                setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+        for key, count in other.reasons.items():
+            self.reasons[key] = self.reasons.get(key, 0) + count
+
+    def take(self) -> BuildReport:
+        """What was counted so far, as a new report; this one starts again from zero."""
+        taken = BuildReport(**{**self.to_dict(), "reasons": dict(self.reasons)})
+        for item in fields(self):
+            setattr(self, item.name, {} if item.name == "reasons" else 0)
+        return taken
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,7 +203,7 @@ def tokenize_conversations(
             report.samples += len(samples)
             if norm is not False:  # data.check_masks: a sample whose mask cannot be right stops the build
                 _check_masks(conv, fmt, policy, samples, norm)
-            for n, tokens in enumerate(samples):
+            for n, (_, _, tokens) in enumerate(samples):
                 # weights ride along only when they change the loss: unweighted rows stay as they were
                 weights = tokens.weights if policy.scales_loss else None
                 sample_id = conv.id if len(samples) == 1 else f"{conv.id}#{n}"  # data.turns=per_turn: one per turn
@@ -188,9 +217,10 @@ class MaskError(SourceError):
 
 
 def _check_masks(conv: Conversation, fmt: ChatFormat, policy: MaskPolicy, samples: list, norm: Any) -> None:
-    segments = fmt.render(conv)  # the format's parts, as the masking rule sees them
-    trained = trained_segments(segments, policy)
-    for n, tokens in enumerate(samples):
+    for n, (segments, trained, tokens) in enumerate(samples):
+        if segments is None:  # the whole conversation: its parts, as the masking rule sees them
+            segments = fmt.render(conv)
+            trained = trained_segments(segments, policy)
         problem = check_sample(conv, segments, trained, tokens.labels, norm)
         if problem:
             sample = conv.id if len(samples) == 1 else f"{conv.id}#{n}"
@@ -201,10 +231,15 @@ def _check_masks(conv: Conversation, fmt: ChatFormat, policy: MaskPolicy, sample
 
 
 def _render_samples(fmt: ChatFormat, convs: list[Conversation], tokenizer: Any, policy: MaskPolicy, turns: str) -> list:
-    """Each conversation's samples (one, or one per trained turn with ``data.turns`` per_turn), or its ValueError."""
+    """Each conversation's samples (one, or one per trained turn with ``data.turns`` per_turn), or its ValueError.
+    A sample is (segments, trained flags, tokens); the whole conversation's segments are None (rendered again only
+    if the mask checks ask)."""
     if resolve_turns(turns, fmt) == "per_turn":
-        return expand_many(fmt, convs, tokenizer, policy)
-    return [t if isinstance(t, ValueError) else [t] for t in tokenize_many(fmt, convs, tokenizer, policy)]
+        return [
+            r if isinstance(r, ValueError) else [(s.segments, t, tok) for s, t, tok in r]
+            for r in expand_many(fmt, convs, tokenizer, policy)
+        ]
+    return [t if isinstance(t, ValueError) else [(None, None, t)] for t in tokenize_many(fmt, convs, tokenizer, policy)]
 
 
 def _batched(items: Iterable[Any], size: int) -> Iterator[tuple]:
@@ -250,7 +285,7 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     digest.update(
         json.dumps(
             {
-                "data": data_cfg,
+                "data": {key: value for key, value in data_cfg.items() if key not in BUILD_ONLY_KEYS},
                 "format": format_name,
                 "pipeline": PIPELINE_VERSION,
                 "extra": extra or {},
@@ -276,14 +311,29 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     return digest.hexdigest()[:20]
 
 
-@dataclass
 class BuiltDataset:
-    train: list[dict[str, Any]]
-    eval: list[dict[str, Any]]
-    report: BuildReport
-    cache_dir: Path
-    from_cache: bool
-    eval_conversations: list[Conversation] = field(default_factory=list)  # the eval rows' conversations, each once
+    """A built (or cached) dataset: the train and eval rows memory-mapped from ``cache_dir``, the build report, and
+    the eval split's conversations (read from the cache when first asked for: training without evaluation never
+    holds them)."""
+
+    def __init__(self, cache_dir: Path, report: BuildReport, from_cache: bool):
+        self.cache_dir, self.report, self.from_cache = cache_dir, report, from_cache
+        self.train = TokenizedRows(cache_dir, "train")
+        self.eval = TokenizedRows(cache_dir, "eval")
+        self._eval_conversations: list[Conversation] | None = None
+
+    @property
+    def eval_conversations(self) -> list[Conversation]:
+        """The conversation of each eval row, same order."""
+        if self._eval_conversations is None:
+            self._eval_conversations = _load_conversations(self.cache_dir / "eval_conversations.jsonl")
+        return self._eval_conversations
+
+
+def mask_policy(data_cfg: dict[str, Any]) -> MaskPolicy:
+    return MaskPolicy(
+        last_turn_only=data_cfg.get("last_turn_only", False), weights=dict(data_cfg.get("part_weights") or {})
+    )
 
 
 def build_rows(
@@ -293,15 +343,13 @@ def build_rows(
     data_cfg: dict[str, Any],
     report: BuildReport,
 ) -> Split:
-    policy = MaskPolicy(
-        last_turn_only=data_cfg.get("last_turn_only", False), weights=dict(data_cfg.get("part_weights") or {})
-    )
+    """The rows in memory, as Python lists, in one process: what the cache holds, for tests and small tools."""
     conversations = progress(conversations, desc=f"build dataset ({fmt.name})", unit="conv")
     rows = tokenize_conversations(
         conversations,
         fmt,
         tokenizer,
-        policy,
+        mask_policy(data_cfg),
         data_cfg["max_seq_len"],
         str(data_cfg["overlong"]),
         report,
@@ -311,6 +359,115 @@ def build_rows(
     split = split_eval(rows, data_cfg.get("eval_fraction", 0.0))
     report.train_rows, report.eval_rows = len(split.train), len(split.eval)
     return split
+
+
+def build_workers(data_cfg: dict[str, Any]) -> int:
+    """``data.num_workers``, or every core this process may run on when it is unset."""
+    configured = data_cfg.get("num_workers")
+    if configured is not None:
+        return max(1, int(configured))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class ChunkRows:
+    """What a worker returns for one chunk: its report, and each kept row as (index in the chunk, columns)."""
+
+    report: BuildReport
+    rows: list[tuple[int, str, Any, Any, Any]]  # (index, row id, input ids int32, trained u8, weights f32 or None)
+
+
+class ChunkTokenizer:
+    """Validates and tokenizes one chunk of conversations (``tokenize_conversations``); made once per worker."""
+
+    def __init__(self, format_name: str, data_cfg: dict[str, Any], tokenizer: Any):
+        self.fmt = get_format(format_name, data_cfg.get("format_options"))  # options are in data_cfg, so in the key
+        self.tokenizer, self.policy = tokenizer, mask_policy(data_cfg)
+        self.max_seq_len, self.overlong = data_cfg["max_seq_len"], str(data_cfg["overlong"])
+        self.turns, self.check_masks = str(data_cfg.get("turns", "auto")), bool(data_cfg.get("check_masks", True))
+
+    def __call__(self, chunk: tuple[Conversation, ...]) -> ChunkRows:
+        import numpy as np
+
+        report, rows = BuildReport(), []
+        position = {id(conv): index for index, conv in enumerate(chunk)}
+        tokenized = tokenize_conversations(
+            chunk,
+            self.fmt,
+            self.tokenizer,
+            self.policy,
+            self.max_seq_len,
+            self.overlong,
+            report,
+            chunk=len(chunk),
+            turns=self.turns,
+            check_masks=self.check_masks,
+        )
+        for conv, row in tokenized:
+            weights = row.get("loss_weights")
+            rows.append(
+                (
+                    position[id(conv)],
+                    row["id"],  # the conversation's, or ID#N for each of its samples (data.turns=per_turn)
+                    np.asarray(row["input_ids"], dtype=np.int32),
+                    trained_mask(conv.id, row["input_ids"], row["labels"]),
+                    None if weights is None else np.asarray(weights, dtype=np.float32),
+                )
+            )
+        return ChunkRows(report, rows)
+
+
+def write_cache(
+    folder: Path, data_cfg: dict[str, Any], format_name: str, tokenizer: Any, transform: Any = None
+) -> BuildReport:
+    """Builds the dataset into ``folder`` (column files, eval conversations, layout, report). Returns the report."""
+    reading = BuildReport()  # what reading and the recipe's builder count, taken chunk by chunk
+    conversations = read_conversations(data_cfg["sources"], reading)
+    if transform is not None:
+        conversations = transform(conversations, on_drop=lambda reason: reading.reject("dropped_by_builder", reason))
+    report = BuildReport()
+    conversations = progress(
+        conversations,
+        desc=f"build dataset ({get_format(format_name, data_cfg.get('format_options')).name})",
+        unit="conv",
+        postfix=lambda: f"accepted {report.accepted / max(report.read, 1):.0%}",
+    )
+    # each chunk carries what reading it counted: merged just before its rows, the report's counts and the order of
+    # its reasons are those of a single process reading and tokenizing chunk after chunk
+    chunks = ((chunk, reading.take()) for chunk in _batched(conversations, BUILD_CHUNK))
+    weighted = mask_policy(data_cfg).scales_loss
+    writers = {split: StoreWriter(folder, split, weighted) for split in SPLITS}
+    fraction = data_cfg.get("eval_fraction", 0.0)
+    with (folder / "eval_conversations.jsonl").open("w", encoding="utf-8") as eval_file:
+        with record_size_limit(data_cfg.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)):
+            results = ordered_map(
+                lambda: ChunkTokenizer(format_name, data_cfg, tokenizer),
+                chunks,
+                build_workers(data_cfg),
+                payload=lambda item: item[0],
+            )
+            for (chunk, read_part), done in results:
+                report.merge(read_part)
+                report.merge(done.report)
+                last_held_out = None
+                for index, row_id, ids, trained, weights in done.rows:
+                    conv = chunk[index]
+                    held_out = is_eval(conv.id, fraction)  # the one split rule (split_eval), decided per row
+                    writers["eval" if held_out else "train"].append(row_id, ids, trained, weights)
+                    if held_out:
+                        if index != last_held_out:  # a conversation's rows are consecutive: listed once
+                            eval_file.write(dumps(conv) + "\n")
+                        last_held_out = index
+                        report.eval_rows += 1
+                    else:
+                        report.train_rows += 1
+        report.merge(reading.take())  # rejects after the last conversation
+    write_layout(folder, {split: writer.close() for split, writer in writers.items()})
+    (folder / "report.json").write_text(json.dumps(report.to_dict(), indent=1))
+    return report
 
 
 def build_dataset(
@@ -327,7 +484,7 @@ def build_dataset(
     conversation it drops is counted as ``dropped_by_builder``. Its name and arguments are part of the
     cache key through data_cfg; what data_cfg cannot see (the seed, the builder's version) goes in
     ``key_extra``. With ``may_build=False`` (the caller says so: a rank that is not its node's rank 0)
-    nothing is built: it waits until a process that may build has written the cache, then loads it."""
+    nothing is built: it waits until a process that may build has written the cache, then maps it."""
     from filelock import FileLock
 
     key = cache_key(data_cfg, format_name, tokenizer, extra=key_extra)
@@ -336,53 +493,16 @@ def build_dataset(
     while not may_build and not (target / "report.json").exists():
         time.sleep(0.5)  # the builder holds the lock until the complete cache appears (one rename)
     with FileLock(str(target) + ".lock"):
-        if (target / "report.json").exists():
-            return BuiltDataset(
-                train=_load_rows(target / "train.jsonl"),
-                eval=_load_rows(target / "eval.jsonl"),
-                report=BuildReport(**json.loads((target / "report.json").read_text())),
-                cache_dir=target,
-                from_cache=True,
-                eval_conversations=_load_conversations(target / "eval_conversations.jsonl"),
-            )
-        report = BuildReport()
-        conversations = read_conversations(data_cfg["sources"], report)
-        if transform is not None:
-            conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
-        fmt = get_format(format_name, data_cfg.get("format_options"))  # options are in data_cfg, so in the key
-        # the whole stream is consumed inside: every reader sees the limit
-        with record_size_limit(data_cfg.get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)):
-            split = build_rows(conversations, fmt, tokenizer, data_cfg, report)
-        train_rows, eval_rows, eval_conversations = split.train, split.eval, split.eval_conversations
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        _save_rows(tmp / "train.jsonl", train_rows)
-        _save_rows(tmp / "eval.jsonl", eval_rows)
-        (tmp / "eval_conversations.jsonl").write_text(
-            "".join(dumps(conv) + "\n" for conv in eval_conversations), encoding="utf-8"
-        )
-        (tmp / "report.json").write_text(json.dumps(report.to_dict(), indent=1))
-        tmp.rename(target)  # the report appears only with complete rows
-    return BuiltDataset(
-        train=train_rows,
-        eval=eval_rows,
-        report=report,
-        cache_dir=target,
-        from_cache=False,
-        eval_conversations=eval_conversations,
-    )
-
-
-def _save_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
-
-
-def _load_rows(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
+        from_cache = (target / "report.json").exists()
+        if from_cache:
+            report = BuildReport(**json.loads((target / "report.json").read_text()))
+        else:
+            tmp = target.with_name(target.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            report = write_cache(tmp, data_cfg, format_name, tokenizer, transform)
+            tmp.rename(target)  # the report appears only with complete rows
+    return BuiltDataset(target, report, from_cache)
 
 
 def _load_conversations(path: Path) -> list[Conversation]:

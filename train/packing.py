@@ -11,6 +11,10 @@ never contributes to the loss.
 Samples built with part weights (``data.part_weights``) also carry ``loss_weights``, one float per
 token aligned with ``labels`` (0.0 where masked); packing and collation carry them along as the
 batch's ``loss_weights`` tensor (``train.loss``). Samples without them give batches without them.
+
+A built dataset is memory-mapped columns (``train.token_store``): packing works from its lengths alone, and
+``PackedRows``/``SampleRows`` cut each row out of the maps when the data loader asks for it, so no process holds
+the corpus as Python lists. The collators take rows as numpy arrays or lists alike.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import torch
 
 from train.formats.tokenize import IGNORE_INDEX
@@ -91,21 +97,86 @@ def pack_samples(samples: Sequence[dict], bin_indices: Sequence[int]) -> dict[st
         row["position_ids"].extend(range(len(sample["input_ids"])))
         if weighted:
             row["loss_weights"].append(0.0)
-            row["loss_weights"].extend(sample_weights(sample)[1:])
+            own = sample.get("loss_weights")
+            row["loss_weights"].extend(
+                list(own[1:])
+                if own is not None
+                else [0.0 if label == IGNORE_INDEX else 1.0 for label in sample["labels"][1:]]
+            )
     return row
 
 
-def sample_weights(sample: dict) -> list[float]:
-    """A sample's per-token loss weights: its own, or 1.0 on every trained token when it has none."""
+def sample_weights(sample: dict) -> np.ndarray:
+    """A sample's per-token loss weights (float32): its own, or 1.0 on every trained token when it has none."""
     if "loss_weights" in sample:
-        return list(sample["loss_weights"])
-    return [0.0 if label == IGNORE_INDEX else 1.0 for label in sample["labels"]]
+        return np.asarray(sample["loss_weights"], dtype=np.float32)
+    return (np.asarray(sample["labels"]) != IGNORE_INDEX).astype(np.float32)
 
 
 def weights_tensor(rows: Sequence[dict], width: int) -> torch.Tensor:
     """The batch's ``loss_weights``: each row's weights, right-padded with 0.0 to ``width``."""
-    padded = [weights + [0.0] * (width - len(weights)) for weights in map(sample_weights, rows)]
-    return torch.tensor(padded, dtype=torch.float32)
+    padded = np.zeros((len(rows), width), dtype=np.float32)
+    for index, weights in enumerate(map(sample_weights, rows)):
+        padded[index, : len(weights)] = weights
+    return torch.from_numpy(padded)
+
+
+def _padded(values: Any, width: int, fill: int) -> np.ndarray:
+    values = np.asarray(values, dtype=np.int64)
+    return np.concatenate([values, np.full(width - len(values), fill, dtype=np.int64)])
+
+
+class PackedRows:
+    """The packed rows of a memory-mapped split (``train.token_store.TokenizedRows``), each made on request from
+    its bin's slices exactly as ``pack_samples`` makes it from lists. Holds only the bins, as two int64 arrays."""
+
+    def __init__(self, samples: Any, bins: Sequence[Sequence[int]]):
+        self.samples = samples
+        self.has_loss_weights = bool(samples.has_loss_weights)
+        self.order = np.fromiter((index for members in bins for index in members), dtype=np.int64)
+        self.starts = np.zeros(len(bins) + 1, dtype=np.int64)
+        np.cumsum([len(members) for members in bins], out=self.starts[1:])
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, index: int) -> dict[str, np.ndarray]:
+        if not 0 <= index < len(self):
+            raise IndexError(f"row {index} of {len(self)}")
+        ids, labels, positions, weights = [], [], [], []
+        for sample in self.order[self.starts[index] : self.starts[index + 1]]:
+            sample_ids, trained, sample_weights_ = self.samples.arrays(int(sample))
+            sample_labels = np.where(trained, sample_ids, IGNORE_INDEX)
+            sample_labels[0] = IGNORE_INDEX  # nothing in the row may predict a sample's first token
+            ids.append(sample_ids)
+            labels.append(sample_labels)
+            positions.append(np.arange(len(sample_ids), dtype=np.int64))
+            if self.has_loss_weights:
+                sample_weights_ = np.array(sample_weights_, dtype=np.float32)
+                sample_weights_[0] = 0.0
+                weights.append(sample_weights_)
+        row = {
+            "input_ids": np.concatenate(ids),
+            "labels": np.concatenate(labels),
+            "position_ids": np.concatenate(positions),
+        }
+        return row if not self.has_loss_weights else {**row, "loss_weights": np.concatenate(weights)}
+
+
+class SampleRows:
+    """The unpacked rows of a memory-mapped split: one sample per row, cut from the maps on request."""
+
+    def __init__(self, samples: Any):
+        self.samples = samples
+        self.has_loss_weights = bool(samples.has_loss_weights)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> dict[str, np.ndarray]:
+        ids, trained, weights = self.samples.arrays(index)
+        row = {"input_ids": ids, "labels": np.where(trained, ids, IGNORE_INDEX)}
+        return row if weights is None else {**row, "loss_weights": np.asarray(weights, dtype=np.float32)}
 
 
 class PackedCollator:
@@ -122,10 +193,11 @@ class PackedCollator:
             pad = width - len(row["input_ids"])
             if pad < 0:
                 raise ValueError(f"row of {len(row['input_ids'])} tokens exceeds pad_to={width}")
-            batch["input_ids"].append(list(row["input_ids"]) + [self.pad_token_id] * pad)
-            batch["labels"].append(list(row["labels"]) + [IGNORE_INDEX] * pad)
-            batch["position_ids"].append(list(row["position_ids"]) + list(range(pad)))
-        tensors = {key: torch.tensor(value, dtype=torch.long) for key, value in batch.items()}
+            batch["input_ids"].append(_padded(row["input_ids"], width, self.pad_token_id))
+            batch["labels"].append(_padded(row["labels"], width, IGNORE_INDEX))
+            positions = np.asarray(row["position_ids"], dtype=np.int64)
+            batch["position_ids"].append(np.concatenate([positions, np.arange(pad, dtype=np.int64)]))
+        tensors = {key: torch.from_numpy(np.stack(value)) for key, value in batch.items()}
         if any("loss_weights" in row for row in rows):
             tensors["loss_weights"] = weights_tensor(rows, width)
         return tensors
@@ -139,16 +211,13 @@ class PaddedCollator:
 
     def __call__(self, samples: Sequence[dict]) -> dict[str, torch.Tensor]:
         width = max(len(s["input_ids"]) for s in samples)
-        ids, labels, mask = [], [], []
-        for sample in samples:
-            pad = width - len(sample["input_ids"])
-            ids.append(list(sample["input_ids"]) + [self.pad_token_id] * pad)
-            labels.append(list(sample["labels"]) + [IGNORE_INDEX] * pad)
-            mask.append([1] * len(sample["input_ids"]) + [0] * pad)
+        ids = [_padded(sample["input_ids"], width, self.pad_token_id) for sample in samples]
+        labels = [_padded(sample["labels"], width, IGNORE_INDEX) for sample in samples]
+        mask = [_padded(np.ones(len(sample["input_ids"]), np.int64), width, 0) for sample in samples]
         batch = {
-            "input_ids": torch.tensor(ids, dtype=torch.long),
-            "labels": torch.tensor(labels, dtype=torch.long),
-            "attention_mask": torch.tensor(mask, dtype=torch.long),
+            "input_ids": torch.from_numpy(np.stack(ids)),
+            "labels": torch.from_numpy(np.stack(labels)),
+            "attention_mask": torch.from_numpy(np.stack(mask)),
         }
         if any("loss_weights" in sample for sample in samples):
             batch["loss_weights"] = weights_tensor(samples, width)

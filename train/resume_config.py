@@ -45,6 +45,7 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
         FIXED,
         "which samples the rows are: one per conversation (whole) or one per trained turn (per_turn)",
     ),
+    "data.num_workers": (FREE, "how many processes build the cache, not what it holds (same bytes with 1 or N)"),
     "seed": (FIXED, "data order and initialisation follow it"),
     "optim": (FIXED, "the optimizer state and learning-rate schedule come back from the checkpoint"),
     "distributed": (FIXED, "the checkpoint's optimizer and model states are laid out for this strategy"),

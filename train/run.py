@@ -38,7 +38,7 @@ from train.model import (
     resolve_dtype,
     saved_adapter_problems,
 )
-from train.packing import PackedCollator, PaddedCollator, best_fit_pack, pack_samples, packing_stats
+from train.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
 from train.report import read_metrics
 from train.resume_config import record_config
 from train.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
@@ -72,16 +72,17 @@ class MeteredCollator:
         return batch
 
 
-def make_rows(built: BuiltDataset, data_cfg: Any) -> tuple[list[dict], dict[str, Any]]:
-    """Packed rows (or single samples) and the padding statistics of what the model will see."""
+def make_rows(built: BuiltDataset, data_cfg: Any) -> tuple[PackedRows | SampleRows, dict[str, Any]]:
+    """Packed rows (or single samples) and the padding statistics of what the model will see. Packing reads the
+    samples' lengths only; each row is cut from the memory-mapped cache when the data loader asks for it."""
     samples = built.train
-    lengths = [len(s["input_ids"]) for s in samples]
+    lengths = samples.lengths.tolist()
     if data_cfg.packing:
         bins = best_fit_pack(lengths, data_cfg.max_seq_len)
         stats = packing_stats(lengths, bins, data_cfg.max_seq_len)
-        rows = [pack_samples(samples, b) for b in bins]
+        rows = PackedRows(samples, bins)
     else:
-        rows = samples
+        rows = SampleRows(samples)
         stats = packing_stats(lengths, [[i] for i in range(len(samples))], max(lengths, default=0))
     return rows, {"samples": stats.samples, "rows": stats.rows, "padding_efficiency": round(stats.efficiency, 4)}
 
@@ -222,7 +223,7 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
 class Data:
     tokenizer: Any
     built: BuiltDataset  # the train rows, the eval split and the build report
-    rows: list[dict]  # what the Trainer iterates: packed rows, or single samples
+    rows: PackedRows | SampleRows  # what the Trainer iterates: packed rows, or single samples
     pack_info: dict[str, Any]
     collator: MeteredCollator
     meter: TokenMeter  # counts the real tokens of every batch for the throughput metrics
@@ -252,7 +253,7 @@ def prepare_data(cfg: DictConfig, env: Environment) -> Data:
         key_extra=key_extra,
         may_build=env.world.is_local_main,
     )
-    if not built.train:
+    if len(built.train) == 0:
         raise RunSetupError(no_training_rows_message(built.report))
     rows, pack_info = make_rows(built, cfg.data)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -333,7 +334,7 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
     # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.loss)
-    weighted_loss = WeightedLoss() if any("loss_weights" in row for row in data.rows) else None
+    weighted_loss = WeightedLoss() if data.rows.has_loss_weights else None
     if weighted_loss is not None:
         weighted_loss.attach(model.model)
     trainer = Trainer(

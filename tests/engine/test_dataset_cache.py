@@ -119,13 +119,13 @@ def test_every_conversation_read_is_counted_once(tmp_path):
         "truncated": 0,
     }
     assert report.read == sum(getattr(report, key) for key in OUTCOMES)
-    assert sorted(row["id"] for row in built.train + built.eval) == [f"good-{i}" for i in range(8)]
+    assert sorted(row["id"] for row in [*built.train, *built.eval]) == [f"good-{i}" for i in range(8)]
     assert [row["id"] for row in built.eval] == ["good-3", "good-4"]
     assert report.trained_tokens == sum(
-        sum(1 for label in row["labels"][1:] if label != -100) for row in built.train + built.eval
+        sum(1 for label in row["labels"][1:] if label != -100) for row in [*built.train, *built.eval]
     )
     assert report.trained_tokens + report.masked_tokens == sum(
-        len(row["input_ids"]) for row in built.train + built.eval
+        len(row["input_ids"]) for row in [*built.train, *built.eval]
     )
     assert sorted(report.reasons.values()) == [1, 1, 1, 1, 1, 1]
     assert sum(report.reasons.values()) == report.read - report.train_rows - report.eval_rows

@@ -25,7 +25,7 @@ ready.touch()
 while not go.exists():
     time.sleep(0.002)
 built = build_dataset(data_cfg, cfg.model.chat_format, tokenizer, cache)
-digest = hashlib.sha256(json.dumps(built.train, sort_keys=True).encode()).hexdigest()
+digest = hashlib.sha256(json.dumps(list(built.train), sort_keys=True).encode()).hexdigest()
 result = {"from_cache": built.from_cache, "rows": len(built.train), "dir": str(built.cache_dir), "digest": digest}
 print(json.dumps(result))
 """

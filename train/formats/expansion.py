@@ -117,6 +117,13 @@ def expand(
 ) -> list[Tokenized]:
     """``conv`` as expanded samples' ids, labels and weights, in turn order (the format's ValueError when it
     cannot express the conversation or one of its prefixes)."""
+    return [tokens for _, _, tokens in expand_planned(fmt, conv, tokenizer, policy)]
+
+
+def expand_planned(
+    fmt: ChatFormat, conv: Conversation, tokenizer: Any, policy: MaskPolicy = TRAIN_ASSISTANT
+) -> list[tuple[Sample, list[bool], Tokenized]]:
+    """``expand``, each sample with its plan and its segments' trained flags (what the mask checks read)."""
     merge = fmt.merge_text_runs
     untrained: dict[tuple[Segment, ...], list[int]] = {}
 
@@ -132,24 +139,33 @@ def expand(
         head = ids(shorter)
         return ids(longer)[: len(head)] == head
 
-    tokenized = []
+    planned = []
     for sample in plan_samples(fmt, conv, policy, same_tokens):
         trained, weights = sample_masks(sample, policy, conv)
-        tokenized.append(tokenize_segments(sample.segments, trained, weights, tokenizer, merge))
-    return tokenized
+        planned.append((sample, trained, tokenize_segments(sample.segments, trained, weights, tokenizer, merge)))
+    return planned
 
 
 def expand_many(
     fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy = TRAIN_ASSISTANT
-) -> list[list[Tokenized] | ValueError]:
-    """``expand`` for each conversation; one that cannot be expressed yields its ValueError in its place."""
-    results: list[list[Tokenized] | ValueError] = []
+) -> list[list[tuple[Sample, list[bool], Tokenized]] | ValueError]:
+    """``expand_planned`` for each conversation; one that cannot be expressed yields its ValueError in its place."""
+    results: list[list[tuple[Sample, list[bool], Tokenized]] | ValueError] = []
     for conv in convs:
         try:
-            results.append(expand(fmt, conv, tokenizer, policy))
+            results.append(expand_planned(fmt, conv, tokenizer, policy))
         except ValueError as err:
             results.append(err)
     return results
 
 
-__all__ = ["TURN_MODES", "Sample", "expand", "expand_many", "plan_samples", "resolve_turns", "sample_masks"]
+__all__ = [
+    "TURN_MODES",
+    "Sample",
+    "expand",
+    "expand_many",
+    "expand_planned",
+    "plan_samples",
+    "resolve_turns",
+    "sample_masks",
+]

@@ -87,6 +87,7 @@ class HarmonyFormat(ChatFormat):
     name: ClassVar[str] = "harmony"
     default_tokenizer: ClassVar[str] = "o200k_harmony"
     supports_reasoning: ClassVar[bool] = True  # the analysis channel
+    rewrites_history: ClassVar[bool] = True  # earlier analysis is dropped, a final in history ends <|end|>
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "answer_style": ANSWER_STYLES,
         "reasoning_effort": REASONING_EFFORTS,

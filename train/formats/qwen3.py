@@ -73,6 +73,7 @@ class Qwen3Format(ChatFormat):
     name: ClassVar[str] = "qwen3"
     default_tokenizer: ClassVar[str] = "qwen3"
     supports_reasoning: ClassVar[bool] = True
+    rewrites_history: ClassVar[bool] = True  # <think> is dropped before the last user query: data.turns=auto expands
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES, "mode": MODES}
 
     def __init__(self, mode: str = THINKING, answer_style: str = NATIVE):

@@ -1,0 +1,156 @@
+"""The built dataset on disk: memory-mapped columns of tokenized rows, written as a stream, read as slices.
+
+Why numpy arrays with an offsets index rather than Arrow through ``datasets``:
+
+* the rows are flat token sequences; one ``int32`` array of all tokens plus an ``int64`` offsets array gives every
+  row as a zero-copy slice of a memory map, and the lengths packing needs are ``diff(offsets)``, with no per-row
+  Python objects at all;
+* the files are written as a stream (append bytes, one row at a time, in input order), so the build never holds the
+  corpus, and the bytes depend only on the rows: an Arrow IPC file also carries record-batch boundaries and schema
+  metadata, which is more to keep identical between a 1-worker and an N-worker build;
+* every rank maps the same files read-only: the pages are the OS page cache's, shared by the node's ranks, and a
+  rank's own memory does not grow with the corpus (only ``n`` offsets and lengths, 16 bytes a row);
+* no dependency beyond numpy, which torch already needs.
+
+Layout, one set of files per split (``train``, ``eval``), all little-endian, next to ``layout.json``:
+
+* ``SPLIT.tokens.i32``: every row's input ids, concatenated;
+* ``SPLIT.trained.u8``: 1 where the token is trained, 0 where masked: the labels are the ids where trained and
+  ``IGNORE_INDEX`` elsewhere (``train.formats.tokenize``), so one byte a token says them exactly;
+* ``SPLIT.weights.f32``: per-token loss weights, only when the rows carry them (``data.part_weights`` other than
+  0/1); float32 is what the loss multiplies with (``train.packing.weights_tensor``);
+* ``SPLIT.offsets.i64``: ``rows + 1`` token offsets (row ``i`` is ``[offsets[i], offsets[i+1])``);
+* ``SPLIT.ids.utf8`` and ``SPLIT.id_offsets.i64``: the conversation ids, concatenated UTF-8 with their offsets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+IGNORE_INDEX = -100  # train.formats.tokenize.IGNORE_INDEX: the label of a token that is not trained
+LAYOUT_VERSION = 1
+SPLITS = ("train", "eval")
+
+
+class StoreWriter:
+    """Appends rows of one split to its column files, in the order given. ``close()`` returns the split's
+    entry for ``layout.json``."""
+
+    def __init__(self, folder: Path, split: str, weighted: bool):
+        self.split, self.weighted = split, weighted
+        names = ["tokens.i32", "trained.u8", "offsets.i64", "ids.utf8", "id_offsets.i64"]
+        if weighted:
+            names.append("weights.f32")
+        self.files = {name: (folder / f"{split}.{name}").open("wb") for name in names}
+        self.rows = self.tokens = self.id_bytes = 0
+        self.files["offsets.i64"].write(np.zeros(1, "<i8").tobytes())
+        self.files["id_offsets.i64"].write(np.zeros(1, "<i8").tobytes())
+
+    def append(self, conv_id: str, input_ids: np.ndarray, trained: np.ndarray, weights: np.ndarray | None) -> None:
+        if (weights is not None) != self.weighted:
+            raise ValueError(f"{self.split} row {conv_id!r}: loss weights on some rows only")
+        self.files["tokens.i32"].write(np.asarray(input_ids, "<i4").tobytes())
+        self.files["trained.u8"].write(np.asarray(trained, "u1").tobytes())
+        if weights is not None:
+            self.files["weights.f32"].write(np.asarray(weights, "<f4").tobytes())
+        encoded = conv_id.encode("utf-8")
+        self.files["ids.utf8"].write(encoded)
+        self.rows += 1
+        self.tokens += len(input_ids)
+        self.id_bytes += len(encoded)
+        self.files["offsets.i64"].write(np.array([self.tokens], "<i8").tobytes())
+        self.files["id_offsets.i64"].write(np.array([self.id_bytes], "<i8").tobytes())
+
+    def close(self) -> dict[str, Any]:
+        for handle in self.files.values():
+            handle.close()
+        return {"rows": self.rows, "tokens": self.tokens, "weighted": self.weighted}
+
+
+def write_layout(folder: Path, splits: dict[str, dict[str, Any]]) -> None:
+    layout = {"version": LAYOUT_VERSION, "splits": splits}
+    (folder / "layout.json").write_text(json.dumps(layout, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _map(path: Path, dtype: str, count: int) -> np.ndarray:
+    if count == 0:  # an empty file cannot be mapped
+        return np.zeros(0, dtype)
+    return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
+
+
+class TokenizedRows:
+    """One split of a built dataset, memory-mapped. Indexing gives a row as the build made it
+    (``{"id", "input_ids", "labels"[, "loss_weights"]}`` as lists); ``arrays``/``lengths`` give the columns
+    without Python lists, for packing and collation."""
+
+    def __init__(self, folder: Path, split: str):
+        entry = json.loads((folder / "layout.json").read_text(encoding="utf-8"))["splits"][split]
+        rows, tokens = int(entry["rows"]), int(entry["tokens"])
+        self.has_loss_weights = bool(entry["weighted"])
+        self.tokens = _map(folder / f"{split}.tokens.i32", "<i4", tokens)
+        self.trained = _map(folder / f"{split}.trained.u8", "u1", tokens)
+        self.weights = _map(folder / f"{split}.weights.f32", "<f4", tokens) if self.has_loss_weights else None
+        self.offsets = _map(folder / f"{split}.offsets.i64", "<i8", rows + 1) if rows else np.zeros(1, "<i8")
+        self.id_bytes = np.memmap(folder / f"{split}.ids.utf8", dtype="u1", mode="r") if rows else b""
+        self.id_offsets = _map(folder / f"{split}.id_offsets.i64", "<i8", rows + 1) if rows else np.zeros(1, "<i8")
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Tokens per row (int64), read from the offsets only."""
+        return np.diff(self.offsets)
+
+    def id_of(self, index: int) -> str:
+        start, end = int(self.id_offsets[index]), int(self.id_offsets[index + 1])
+        return bytes(self.id_bytes[start:end]).decode("utf-8")
+
+    def ids(self) -> list[str]:
+        return [self.id_of(i) for i in range(len(self))]
+
+    def arrays(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(input ids as int64, trained as bool, weights as float32 or None) of one row: slices of the maps."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"row {index} of {len(self)}")
+        start, end = int(self.offsets[index]), int(self.offsets[index + 1])
+        weights = self.weights[start:end] if self.weights is not None else None
+        return self.tokens[start:end].astype(np.int64), self.trained[start:end].astype(bool), weights
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        ids, trained, weights = self.arrays(index)
+        row = {"id": self.id_of(index), "input_ids": ids.tolist(), "labels": labels_of(ids, trained).tolist()}
+        return row if weights is None else {**row, "loss_weights": weights.tolist()}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        """The same rows: every column equal (compared as arrays, never as Python lists)."""
+        if not isinstance(other, TokenizedRows):
+            return NotImplemented
+        columns = ("tokens", "trained", "offsets", "id_bytes", "id_offsets")
+        same = self.has_loss_weights == other.has_loss_weights and all(
+            np.array_equal(np.asarray(getattr(self, name)), np.asarray(getattr(other, name))) for name in columns
+        )
+        return same and (self.weights is None or np.array_equal(self.weights, other.weights))
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, and mutable underneath (a file)
+
+
+def labels_of(ids: np.ndarray, trained: np.ndarray) -> np.ndarray:
+    return np.where(trained, ids, IGNORE_INDEX)
+
+
+def trained_mask(conv_id: str, input_ids: list[int], labels: list[int]) -> np.ndarray:
+    """The labels as one byte a token; refuses labels that are neither the id nor IGNORE_INDEX (a format bug)."""
+    ids, labs = np.asarray(input_ids, np.int64), np.asarray(labels, np.int64)
+    trained = labs != IGNORE_INDEX
+    if ids.shape != labs.shape or not np.array_equal(labs[trained], ids[trained]):
+        raise ValueError(f"conversation {conv_id!r}: labels are not the input ids where trained; cannot store them")
+    return trained.astype(np.uint8)
