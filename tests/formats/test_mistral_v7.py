@@ -16,7 +16,7 @@ from family_corpora import CORPUS, MISTRAL_EDGES, real_conversations
 
 from train.formats import get_format
 from train.formats.mistral import MistralFormatError, mistral_call_id, with_mistral_call_ids
-from train.formats.mistral_v7 import MistralV7Format, render_mistral_v7
+from train.formats.mistral_v7 import MistralV7Format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, Message, ToolCall
 from train.tokenizers import BUILDERS, load_tokenizer
