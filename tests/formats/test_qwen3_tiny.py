@@ -43,7 +43,9 @@ def test_tiny_recipe_trains_in_the_qwen3_format(tooltrain_cache, tmp_path):
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads((out / "summary.json").read_text())["data"]
-    assert (data["read"], data["unrenderable"], data["train_rows"]) == (16, 0, 15)  # none refused by the format
+    # none refused by the format; 15 kept conversations make 19 samples: qwen3 rewrites history, so data.turns=auto
+    # trains each turn in its own context (earlier <think> dropped)
+    assert (data["read"], data["unrenderable"], data["train_rows"]) == (16, 0, 19)
     saved = json.loads((out / "final" / "tokenizer.json").read_text())
     added = {token["content"]: token["id"] for token in saved["added_tokens"]}
     assert added["<think>"] == 1026 and added["</tool_response>"] == 1029
