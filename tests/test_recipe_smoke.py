@@ -237,7 +237,15 @@ def test_every_recipe_has_a_golden_smoke_run():
     assert smoke_recipes() == sorted(GOLDEN), "add the new recipe's smoke run to GOLDEN (see this file's docstring)"
 
 
-@pytest.mark.parametrize("recipe", sorted(GOLDEN) + sorted(GOLDEN_FULL_SIZE))
+# Another model family's variant of a recipe whose pipeline a default-tier entry already runs (itc_qwen2_5_7b,
+# toolgt_qwen2_5_14b): its golden run is in the slow tier, keeping `.ci/run` within its minutes.
+SLOW_TIER = {"itc_qwen3_8b", "toolgt_qwen3_8b"}
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [pytest.param(r, marks=pytest.mark.slow) if r in SLOW_TIER else r for r in sorted(GOLDEN) + sorted(GOLDEN_FULL_SIZE)],
+)
 def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_path, monkeypatch):
     import torch
 
