@@ -244,7 +244,10 @@ SLOW_TIER = {"itc_qwen3_8b", "toolgt_qwen3_8b"}
 
 @pytest.mark.parametrize(
     "recipe",
-    [pytest.param(r, marks=pytest.mark.slow) if r in SLOW_TIER else r for r in sorted(GOLDEN) + sorted(GOLDEN_FULL_SIZE)],
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TIER else name
+        for name in sorted(GOLDEN) + sorted(GOLDEN_FULL_SIZE)
+    ],
 )
 def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_path, monkeypatch):
     import torch
