@@ -193,4 +193,6 @@ def test_the_pipeline_over_a_tiny_model_is_the_same_batched(tiny_hf):
         rankings, traces = recommend_with_stages(recommender, TEST, BUNDLES, chunk)
         return rankings, [{k: v for k, v in t.items() if k != "seconds"} for t in traces], dict(teacher.counts)
 
-    assert pipeline(PrefetchingBackend(tiny_hf, batch_size=4), chunk=3) == pipeline(tiny_hf, chunk=1)
+    batching = PrefetchingBackend(tiny_hf, batch_size=4)
+    assert pipeline(batching, chunk=3) == pipeline(tiny_hf, chunk=1)
+    assert batching.batches >= 2  # the D.1 batch and at least one D.2 batch were generated batched

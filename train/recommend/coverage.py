@@ -73,9 +73,7 @@ def bundle_tools(bundle: Sequence[str], library: Mapping[str, str]) -> dict[str,
     return {tool: library.get(tool, "") for tool in dict.fromkeys(bundle)}
 
 
-def extract_requirements(
-    query: str, teacher: Any, issues: Counter, params: StageParams | None = None
-) -> list[str]:
+def extract_requirements(query: str, teacher: Any, issues: Counter, params: StageParams | None = None) -> list[str]:
     """D.1 -> the requirements; the query itself when the teacher fails or its answer holds none."""
     try:
         answer = teacher.ask(with_params(requirements_request(query), params))

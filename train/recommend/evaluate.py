@@ -18,6 +18,7 @@ rows: the paper's Recall and NDCG are the released code's convention, so they si
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -185,12 +186,12 @@ def recommend_with_stages(
     if recommender is None:
         return [list(tools) for tools in bundles], [{} for _ in bundles]
     rankings, traces = [], []
-    step = max(1, chunk)
+    step, began = max(1, chunk), time.perf_counter()
     for start in range(0, len(test), step):
         part = list(zip(test[start : start + step], bundles[start : start + step]))
         started = time.perf_counter()
         # a backbone that batches gets the chunk's questions ahead (batching.py); the others are asked as they come
-        recommender.prefetch([(example.query, bundle) for example, bundle in part])
+        batched = recommender.prefetch([(example.query, bundle) for example, bundle in part])
         shared = (time.perf_counter() - started) / len(part)  # the chunk's batched questions, shared per query
         for example, bundle in part:
             started = time.perf_counter()
@@ -198,6 +199,10 @@ def recommend_with_stages(
             rankings.append(ranking)
             traces.append({**trace.to_json(), "seconds": round(time.perf_counter() - started + shared, 4)})
         recommender.forget_prefetched()
+        if batched:  # a batching backbone is the slow one: say how far it is
+            done = len(rankings)
+            print(f"stage 2 in batches: {done}/{len(test)} queries, {(time.perf_counter() - began) / done:.2f} s/query",
+                  file=sys.stderr, flush=True)  # fmt: skip
     return rankings, traces
 
 
