@@ -15,8 +15,11 @@ OpenAI-compatible endpoint: ``--llm-base-url``, ``--llm-model``, ``--llm-api-key
 (a local model folder: ``--llm-path``, ``--llm-chat-format``), or a tooltrain run folder (its trained model, loaded
 as ``tooltrain eval run`` loads a run). ``--llm`` is not ``--teacher`` (the spelling of the commands that build
 data with a teacher) because it also takes a run folder, and the issue and the paper name PTR's backbone "the LLM";
-its settings follow the ``--teacher-*`` pattern under the ``--llm-`` prefix. With stage 2 or 3 on, ``--per-item``
-lines carry each query's trace (bundle, requirements, matches, unsolved problems, the three views, ranking, seconds).
+its settings follow the ``--teacher-*`` pattern under the ``--llm-`` prefix. A backbone that batches (hf, a run
+folder) gets ``--batch-size`` queries' questions asked ahead in batched ``generate`` calls, with the answers asking
+one by one gives (``train/recommend/batching.py``); ``--max-new-tokens`` caps stage 2's answers (default 1024).
+With stage 2 or 3 on, ``--per-item`` lines carry each query's trace (bundle, requirements, matches, unsolved
+problems, the three views, ranking, seconds).
 Exit 0 when the evaluation ran, 2 when an input cannot be read or an argument is wrong.
 """
 
@@ -57,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm("--llm-timeout", type=float, metavar="S", help="http: seconds per request (60)")
     llm("--llm-path", metavar="DIR", help="hf: the local model folder")
     llm("--llm-chat-format", metavar="F", help="hf: the chat format to prompt it with (chatml)")
+    llm("--batch-size", type=int, default=8, metavar="N",
+        help="hf / RUN_DIR: questions per batched generate, N queries' questions asked ahead at a time (8; 1: one "
+             "by one); the answers are the same")  # fmt: skip
+    llm("--max-new-tokens", type=int, metavar="N",
+        help="stage 2's answer cap in tokens (default 1024, the paper's max_tokens)")  # fmt: skip
     arg("--protocol", choices=PROTOCOLS, default="random20",
         help="random20: seeded 20%% test, bundles from the rest (default); first100: the released code's")  # fmt: skip
     arg("--seeds", type=int, default=5, metavar="N", help="random20: seeds 0..N-1, mean ± std (5)")
@@ -83,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             datasets=parse_datasets(args.dataset), root=args.data, retriever=args.retriever, embedder=args.embedder,
             stages=stages, protocol=args.protocol, seeds=args.seeds, llm=args.llm, llm_settings=llm_settings,
             device=args.device, cache=not args.no_cache, clean_queries=args.clean_queries, limit=args.limit,
+            batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
         )  # fmt: skip
         results = evaluate(settings, load_run=load_run_backend)
     except (DataError, ValueError, OSError, TeacherError) as err:

@@ -25,10 +25,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from train.teacher.backends import TeacherError
+from train.teacher.backends import StageParams, TeacherError, TeacherRequest
 from train.teacher.ptr import match_request, read_matches, read_requirements, requirements_request
 
 ISSUES = (
@@ -51,23 +51,43 @@ class Coverage:
     issues: Counter = field(default_factory=Counter)
 
 
-def extract_requirements(query: str, teacher: Any, issues: Counter) -> list[str]:
-    """D.1 -> the requirements; the query itself when the teacher fails or its answer holds none."""
-    try:
-        requirements = read_requirements(teacher.ask(requirements_request(query)))
-    except TeacherError:
+def with_params(request: TeacherRequest, params: StageParams | None) -> TeacherRequest:
+    """The request sampled with ``params`` (``--max-new-tokens``), or as ``train.teacher.ptr`` wrote it (None)."""
+    return request if params is None else replace(request, params=params)
+
+
+def requirements_from_answer(query: str, answer: str | None, issues: Counter) -> list[str]:
+    """D.1's answer (None: the teacher failed) -> the requirements; the query itself when there are none."""
+    if answer is None:
         issues["requirements_failed"] += 1
         return [query]
+    requirements = read_requirements(answer)
     if not requirements:
         issues["requirements_unreadable"] += 1
         return [query]
     return list(dict.fromkeys(requirements))  # a requirement asked twice is the same question
 
 
-def match_requirement(requirement: str, tools: Mapping[str, str], teacher: Any, issues: Counter) -> dict[str, Any]:
+def bundle_tools(bundle: Sequence[str], library: Mapping[str, str]) -> dict[str, str]:
+    """The bundle's tools as D.2 lists them: ``{name: description}`` in bundle order, each name once."""
+    return {tool: library.get(tool, "") for tool in dict.fromkeys(bundle)}
+
+
+def extract_requirements(query: str, teacher: Any, issues: Counter, params: StageParams | None = None) -> list[str]:
+    """D.1 -> the requirements; the query itself when the teacher fails or its answer holds none."""
+    try:
+        answer = teacher.ask(with_params(requirements_request(query), params))
+    except TeacherError:
+        answer = None
+    return requirements_from_answer(query, answer, issues)
+
+
+def match_requirement(
+    requirement: str, tools: Mapping[str, str], teacher: Any, issues: Counter, params: StageParams | None = None
+) -> dict[str, Any]:
     """D.2 on one requirement -> {"requirement", "tools" (bundle order), "unknown"}."""
     try:
-        answer = teacher.ask(match_request(requirement, tools))
+        answer = teacher.ask(with_params(match_request(requirement, tools), params))
     except TeacherError:
         issues["match_failed"] += 1
         return {"requirement": requirement, "tools": [], "unknown": []}
@@ -87,19 +107,32 @@ def assess(bundle: Sequence[str], matches: Sequence[Mapping[str, Any]]) -> tuple
     return kept, unsolved, scenario
 
 
-def map_coverage(query: str, bundle: Sequence[str], library: Mapping[str, str], teacher: Any) -> Coverage:
-    """Stage 2 on one query and its bundle (tool names; descriptions from ``library``)."""
+def map_coverage(
+    query: str, bundle: Sequence[str], library: Mapping[str, str], teacher: Any, params: StageParams | None = None
+) -> Coverage:
+    """Stage 2 on one query and its bundle (tool names; descriptions from ``library``). ``params``: how both
+    questions are sampled (None: ``train.teacher.ptr.PARAMS``, the paper's)."""
     issues: Counter = Counter()
     bundle = list(dict.fromkeys(bundle))
     issues["bundle_unknown"] += sum(1 for tool in bundle if tool not in library)
-    tools = {tool: library.get(tool, "") for tool in bundle}
-    requirements = extract_requirements(query, teacher, issues)
+    tools = bundle_tools(bundle, library)
+    requirements = extract_requirements(query, teacher, issues, params)
     if tools:
-        matches = [match_requirement(r, tools, teacher, issues) for r in requirements]
+        matches = [match_requirement(r, tools, teacher, issues, params) for r in requirements]
     else:
         matches = [{"requirement": r, "tools": [], "unknown": []} for r in requirements]
     kept, unsolved, scenario = assess(bundle, matches)
     return Coverage(requirements, matches, kept, unsolved, scenario, +issues)
 
 
-__all__ = ["ISSUES", "Coverage", "assess", "extract_requirements", "map_coverage", "match_requirement"]
+__all__ = [
+    "ISSUES",
+    "Coverage",
+    "assess",
+    "bundle_tools",
+    "extract_requirements",
+    "map_coverage",
+    "match_requirement",
+    "requirements_from_answer",
+    "with_params",
+]

@@ -18,16 +18,20 @@ rows: the paper's Recall and NDCG are the released code's convention, so they si
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from train.evaluation.recommendation import score_item
+from train.recommend.batching import PrefetchingBackend, can_prefetch
 from train.recommend.bundles import bundle_retriever, make_bundles
 from train.recommend.data import DATASETS, Dataset, Example, load_dataset, make_split
 from train.recommend.pipeline import Recommender
+from train.teacher.backends import StageParams
+from train.teacher.ptr import PARAMS
 
 # (retriever row, framework) -> dataset -> (Recall, NDCG, TRACC), Table 1 of seed 001.
 PAPER_ROWS: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {
@@ -85,6 +89,10 @@ class Settings:
     cache: bool = True
     clean_queries: bool = False  # data.clean_query on every query (off: as published, as the released code)
     limit: int | None = None  # the first N test queries of each run (None: all)
+    # stage 2's questions per batched generate call, and queries per prefetch chunk (a backbone with ask_many: hf,
+    # a run folder; 1: one question at a time, as before); offline / http answer one by one whatever it is
+    batch_size: int = 8
+    max_new_tokens: int | None = None  # stage 2's answer cap (None: the paper's max_tokens, 1024)
 
 
 @dataclass
@@ -148,29 +156,53 @@ def make_backbone(settings: Settings, embedder: Any, load_run: RunLoader | None 
     if settings.llm in LLM_KINDS:
         given = {key: value for key, value in settings.llm_settings.items() if value is not None}
         try:
-            return Teacher(make_backend({"kind": settings.llm, **given}))
+            backend = make_backend({"kind": settings.llm, **given})
         except ValueError as err:
             raise ValueError(f"--llm {settings.llm}: {err}") from None
-    if load_run is None:
+    elif load_run is None:
         raise ValueError(f"--llm {settings.llm}: a run folder needs a run loader (tooltrain eval recommend has one)")
-    return Teacher(load_run(Path(settings.llm)))
+    else:
+        backend = load_run(Path(settings.llm))
+    if settings.batch_size > 1 and can_prefetch(backend):  # questions asked ahead, batched across queries
+        backend = PrefetchingBackend(backend, settings.batch_size)
+    return Teacher(backend)
+
+
+def stage_params(settings: Settings) -> StageParams | None:
+    """Stage 2's sampling: the paper's (None) unless ``--max-new-tokens`` sets the answer cap."""
+    if settings.max_new_tokens is None:
+        return None
+    return replace(PARAMS, max_tokens=settings.max_new_tokens)
 
 
 def recommend_with_stages(
-    recommender: Recommender | None, test: Sequence[Example], bundles: Sequence[Sequence[str]]
+    recommender: Recommender | None, test: Sequence[Example], bundles: Sequence[Sequence[str]], chunk: int = 1
 ) -> tuple[list[list[str]], list[dict[str, Any]]]:
     """Each test query's recommended tools and its trace, given stage 1's bundle for it (``bundles``; empty when
     stage 1 is off). No recommender (stages = 1): the bundle itself, Table 1's "N/A" rows, no trace. Otherwise
     ``Recommender.recommend`` (its ``stages`` switch each stage: ``pipeline``'s docstring), its trace plus the
-    seconds that query took."""
+    seconds that query took. ``chunk`` queries at a time have their stage 2 questions prefetched in batches when
+    the backbone batches (``Recommender.prefetch``); a query's seconds then include its share of its chunk's."""
     if recommender is None:
         return [list(tools) for tools in bundles], [{} for _ in bundles]
     rankings, traces = [], []
-    for example, bundle in zip(test, bundles):
+    step, began = max(1, chunk), time.perf_counter()
+    for start in range(0, len(test), step):
+        part = list(zip(test[start : start + step], bundles[start : start + step]))
         started = time.perf_counter()
-        ranking, trace = recommender.recommend(example.query, bundle)
-        rankings.append(ranking)
-        traces.append({**trace.to_json(), "seconds": round(time.perf_counter() - started, 4)})
+        # a backbone that batches gets the chunk's questions ahead (batching.py); the others are asked as they come
+        batched = recommender.prefetch([(example.query, bundle) for example, bundle in part])
+        shared = (time.perf_counter() - started) / len(part)  # the chunk's batched questions, shared per query
+        for example, bundle in part:
+            started = time.perf_counter()
+            ranking, trace = recommender.recommend(example.query, bundle)
+            rankings.append(ranking)
+            traces.append({**trace.to_json(), "seconds": round(time.perf_counter() - started + shared, 4)})
+        recommender.forget_prefetched()
+        if batched:  # a batching backbone is the slow one: say how far it is
+            done = len(rankings)
+            print(f"stage 2 in batches: {done}/{len(test)} queries, {(time.perf_counter() - began) / done:.2f} s/query",
+                  file=sys.stderr, flush=True)  # fmt: skip
     return rankings, traces
 
 
@@ -195,10 +227,12 @@ def evaluate_dataset(
         recommender = None
         started = time.perf_counter()
         if settings.stages != (1,):  # embeds the library and the history once per run
-            recommender = Recommender(dataset.tools, split.history, teacher, stage_embedder, settings.stages)
+            recommender = Recommender(
+                dataset.tools, split.history, teacher, stage_embedder, settings.stages, params=stage_params(settings)
+            )
         setup_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        recommended, traces = recommend_with_stages(recommender, test, chosen)
+        recommended, traces = recommend_with_stages(recommender, test, chosen, settings.batch_size)
         stages23_seconds = time.perf_counter() - started
         items = [score_item(list(ex.tools), rec) for ex, rec in zip(test, recommended)]
         metrics = {key: statistics.fmean(item[key] for item in items) for key in METRICS}
@@ -224,6 +258,10 @@ def evaluate(settings: Settings, load_run: RunLoader | None = None) -> list[Data
         raise ValueError(f"--seeds must be at least 1, got {settings.seeds}")
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"--limit must be at least 1, got {settings.limit}")
+    if settings.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {settings.batch_size}")
+    if settings.max_new_tokens is not None and settings.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be at least 1, got {settings.max_new_tokens}")
     check_llm(settings.llm, settings.llm_settings)  # even when stage 2 is off: a wrong value is never ignored
     datasets = [load_dataset(name, settings.root, settings.clean_queries) for name in settings.datasets]
     teacher = None
@@ -275,10 +313,11 @@ def paper_rows(settings: Settings) -> list[tuple[str, str]]:
 def describe_llm(settings: Settings) -> str:
     if 2 not in settings.stages:
         return "no LLM (stage 2 off)"
+    cap = f", answers capped at {settings.max_new_tokens} tokens" if settings.max_new_tokens is not None else ""
     if settings.llm in LLM_KINDS:
         shown = {key: value for key, value in settings.llm_settings.items() if value is not None}
-        return f"LLM {settings.llm}" + (f" {shown}" if shown else "")
-    return f"LLM: the tooltrain run {settings.llm}"
+        return f"LLM {settings.llm}" + (f" {shown}" if shown else "") + cap
+    return f"LLM: the tooltrain run {settings.llm}{cap}"
 
 
 def format_table(settings: Settings, results: list[DatasetResult]) -> str:

@@ -24,8 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from train.recommend.batching import PrefetchingBackend, prefetch_coverage
 from train.recommend.coverage import map_coverage
 from train.recommend.rerank import Embedder, K, MultiView
+from train.teacher.backends import StageParams
 
 ALL_STAGES = (1, 2, 3)
 
@@ -74,8 +76,10 @@ class Recommender:
         embedder: Embedder | None = None,
         stages: Iterable[int] | str = ALL_STAGES,
         k: int = K,
+        params: StageParams | None = None,  # how stage 2's questions are sampled (None: the paper's)
     ):
         self.stages = parse_stages(stages)
+        self.params = params
         if 2 in self.stages and teacher is None:
             raise ValueError("stage 2 (coverage mapping) needs a teacher")
         if 3 in self.stages and embedder is None:
@@ -84,11 +88,26 @@ class Recommender:
         self.views = MultiView(self.library, history, embedder, k) if 3 in self.stages else None
         self.issues: Counter = Counter()  # summed over every query asked
 
+    def prefetch(self, items: Sequence[tuple[str, Sequence[str]]]) -> bool:
+        """Ask stage 2's questions for many (query, bundle) pairs ahead, in batches, when the teacher's backend
+        can (``batching.PrefetchingBackend``); ``recommend`` then reads the answers. False when nothing was done."""
+        backend = getattr(self.teacher, "backend", None)
+        if 2 not in self.stages or not isinstance(backend, PrefetchingBackend):
+            return False
+        planned = [(query, bundle if 1 in self.stages else ()) for query, bundle in items]  # as recommend sees them
+        prefetch_coverage(self.teacher, planned, self.library, self.params)
+        return True
+
+    def forget_prefetched(self) -> None:
+        backend = getattr(self.teacher, "backend", None)
+        if isinstance(backend, PrefetchingBackend):
+            backend.forget()
+
     def recommend(self, query: str, bundle_tools: Sequence[str]) -> tuple[list[str], Trace]:
         bundle = list(dict.fromkeys(bundle_tools)) if 1 in self.stages else []
         trace = Trace(query=query, stages=list(self.stages), bundle=bundle, kept=list(bundle))
         if 2 in self.stages:
-            coverage = map_coverage(query, bundle, self.library, self.teacher)
+            coverage = map_coverage(query, bundle, self.library, self.teacher, self.params)
             trace.requirements, trace.matches = coverage.requirements, coverage.matches
             trace.kept, trace.unsolved, trace.scenario = coverage.kept, coverage.unsolved, coverage.scenario
             trace.issues = dict(coverage.issues)

@@ -20,7 +20,7 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -209,15 +209,19 @@ class HFBackend:
     def model(self) -> str:
         return self.model_name
 
-    def complete(self, request: TeacherRequest) -> str:
-        import torch
-
+    def prompt_ids(self, request: TeacherRequest) -> list[int]:
+        """The request's prompt through the chat format, up to the assistant turn the model writes."""
         from train.formats.tokenize import tokenize_prompt
         from train.schema import Conversation, Message
 
         messages = [Message(role=m["role"], content=m["content"]) for m in request.messages()]
         conv = Conversation(id="teacher", messages=messages)
-        ids = tokenize_prompt(self.format, conv, len(messages), self.tokenizer)
+        return tokenize_prompt(self.format, conv, len(messages), self.tokenizer)
+
+    def complete(self, request: TeacherRequest) -> str:
+        import torch
+
+        ids = self.prompt_ids(request)
         pad = self.stop_ids[0] if self.stop_ids else 0
         sample = request.params.temperature > 0
         extra = {"temperature": request.params.temperature} if sample else {}
@@ -238,6 +242,59 @@ class HFBackend:
         if new and new[-1] in self.stop_ids:
             new = new[:-1]
         return self.tokenizer.decode(new, skip_special_tokens=True)
+
+    def ask_many(self, requests: Sequence[TeacherRequest], batch_size: int = 8) -> list[str]:
+        """The answers ``complete`` gives, one per request, from batched ``generate`` calls: greedy requests with the
+        same ``max_tokens`` share batches of up to ``batch_size`` (longest prompts first, so a batch pads little),
+        left-padded with an attention mask (the model's position ids follow the mask), each row cut at its first
+        end-of-turn. A sampled request is answered alone by ``complete`` (its seed is per request).
+        ``TeacherError`` when generation fails; the caller may then ask one by one."""
+        answers: list[str | None] = [None] * len(requests)
+        groups: dict[int, list[int]] = {}
+        for index, request in enumerate(requests):
+            if request.params.temperature > 0:
+                answers[index] = self.complete(request)
+            else:
+                groups.setdefault(request.params.max_tokens, []).append(index)
+        for max_tokens, members in groups.items():
+            prompts = {index: self.prompt_ids(requests[index]) for index in members}
+            order = sorted(members, key=lambda i: (-len(prompts[i]), i))
+            for start in range(0, len(order), max(1, batch_size)):
+                batch = order[start : start + max(1, batch_size)]
+                for index, ids in zip(batch, self._generate([prompts[i] for i in batch], max_tokens)):
+                    answers[index] = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return [answer if answer is not None else "" for answer in answers]
+
+    def _generate(self, prompts: list[list[int]], max_tokens: int) -> list[list[int]]:
+        """Greedy new tokens per prompt, each cut before its first end-of-turn (a finished row is padded with one)."""
+        import torch
+
+        pad = self.stop_ids[0] if self.stop_ids else 0
+        width = max(len(ids) for ids in prompts)
+        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
+        device = next(self.lm.parameters()).device
+        try:
+            with torch.no_grad():
+                out = self.lm.generate(
+                    input_ids.to(device),
+                    attention_mask=attention_mask.to(device),
+                    max_new_tokens=max_tokens,
+                    do_sample=False,
+                    eos_token_id=self.stop_ids or None,
+                    pad_token_id=pad,
+                )
+        except (RuntimeError, ValueError) as err:  # out of memory, a model that cannot batch
+            raise TeacherError(f"batched generation failed: {err}") from None
+        stops = set(self.stop_ids)
+        rows = []
+        for row in out[:, width:].tolist():
+            end = next((position for position, token in enumerate(row) if token in stops), len(row))
+            rows.append(row[:end])
+        return rows
 
 
 # Each backend kind and the settings it takes from a config (offline takes none: its writers come from the caller).
