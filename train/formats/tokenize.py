@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from train.formats.base import ChatFormat, MaskPolicy, Segment, call_turns, mask_segments, trained_segments
+from train.formats.byte_bpe import ByteBPE, byte_bpe_for
 from train.schema import Conversation
 
 TRAIN_ASSISTANT = MaskPolicy()  # the default policy: every assistant turn trained (one shared, frozen instance)
@@ -53,12 +54,46 @@ def tokenize(fmt: ChatFormat, conv: Conversation, tokenizer: Any, policy: MaskPo
 
 
 def tokenize_many(
-    fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy = TRAIN_ASSISTANT
+    fmt: ChatFormat,
+    convs: Sequence[Conversation],
+    tokenizer: Any,
+    policy: MaskPolicy = TRAIN_ASSISTANT,
+    fast: bool = True,
 ) -> list[Tokenized | ValueError]:
-    """Tokenize many conversations with one batched encode of all their text runs.
+    """Tokenize many conversations; a conversation the format cannot express yields its ``ValueError``.
 
-    A conversation the format cannot express yields its ``ValueError`` in its place.
+    With a tokenizer ``train.formats.byte_bpe`` can reproduce (Llama 3, Qwen2.5), text runs are
+    encoded by tiktoken and each conversation's labels come from one pass over its tokens' byte
+    spans (``_assemble_bytes``); otherwise, or with ``fast=False`` (the reference the tests compare
+    with), all text runs are encoded in one batched ``tokenizers`` call and labelled from their
+    character offsets. Both give the same ids, labels and weights.
     """
+    bpe = byte_bpe_for(tokenizer) if fast else None
+    if bpe is None:
+        return _tokenize_batched(fmt, convs, tokenizer, policy)
+    results: list[Tokenized | ValueError] = []
+    for conv in convs:
+        try:
+            segments = fmt.render(conv)
+        except ValueError as err:
+            results.append(err)
+            continue
+        trained = trained_segments(segments, policy)
+        weights = mask_segments(segments, policy, call_turns(conv))
+        tokens = _assemble_bytes(segments, trained, weights, bpe, tokenizer, fmt.merge_text_runs)
+        if tokens is None:  # a case the byte path leaves to the reference: an NFC change, an error to word
+            try:
+                tokens = tokenize_segments(segments, trained, weights, tokenizer, fmt.merge_text_runs)
+            except ValueError as err:
+                tokens = err
+        results.append(tokens)
+    return results
+
+
+def _tokenize_batched(
+    fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy
+) -> list[Tokenized | ValueError]:
+    """The reference path: one batched ``tokenizers`` encode of all the conversations' text runs."""
     prepared: list[tuple[list[Segment], list[tuple[str, Any]]] | ValueError] = []
     texts: list[str] = []
     for conv in convs:
@@ -228,3 +263,88 @@ def _token_flags(
         flags[t] = True in mixed
         token_w[t] = max(seg_weight[k] for k in covered)
     return flags.tolist(), token_w.tolist()
+
+
+def _assemble_bytes(
+    segments: Sequence[Segment],
+    trained: Sequence[bool],
+    weights: Sequence[float],
+    bpe: ByteBPE,
+    tokenizer: Any,
+    merge: bool,
+) -> Tokenized | None:
+    """``_assemble`` over bytes: the segments' texts, in order, are one byte string; each token (a control
+    token, or a BPE token of a text run) covers a span of it and takes the flags of the segments that
+    span covers, found for all tokens at once. None for what the reference path decides and words: a run
+    the normalizer would change, a control token the tokenizer lacks, a token across trained and masked
+    text that is not whitespace."""
+    ids: list[int] = []
+    controls: list[tuple[int, int]] = []  # (token position, byte length) of each control token
+    run: list[str] = []
+    for seg in segments:
+        if seg.special:
+            if run and not _encode_run(bpe, run, ids):
+                return None
+            try:
+                controls.append((len(ids), _utf8_len(seg.text)))
+                ids.append(_special_id(tokenizer, seg.text))
+            except ValueError:
+                return None
+        elif seg.text:
+            run.append(seg.text)
+            if not merge and not _encode_run(bpe, run, ids):
+                return None
+    if run and not _encode_run(bpe, run, ids):
+        return None
+    if not ids:
+        return Tokenized(input_ids=[], labels=[], weights=[])
+    token_ids = np.array(ids, dtype=np.int64)
+    token_bytes = bpe.byte_lengths[np.minimum(token_ids, len(bpe.byte_lengths) - 1)]
+    if controls:
+        at, length = zip(*controls)
+        token_bytes[list(at)] = length
+    token_ends = np.cumsum(token_bytes)
+    segment_bytes = np.fromiter((_utf8_len(seg.text) for seg in segments), dtype=np.int64, count=len(segments))
+    segment_ends = np.cumsum(segment_bytes)
+    if token_ends[-1] != segment_ends[-1]:  # the tokens do not tile the text: leave it to the reference
+        return None
+    # side="right" never lands on an empty segment: a token belongs to the segments that hold its bytes
+    first = np.searchsorted(segment_ends, token_ends - token_bytes, side="right")
+    last = np.searchsorted(segment_ends, token_ends - 1, side="right")
+    seg_trained = np.fromiter(trained, dtype=bool, count=len(segments))
+    seg_weight = np.fromiter(weights, dtype=np.float64, count=len(segments))
+    flags = seg_trained[first]
+    token_w = seg_weight[first]
+    for t in np.nonzero(first != last)[0]:  # tokens across a segment edge: rare, checked one by one
+        covered = [k for k in range(first[t], last[t] + 1) if segment_bytes[k]]
+        mixed = {bool(seg_trained[k]) for k in covered}
+        if len(mixed) > 1 and not _token_text(segments, token_ends[t] - token_bytes[t], token_ends[t]).isspace():
+            return None  # the reference raises the SpanError
+        flags[t] = True in mixed
+        token_w[t] = max(seg_weight[k] for k in covered)
+    labels = np.where(flags & (token_w > 0), token_ids, IGNORE_INDEX)
+    return Tokenized(input_ids=ids, labels=labels.tolist(), weights=np.where(flags, token_w, 0.0).tolist())
+
+
+def _encode_run(bpe: ByteBPE, run: list[str], ids: list[int]) -> bool:
+    """Encode the run's text onto ``ids`` and empty the run; False when the byte path cannot encode it."""
+    encoded = bpe.encode("".join(run))
+    run.clear()
+    if encoded is None:
+        return False
+    ids.extend(encoded)
+    return True
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _token_text(segments: Sequence[Segment], start: int, end: int) -> str:
+    """The characters a token's bytes touch (whole characters, as the tokenizer's offsets give them)."""
+    data = "".join(seg.text for seg in segments).encode("utf-8")
+    while start > 0 and data[start] & 0xC0 == 0x80:
+        start -= 1
+    while end < len(data) and data[end] & 0xC0 == 0x80:
+        end += 1
+    return data[start:end].decode("utf-8")
