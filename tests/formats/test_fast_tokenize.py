@@ -29,7 +29,7 @@ FORMATS = {"qwen2_5": "qwen2_5", "llama3_1": "llama3", "llama3_1_metatool": "lla
 
 @pytest.fixture(scope="module")
 def tokenizers():
-    return {name: load_tokenizer(name) for name in {"qwen2_5", "llama3"}}
+    return {name: load_tokenizer(name) for name in ("qwen2_5", "llama3")}
 
 
 def load(path: Path) -> list[Conversation]:
