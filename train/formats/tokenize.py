@@ -78,11 +78,11 @@ def tokenize_many(
         except ValueError as err:
             results.append(err)
             continue
-        trained = trained_segments(segments, policy)
         weights = mask_segments(segments, policy, call_turns(conv))
-        tokens = _assemble_bytes(segments, trained, weights, bpe, tokenizer, fmt.merge_text_runs)
+        tokens = _assemble_bytes(segments, weights, bpe, tokenizer, fmt.merge_text_runs, policy)
         if tokens is None:  # a case the byte path leaves to the reference: an NFC change, an error to word
             try:
+                trained = trained_segments(segments, policy)
                 tokens = tokenize_segments(segments, trained, weights, tokenizer, fmt.merge_text_runs)
             except ValueError as err:
                 tokens = err
@@ -266,32 +266,36 @@ def _token_flags(
 
 
 def _assemble_bytes(
-    segments: Sequence[Segment],
-    trained: Sequence[bool],
-    weights: Sequence[float],
-    bpe: ByteBPE,
-    tokenizer: Any,
-    merge: bool,
+    segments: Sequence[Segment], weights: Sequence[float], bpe: ByteBPE, tokenizer: Any, merge: bool, policy: MaskPolicy
 ) -> Tokenized | None:
     """``_assemble`` over bytes: the segments' texts, in order, are one byte string; each token (a control
-    token, or a BPE token of a text run) covers a span of it and takes the flags of the segments that
+    token, or a BPE token of a text run) covers a span of it and takes the weight of the segments that
     span covers, found for all tokens at once. None for what the reference path decides and words: a run
     the normalizer would change, a control token the tokenizer lacks, a token across trained and masked
-    text that is not whitespace."""
+    text that is not whitespace.
+
+    A segment's weight (``mask_segments``) is 0.0 wherever it is not trained, so a token's label is its
+    id exactly where its weight is above 0, and its weight is the weight: the reference's
+    ``trained and weight > 0`` and ``weight if trained`` without the flags.
+    """
     ids: list[int] = []
     controls: list[tuple[int, int]] = []  # (token position, byte length) of each control token
+    segment_bytes: list[int] = []
     run: list[str] = []
     for seg in segments:
+        text = seg.text
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        segment_bytes.append(size)
         if seg.special:
             if run and not _encode_run(bpe, run, ids):
                 return None
             try:
-                controls.append((len(ids), _utf8_len(seg.text)))
-                ids.append(_special_id(tokenizer, seg.text))
+                controls.append((len(ids), size))
+                ids.append(_special_id(tokenizer, text))
             except ValueError:
                 return None
-        elif seg.text:
-            run.append(seg.text)
+        elif text:
+            run.append(text)
             if not merge and not _encode_run(bpe, run, ids):
                 return None
     if run and not _encode_run(bpe, run, ids):
@@ -304,26 +308,23 @@ def _assemble_bytes(
         at, length = zip(*controls)
         token_bytes[list(at)] = length
     token_ends = np.cumsum(token_bytes)
-    segment_bytes = np.fromiter((_utf8_len(seg.text) for seg in segments), dtype=np.int64, count=len(segments))
     segment_ends = np.cumsum(segment_bytes)
     if token_ends[-1] != segment_ends[-1]:  # the tokens do not tile the text: leave it to the reference
         return None
     # side="right" never lands on an empty segment: a token belongs to the segments that hold its bytes
     first = np.searchsorted(segment_ends, token_ends - token_bytes, side="right")
     last = np.searchsorted(segment_ends, token_ends - 1, side="right")
-    seg_trained = np.fromiter(trained, dtype=bool, count=len(segments))
-    seg_weight = np.fromiter(weights, dtype=np.float64, count=len(segments))
-    flags = seg_trained[first]
-    token_w = seg_weight[first]
-    for t in np.nonzero(first != last)[0]:  # tokens across a segment edge: rare, checked one by one
+    token_w = np.array(weights, dtype=np.float64)[first]
+    crossing = np.nonzero(first != last)[0]  # tokens across a segment edge: rare, checked one by one
+    trained = trained_segments(segments, policy) if len(crossing) else []
+    for t in crossing:
         covered = [k for k in range(first[t], last[t] + 1) if segment_bytes[k]]
-        mixed = {bool(seg_trained[k]) for k in covered}
-        if len(mixed) > 1 and not _token_text(segments, token_ends[t] - token_bytes[t], token_ends[t]).isspace():
+        mixed = len({trained[k] for k in covered}) > 1
+        if mixed and not _token_text(segments, token_ends[t] - token_bytes[t], token_ends[t]).isspace():
             return None  # the reference raises the SpanError
-        flags[t] = True in mixed
-        token_w[t] = max(seg_weight[k] for k in covered)
-    labels = np.where(flags & (token_w > 0), token_ids, IGNORE_INDEX)
-    return Tokenized(input_ids=ids, labels=labels.tolist(), weights=np.where(flags, token_w, 0.0).tolist())
+        token_w[t] = max(weights[k] for k in covered)
+    labels = np.where(token_w > 0, token_ids, IGNORE_INDEX)
+    return Tokenized(input_ids=ids, labels=labels.tolist(), weights=token_w.tolist())
 
 
 def _encode_run(bpe: ByteBPE, run: list[str], ids: list[int]) -> bool:
@@ -334,10 +335,6 @@ def _encode_run(bpe: ByteBPE, run: list[str], ids: list[int]) -> bool:
         return False
     ids.extend(encoded)
     return True
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _token_text(segments: Sequence[Segment], start: int, end: int) -> str:
