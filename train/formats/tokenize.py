@@ -72,6 +72,7 @@ def tokenize_many(
     if bpe is None:
         return _tokenize_batched(fmt, convs, tokenizer, policy)
     results: list[Tokenized | ValueError] = []
+    seen: dict[str, list[int] | None] = {}  # run text -> its ids, for this call only (no state between calls)
     for conv in convs:
         try:
             segments = fmt.render(conv)
@@ -79,7 +80,7 @@ def tokenize_many(
             results.append(err)
             continue
         weights = mask_segments(segments, policy, call_turns(conv))
-        tokens = _assemble_bytes(segments, weights, bpe, tokenizer, fmt.merge_text_runs, policy)
+        tokens = _assemble_bytes(segments, weights, bpe, tokenizer, fmt.merge_text_runs, policy, seen)
         if tokens is None:  # a case the byte path leaves to the reference: an NFC change, an error to word
             try:
                 trained = trained_segments(segments, policy)
@@ -266,7 +267,13 @@ def _token_flags(
 
 
 def _assemble_bytes(
-    segments: Sequence[Segment], weights: Sequence[float], bpe: ByteBPE, tokenizer: Any, merge: bool, policy: MaskPolicy
+    segments: Sequence[Segment],
+    weights: Sequence[float],
+    bpe: ByteBPE,
+    tokenizer: Any,
+    merge: bool,
+    policy: MaskPolicy,
+    seen: dict[str, list[int] | None],
 ) -> Tokenized | None:
     """``_assemble`` over bytes: the segments' texts, in order, are one byte string; each token (a control
     token, or a BPE token of a text run) covers a span of it and takes the weight of the segments that
@@ -287,7 +294,7 @@ def _assemble_bytes(
         size = len(text) if text.isascii() else len(text.encode("utf-8"))
         segment_bytes.append(size)
         if seg.special:
-            if run and not _encode_run(bpe, run, ids):
+            if run and not _encode_run(bpe, run, ids, seen):
                 return None
             try:
                 controls.append((len(ids), size))
@@ -296,9 +303,9 @@ def _assemble_bytes(
                 return None
         elif text:
             run.append(text)
-            if not merge and not _encode_run(bpe, run, ids):
+            if not merge and not _encode_run(bpe, run, ids, seen):
                 return None
-    if run and not _encode_run(bpe, run, ids):
+    if run and not _encode_run(bpe, run, ids, seen):
         return None
     if not ids:
         return Tokenized(input_ids=[], labels=[], weights=[])
@@ -327,10 +334,15 @@ def _assemble_bytes(
     return Tokenized(input_ids=ids, labels=labels.tolist(), weights=token_w.tolist())
 
 
-def _encode_run(bpe: ByteBPE, run: list[str], ids: list[int]) -> bool:
-    """Encode the run's text onto ``ids`` and empty the run; False when the byte path cannot encode it."""
-    encoded = bpe.encode("".join(run))
+def _encode_run(bpe: ByteBPE, run: list[str], ids: list[int], seen: dict[str, list[int] | None]) -> bool:
+    """Encode the run's text onto ``ids`` and empty the run; False when the byte path cannot encode it.
+    ``seen``: the runs already encoded in this call (headers, system preludes, tool blocks repeat)."""
+    text = "".join(run)
     run.clear()
+    try:
+        encoded = seen[text]
+    except KeyError:
+        encoded = seen[text] = bpe.encode(text)
     if encoded is None:
         return False
     ids.extend(encoded)
