@@ -85,6 +85,7 @@ LAYER_OF: dict[str, str] = {
     "train.commands.rejects": "command_helpers",
     "train.commands.score_report": "command_helpers",
     "train.commands.chat_setup": "command_helpers",
+    "train.commands.bench_common": "command_helpers",  # what bench render and bench data share
     "train.commands.eval_retrieval_core": "command_helpers",
     "train.commands.eval_retrieval_sweep": "command_helpers",  # the Hydra form of eval retrieval, not a verb
     "train.commands.eval_score_bfcl": "command_helpers",  # the BFCL-folders form of eval score, not a verb
@@ -102,6 +103,7 @@ LAYER_OF: dict[str, str] = {
     "train.commands.eval_retrieval": "commands",
     "train.commands.eval_recommend": "commands",
     "train.commands.bench_render": "commands",
+    "train.commands.bench_data": "commands",
     "train.commands.bench_train": "commands",
     "train.commands.export": "commands",
     "train.cli": "cli",

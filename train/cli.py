@@ -33,6 +33,10 @@ VERBS: dict[str, dict[str, tuple[str, str]]] = {
             "bench_render",
             "conversations/s of tooltrain's render+tokenize+mask next to trl's chat-template path",
         ),
+        "data": (
+            "bench_data",
+            "the data path at scale: render+tokenize+mask rates next to trl's, build and read RSS",
+        ),
         "train": (
             "bench_train",
             "training tokens/s, padding efficiency and peak memory: packed, padded and trl's SFTTrainer",

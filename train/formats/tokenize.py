@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from train.formats.base import ChatFormat, MaskPolicy, Segment, call_turns, mask_segments, trained_segments
+from train.formats.byte_bpe import ByteBPE, byte_bpe_for
 from train.schema import Conversation
 
 TRAIN_ASSISTANT = MaskPolicy()  # the default policy: every assistant turn trained (one shared, frozen instance)
@@ -53,12 +54,47 @@ def tokenize(fmt: ChatFormat, conv: Conversation, tokenizer: Any, policy: MaskPo
 
 
 def tokenize_many(
-    fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy = TRAIN_ASSISTANT
+    fmt: ChatFormat,
+    convs: Sequence[Conversation],
+    tokenizer: Any,
+    policy: MaskPolicy = TRAIN_ASSISTANT,
+    fast: bool = True,
 ) -> list[Tokenized | ValueError]:
-    """Tokenize many conversations with one batched encode of all their text runs.
+    """Tokenize many conversations; a conversation the format cannot express yields its ``ValueError``.
 
-    A conversation the format cannot express yields its ``ValueError`` in its place.
+    With a tokenizer ``train.formats.byte_bpe`` can reproduce (Llama 3, Qwen2.5), text runs are
+    encoded by tiktoken and each conversation's labels come from one pass over its tokens' byte
+    spans (``_assemble_bytes``); otherwise, or with ``fast=False`` (the reference the tests compare
+    with), all text runs are encoded in one batched ``tokenizers`` call and labelled from their
+    character offsets. Both give the same ids, labels and weights.
     """
+    bpe = byte_bpe_for(tokenizer) if fast else None
+    if bpe is None:
+        return _tokenize_batched(fmt, convs, tokenizer, policy)
+    results: list[Tokenized | ValueError] = []
+    seen: dict[str, list[int] | None] = {}  # run text -> its ids, for this call only (no state between calls)
+    for conv in convs:
+        try:
+            segments = fmt.render(conv)
+        except ValueError as err:
+            results.append(err)
+            continue
+        weights = mask_segments(segments, policy, call_turns(conv))
+        tokens = _assemble_bytes(segments, weights, bpe, tokenizer, fmt.merge_text_runs, policy, seen)
+        if tokens is None:  # a case the byte path leaves to the reference: an NFC change, an error to word
+            try:
+                trained = trained_segments(segments, policy)
+                tokens = tokenize_segments(segments, trained, weights, tokenizer, fmt.merge_text_runs)
+            except ValueError as err:
+                tokens = err
+        results.append(tokens)
+    return results
+
+
+def _tokenize_batched(
+    fmt: ChatFormat, convs: Sequence[Conversation], tokenizer: Any, policy: MaskPolicy
+) -> list[Tokenized | ValueError]:
+    """The reference path: one batched ``tokenizers`` encode of all the conversations' text runs."""
     prepared: list[tuple[list[Segment], list[tuple[str, Any]]] | ValueError] = []
     texts: list[str] = []
     for conv in convs:
@@ -228,3 +264,96 @@ def _token_flags(
         flags[t] = True in mixed
         token_w[t] = max(seg_weight[k] for k in covered)
     return flags.tolist(), token_w.tolist()
+
+
+def _assemble_bytes(
+    segments: Sequence[Segment],
+    weights: Sequence[float],
+    bpe: ByteBPE,
+    tokenizer: Any,
+    merge: bool,
+    policy: MaskPolicy,
+    seen: dict[str, list[int] | None],
+) -> Tokenized | None:
+    """``_assemble`` over bytes: the segments' texts, in order, are one byte string; each token (a control
+    token, or a BPE token of a text run) covers a span of it and takes the weight of the segments that
+    span covers, found for all tokens at once. None for what the reference path decides and words: a run
+    the normalizer would change, a control token the tokenizer lacks, a token across trained and masked
+    text that is not whitespace.
+
+    A segment's weight (``mask_segments``) is 0.0 wherever it is not trained, so a token's label is its
+    id exactly where its weight is above 0, and its weight is the weight: the reference's
+    ``trained and weight > 0`` and ``weight if trained`` without the flags.
+    """
+    ids: list[int] = []
+    controls: list[tuple[int, int]] = []  # (token position, byte length) of each control token
+    segment_bytes: list[int] = []
+    run: list[str] = []
+    for seg in segments:
+        text = seg.text
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        segment_bytes.append(size)
+        if seg.special:
+            if run and not _encode_run(bpe, run, ids, seen):
+                return None
+            try:
+                controls.append((len(ids), size))
+                ids.append(_special_id(tokenizer, text))
+            except ValueError:
+                return None
+        elif text:
+            run.append(text)
+            if not merge and not _encode_run(bpe, run, ids, seen):
+                return None
+    if run and not _encode_run(bpe, run, ids, seen):
+        return None
+    if not ids:
+        return Tokenized(input_ids=[], labels=[], weights=[])
+    token_ids = np.array(ids, dtype=np.int64)
+    token_bytes = bpe.byte_lengths[np.minimum(token_ids, len(bpe.byte_lengths) - 1)]
+    if controls:
+        at, length = zip(*controls)
+        token_bytes[list(at)] = length
+    token_ends = np.cumsum(token_bytes)
+    segment_ends = np.cumsum(segment_bytes)
+    if token_ends[-1] != segment_ends[-1]:  # the tokens do not tile the text: leave it to the reference
+        return None
+    # side="right" never lands on an empty segment: a token belongs to the segments that hold its bytes
+    first = np.searchsorted(segment_ends, token_ends - token_bytes, side="right")
+    last = np.searchsorted(segment_ends, token_ends - 1, side="right")
+    token_w = np.array(weights, dtype=np.float64)[first]
+    crossing = np.nonzero(first != last)[0]  # tokens across a segment edge: rare, checked one by one
+    trained = trained_segments(segments, policy) if len(crossing) else []
+    for t in crossing:
+        covered = [k for k in range(first[t], last[t] + 1) if segment_bytes[k]]
+        mixed = len({trained[k] for k in covered}) > 1
+        if mixed and not _token_text(segments, token_ends[t] - token_bytes[t], token_ends[t]).isspace():
+            return None  # the reference raises the SpanError
+        token_w[t] = max(weights[k] for k in covered)
+    labels = np.where(token_w > 0, token_ids, IGNORE_INDEX)
+    return Tokenized(input_ids=ids, labels=labels.tolist(), weights=token_w.tolist())
+
+
+def _encode_run(bpe: ByteBPE, run: list[str], ids: list[int], seen: dict[str, list[int] | None]) -> bool:
+    """Encode the run's text onto ``ids`` and empty the run; False when the byte path cannot encode it.
+    ``seen``: the runs already encoded in this call (headers, system preludes, tool blocks repeat)."""
+    text = "".join(run)
+    run.clear()
+    try:
+        encoded = seen[text]
+    except KeyError:
+        encoded = seen[text] = bpe.encode(text)
+    if encoded is None:
+        return False
+    ids.extend(encoded)
+    return True
+
+
+def _token_text(segments: Sequence[Segment], start: int, end: int) -> str:
+    """The characters a token's bytes touch (whole characters, as the tokenizer's offsets give them)."""
+    data = "".join(seg.text for seg in segments).encode("utf-8")
+    while start > 0 and data[start] & 0xC0 == 0x80:
+        start -= 1
+    while end < len(data) and data[end] & 0xC0 == 0x80:
+        end += 1
+    return data[start:end].decode("utf-8")
