@@ -151,7 +151,7 @@ def _build_in_child(data_cfg: dict, format_name: str, tokenizer_name: str | None
     start = time.perf_counter()
     built = build_dataset(data_cfg, format_name, tokenizer, Path(cache_root))
     seconds = time.perf_counter() - start
-    tokens = sum(len(row["input_ids"]) for row in built.train)
+    tokens = int(built.train.lengths.sum())  # the memory-mapped rows' lengths: no row is materialised
     report = built.report
     return {
         "seconds": seconds,
@@ -195,7 +195,7 @@ def _read_in_child(data_cfg: dict, format_name: str, tokenizer_name: str | None,
     collate = PackedCollator(tokenizer.pad_token_id, pad_to=data_cfg["max_seq_len"])
     batches = tokens = 0
     for first in range(0, len(rows), batch):
-        tensors = collate(rows[first : first + batch])
+        tensors = collate([rows[i] for i in range(first, min(first + batch, len(rows)))])  # rows cut from the maps
         batches += 1
         tokens += int((tensors["labels"] != -100).sum())  # touch every batch, as a training step would
     return {
