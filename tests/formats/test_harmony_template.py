@@ -212,3 +212,11 @@ def test_the_schema_cases_are_openai_harmony_s_own_rendering(tmp_path):
     developer = h.Message.from_role_and_content(h.Role.DEVELOPER, h.DeveloperContent.new().with_function_tools(tools))
     text = encoding.decode_utf8(encoding.render_conversation(h.Conversation.from_messages([developer])))
     assert functions_namespace(SCHEMA_TOOLS) in text
+
+
+def test_the_export_check_accepts_the_template(tokenizer):
+    """``tooltrain export`` checks the template on its probe conversation before writing anything."""
+    from train.export import check_chat_template
+
+    tokenizer.chat_template = TEMPLATE
+    check_chat_template(tokenizer, fmt)  # raises ExportError when the template renders the probe otherwise
