@@ -114,6 +114,7 @@ def test_template_renders_every_conversation_as_the_format_does(tokenizer, name)
         "deepseek_v3": 4,  # a second call turn, or results its template would mangle (train/formats/deepseek_v3.py)
         "deepseek_coder": 35,  # every conversation with tools: it has no tool syntax
         "toolselect_text": 48,  # only 2 parity conversations are one question, tools and one tool choice
+        "harmony": 5,  # a system message after the first: harmony has one developer message
     }.get(name, 0)
     assert counts == {
         "same text": len(CONVERSATIONS) - refused - (name in ("mistral_v3", "mistral_nemo", "mistral_v7")),
@@ -192,6 +193,7 @@ def test_calls_parsed_back_from_the_rendered_turn_are_the_conversation_calls(tok
         "deepseek_coder": (18, 0),  # the text turns of the conversations without tools
         "toolselect_text": (2, 0),  # no parity call is argument-free; real rows: tests/formats/test_toolselect_text.py
         "qwen3": (84, 39),  # 2 turns follow an assistant turn: not a prefix of the longer render (see above)
+        "harmony": (76, 38),  # the turns of the 5 conversations it refuses (a system message after the first)
     }.get(name, (86, 40))
 
 
@@ -358,4 +360,5 @@ def test_every_format_has_a_template_and_a_parser():
         "deepseek_coder": ("", True),  # no tool syntax: no parser, plain chat
         "toolselect_text": ("", False),  # plain text, read by tooltrain's parse (tests/formats/test_toolselect_text.py)
         "qwen3": ("hermes", True),  # with vLLM's qwen3 reasoning parser (tests/formats/test_qwen3.py)
+        "harmony": ("openai", True),  # with vLLM's openai_gptoss reasoning parser (names from vLLM, not run)
     }

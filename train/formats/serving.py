@@ -168,6 +168,21 @@ SERVING: dict[str, Serving] = {
             "content. The control tokens must reach the parser (they are not special in DeepSeek's tokenizer)."
         ),
     ),
+    "harmony": Serving(
+        templates=("common.jinja", "harmony.jinja"),
+        variables=("model_identity", "reasoning_effort", "knowledge_cutoff", "current_date"),
+        vllm_parser="openai",
+        sglang_parser="gpt-oss",
+        exact=True,
+        notes=(
+            "vLLM's openai tool parser and openai_gptoss reasoning parser read Harmony's channels: analysis is the "
+            "reasoning, each to=functions.NAME message on commentary a call, final the content (names taken from "
+            "vLLM's sources; vLLM was not run here). vLLM serves gpt-oss through openai-harmony's own renderer, "
+            "whose history rule differs from this template's (docs/formats.md, harmony); SGLang's parser is "
+            "gpt-oss. Exact: tooltrain's own parse (train.formats.get_format('harmony').parse) on the raw completion."
+        ),
+        reasoning_parser="openai_gptoss",
+    ),
     # No vLLM / SGLang parser reads CALLTOOL["<name>"]: the selector is served without one (an empty parser name)
     # and its completion read by tooltrain's own parse (train.formats.toolselect_text).
     "toolselect_text": Serving(
