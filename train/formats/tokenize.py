@@ -302,6 +302,8 @@ def _assemble_bytes(
             except ValueError:
                 return None
         elif text:
+            if seg.new_run and run and not _encode_run(bpe, run, ids, seen):  # the reference encodes it apart
+                return None
             run.append(text)
             if not merge and not _encode_run(bpe, run, ids, seen):
                 return None
