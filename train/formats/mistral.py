@@ -411,6 +411,9 @@ class MistralV3Format(ChatFormat):
 
     name = "mistral_v3"
     default_tokenizer = "mistral_v3"
+    # the native layout and its parser (mistral_v7 swaps them in)
+    render_native = staticmethod(render_mistral)
+    parse_native = staticmethod(parse_mistral)
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style
@@ -418,12 +421,12 @@ class MistralV3Format(ChatFormat):
     def render(self, conv: Conversation) -> list[Segment]:
         if self.text_answers:
             return self.render_text_answers(conv)
-        return render_mistral(conv)
+        return self.render_native(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         if self.text_answers:
             return self.parse_text(text)
-        return parse_mistral(text)
+        return self.parse_native(text)
 
 
 class MistralNemoFormat(MistralV3Format):

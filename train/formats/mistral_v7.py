@@ -24,7 +24,7 @@ it, and dropping it would train on a turn the data did not hold.
 
 from __future__ import annotations
 
-from train.formats.base import ChatFormat, Segment, to_json
+from train.formats.base import Segment, to_json
 from train.formats.mistral import (
     BOS,
     END_INST,
@@ -36,6 +36,7 @@ from train.formats.mistral import (
     RESULTS,
     TOOL_CALLS,
     TOOLS,
+    MistralV3Format,
     Turn,
     _joined,
     _rstrip_spaces,
@@ -44,7 +45,6 @@ from train.formats.mistral import (
     parse_mistral,
     with_mistral_call_ids,
 )
-from train.formats.text_answers import NATIVE
 from train.schema import Conversation, ToolCall
 
 SYSTEM, END_SYSTEM = "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"
@@ -124,24 +124,14 @@ def parse_mistral_v7(text: str) -> tuple[str | None, list[ToolCall]]:
     return parse_mistral(text)
 
 
-class MistralV7Format(ChatFormat):
-    """Mistral v7 (SentencePiece v7 by default; a tekken v7 ``tekken.json`` through ``model.tokenizer``)."""
+class MistralV7Format(MistralV3Format):
+    """Mistral v7 (SentencePiece v7 by default; a tekken v7 ``tekken.json`` through ``model.tokenizer``): v3's
+    class with v7's layout and parser."""
 
     name = "mistral_v7"
     default_tokenizer = "mistral_v7"
-
-    def __init__(self, answer_style: str = NATIVE):
-        self.answer_style = answer_style
-
-    def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
-        return render_mistral_v7(conv)
-
-    def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
-        return parse_mistral_v7(text)
+    render_native = staticmethod(render_mistral_v7)
+    parse_native = staticmethod(parse_mistral_v7)
 
 
 __all__ = [

@@ -107,12 +107,18 @@ def _add_tokens_in_id_order(backend: Any, names: list[str], first_id: int, speci
 def build_llama3() -> Any:
     """Llama 3 / 3.1 tokenizer: 128,000 BPE ranks + 256 special tokens."""
     from llama_models.llama3 import tokenizer as llama_tokenizer
+
+    model_file = Path(llama_tokenizer.__file__).parent / "tokenizer.model"
+    pattern = llama_tokenizer.Tokenizer.pat_str
+    return _llama_family(model_file, pattern, llama3_special_tokens(), LLAMA3_EOS, LLAMA3_PAD, MODEL_MAX_LENGTH)
+
+
+def _llama_family(model_file: Path, pattern: str, names: list[str], eos: str, pad: str, max_length: int) -> Any:
+    """A Llama 3 / 4 tokenizer: tiktoken ranks, the specials after them in id order, BOS added to every text."""
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
-    model_file = Path(llama_tokenizer.__file__).parent / "tokenizer.model"
-    backend = _bpe_backend(model_file, llama_tokenizer.Tokenizer.pat_str)
-    names = llama3_special_tokens()
+    backend = _bpe_backend(model_file, pattern)
     _add_tokens_in_id_order(backend, names, backend.get_vocab_size(with_added_tokens=False), [True] * len(names))
     bos_id = backend.token_to_id(LLAMA3_BOS)
     backend.post_processor = processors.Sequence(
@@ -128,9 +134,9 @@ def build_llama3() -> Any:
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,
         bos_token=LLAMA3_BOS,
-        eos_token=LLAMA3_EOS,
-        pad_token=LLAMA3_PAD,
-        model_max_length=MODEL_MAX_LENGTH,
+        eos_token=eos,
+        pad_token=pad,
+        model_max_length=max_length,
         clean_up_tokenization_spaces=False,
     )
 
@@ -144,33 +150,11 @@ def build_llama4() -> Any:
     """Llama 4 tokenizer: ``llama_models/llama4/tokenizer.model`` (200,000 BPE ranks) with its o200k-style split
     pattern and its 2,048 special tokens (ids 200000..202047, names and order read from ``llama_models``)."""
     from llama_models.llama4 import tokenizer as llama4_tokenizer
-    from tokenizers import processors
-    from transformers import PreTrainedTokenizerFast
 
     model_file = Path(llama4_tokenizer.__file__).parent / "tokenizer.model"
     reference = llama4_tokenizer.Tokenizer.get_instance()
-    backend = _bpe_backend(model_file, reference.O200K_PATTERN)
     names = sorted(reference.special_tokens, key=reference.special_tokens.__getitem__)
-    _add_tokens_in_id_order(backend, names, backend.get_vocab_size(with_added_tokens=False), [True] * len(names))
-    bos_id = backend.token_to_id(LLAMA3_BOS)
-    backend.post_processor = processors.Sequence(
-        [
-            processors.ByteLevel(trim_offsets=False),
-            processors.TemplateProcessing(
-                single=f"{LLAMA3_BOS} $A",
-                pair=f"{LLAMA3_BOS} $A {LLAMA3_BOS} $B",
-                special_tokens=[(LLAMA3_BOS, bos_id)],
-            ),
-        ]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token=LLAMA3_BOS,
-        eos_token=LLAMA4_EOS,
-        pad_token=LLAMA4_PAD,
-        model_max_length=LLAMA4_MAX_LENGTH,
-        clean_up_tokenization_spaces=False,
-    )
+    return _llama_family(model_file, reference.O200K_PATTERN, names, LLAMA4_EOS, LLAMA4_PAD, LLAMA4_MAX_LENGTH)
 
 
 def build_qwen2_5() -> Any:
