@@ -49,8 +49,9 @@ def meta_model(name):
     from train.model import build_model
 
     model_cfg = compose(["recipe=tiny", f"model={name}", "model.source=config"]).model
+    attention = "sdpa" if model_cfg.attn_implementation == "auto" else model_cfg.attn_implementation  # gpt-oss: eager
     with torch.device("meta"):
-        model = build_model(model_cfg, vocab_size=1, dtype=torch.bfloat16, attn_implementation="sdpa")
+        model = build_model(model_cfg, vocab_size=1, dtype=torch.bfloat16, attn_implementation=attention)
     return model.config, model
 
 

@@ -9,6 +9,8 @@ reference's.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 import pytest
@@ -28,33 +30,40 @@ def tok():
     return load_tokenizer("llama4")
 
 
-def _without_torchvision_for_images() -> None:
+@contextmanager
+def _without_torchvision_for_images() -> Iterator[None]:
     """llama-models' Llama 4 ChatFormat imports torchvision for its image transforms at module level; text never
-    reaches them. Where torchvision is not installed, empty stand-in modules let the text path import."""
+    reaches them. Where torchvision is not installed, empty stand-in modules let the text path import; they are
+    removed again at once, so nothing else in the process (transformers checks for torchvision) ever sees them."""
     import importlib.util
     import sys
     import types
 
     if importlib.util.find_spec("torchvision") is not None:
+        yield
         return
     transforms = types.ModuleType("torchvision.transforms")
     transforms.functional = types.ModuleType("torchvision.transforms.functional")
     root = types.ModuleType("torchvision")
     root.transforms = transforms
-    sys.modules.update(
-        {
-            "torchvision": root,
-            "torchvision.transforms": transforms,
-            "torchvision.transforms.functional": transforms.functional,
-        }
-    )
+    stand_ins = {
+        "torchvision": root,
+        "torchvision.transforms": transforms,
+        "torchvision.transforms.functional": transforms.functional,
+    }
+    sys.modules.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name in stand_ins:
+            sys.modules.pop(name, None)
 
 
 @cache
 def reference():
-    _without_torchvision_for_images()
-    from llama_models.llama4.chat_format import ChatFormat
-    from llama_models.llama4.tokenizer import Tokenizer
+    with _without_torchvision_for_images():
+        from llama_models.llama4.chat_format import ChatFormat
+        from llama_models.llama4.tokenizer import Tokenizer
 
     return ChatFormat(Tokenizer.get_instance())
 
@@ -209,3 +218,13 @@ def test_parse_plain_text_and_malformed_calls():
     assert fmt.parse('Look: {"a": 1}') == ('Look: {"a": 1}', [])
     with pytest.raises(Llama4ParseError, match="not a JSON call object"):
         fmt.parse('{"type": "function", "name": "f", "parameters": {"a": }<|eom|>')
+
+
+def test_the_reference_import_leaves_no_torchvision_stand_in_behind():
+    # a stand-in left in sys.modules (no __spec__) breaks every later transformers import in the same process
+    import importlib.util
+    import sys
+
+    reference()
+    if importlib.util.find_spec("torchvision") is None:
+        assert not any(name.split(".")[0] == "torchvision" for name in sys.modules)
