@@ -22,6 +22,7 @@ def smollm2():
         pytest.skip(str(err))
 
 
+@pytest.mark.slow  # a full run or a whole corpus: the slow tier (`.ci/run --all`)
 def test_bench_data_reports_both_rates_the_build_and_the_read(smollm2, tmp_path, capsys):
     tiny = tmp_path / "tiny.jsonl"
     lines = CORPUS_FILE.read_text(encoding="utf-8").splitlines()

@@ -105,6 +105,7 @@ def _corpora(data: Path):
         yield "bfcl", [bfcl / f"BFCL_v2_{cat}.json", bfcl / "possible_answer" / f"BFCL_v2_{cat}.json"]
 
 
+@pytest.mark.slow  # a full run or a whole corpus: the slow tier (`.ci/run --all`)
 @pytest.mark.shared_data
 def test_real_corpora_pass_the_checks_in_every_format(shared_data):
     convs = [c for reader, inputs in _corpora(shared_data) for c in get_reader(reader)(inputs)]

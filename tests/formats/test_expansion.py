@@ -166,6 +166,7 @@ def _render_or_none(fmt, conv):
         return []
 
 
+@pytest.mark.slow  # a full run or a whole corpus: the slow tier (`.ci/run --all`)
 @pytest.mark.parametrize("name", NON_REWRITING)
 def test_a_format_that_keeps_history_expands_to_the_whole_sample(name):
     fmt = get_format(name)

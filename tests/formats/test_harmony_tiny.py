@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from train.formats import get_format
 from train.formats.control_tokens import format_control_tokens
 
@@ -23,6 +25,7 @@ def test_the_formats_control_tokens_are_read_from_its_rendering():
     assert format_control_tokens(get_format("harmony")) == HARMONY_TOKENS
 
 
+@pytest.mark.slow  # a full run or a whole corpus: the slow tier (`.ci/run --all`)
 def test_tiny_recipe_trains_in_the_harmony_format(tooltrain_cache, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "TOOLTRAIN_CACHE": str(tooltrain_cache), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}

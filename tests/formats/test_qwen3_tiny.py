@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from train.formats import get_format
 from train.formats.control_tokens import add_missing_control_tokens, format_control_tokens
 from train.tokenizers import load_tokenizer
@@ -35,6 +37,7 @@ def test_missing_control_tokens_go_after_the_tokenizers_own_ids():
     assert add_missing_control_tokens(tiny, get_format("qwen3")) == []  # once
 
 
+@pytest.mark.slow  # a full run or a whole corpus: the slow tier (`.ci/run --all`)
 def test_tiny_recipe_trains_in_the_qwen3_format(tooltrain_cache, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "TOOLTRAIN_CACHE": str(tooltrain_cache), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
