@@ -466,32 +466,28 @@ def _toolgt_problems(cfg: DictConfig) -> list[str]:
         for key, n, valid in (("arm", "n", ARMS), ("template", "", TEMPLATES))
         if toolgt[key] not in valid
     ]
-    if cfg.data.builder != "toolgt":
-        elsewhere = (
-            f"toolgt.* is set but data.builder={cfg.data.builder} (the toolgt choices feed data.builder: toolgt)"
-        )
-        return [*problems, elsewhere]
-    args = cfg.data.builder_args
-    return problems + [
-        f"data.builder_args.{key}={args.get(key)} differs from toolgt.{key}={toolgt[key]}; choose it "
-        f"with toolgt.{key}=..."
-        for key in ("arm", "template")
-        if args.get(key) != toolgt[key]
-    ]
+    return problems + _fed_to_builder(cfg, "toolgt", ("arm", "template"))
 
 
 def _itc_problems(cfg: DictConfig) -> list[str]:
-    """``itc.languages`` must be what the builder is given, as ``toolgt.*`` (above)."""
-    itc = cfg.get("itc")
-    if itc is None:
-        return []
-    if cfg.data.builder != "itc":
-        return [f"itc.* is set but data.builder={cfg.data.builder} (itc.languages feeds data.builder: itc)"]
-    given = cfg.data.builder_args.get("languages")
-    if given != itc.languages:
-        choose = "choose it with itc.languages=..."
-        return [f"data.builder_args.languages={given} differs from itc.languages={itc.languages}; {choose}"]
-    return []  # the builder's own check (make_args, above) names an unknown language and lists the valid ones
+    """``itc.languages`` must be what the builder is given, as ``toolgt.*`` (above). The builder's own check
+    (``make_args``, in ``_data_problems``) names an unknown language and lists the valid ones."""
+    return [] if cfg.get("itc") is None else _fed_to_builder(cfg, "itc", ("languages",))
+
+
+def _fed_to_builder(cfg: DictConfig, section: str, keys: tuple[str, ...]) -> list[str]:
+    """A recipe's choice section (``toolgt.*``, ``itc.*``) feeds the builder of its name through
+    ``data.builder_args``: another builder, or an argument set there directly, would contradict it."""
+    if cfg.data.builder != section:
+        feeds = f"(the {section} choices feed data.builder: {section})"
+        return [f"{section}.* is set but data.builder={cfg.data.builder} {feeds}"]
+    chosen, args = cfg[section], cfg.data.builder_args
+    return [
+        f"data.builder_args.{key}={args.get(key)} differs from {section}.{key}={chosen[key]}; choose it "
+        f"with {section}.{key}=..."
+        for key in keys
+        if args.get(key) != chosen[key]
+    ]
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:
