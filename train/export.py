@@ -286,9 +286,28 @@ def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
     (output_dir / "README.md").write_text(text, encoding="utf-8")
 
 
+def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
+    """The tokenizer a run trains with: the one it saved beside ``weights`` when there is one, else the one its config
+    names, to which a random-init model's run adds the format's missing control tokens (``model.source=config``:
+    its embeddings are sized by this tokenizer; ``train.formats.control_tokens``). Training, export, ``eval run`` and
+    PTR's run-folder backbone all take it from here, so they agree on every id."""
+    if weights is not None and (weights / "tokenizer.json").is_file():
+        from transformers import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast.from_pretrained(str(weights))
+    from train.config import choice
+    from train.tokenizers import load_tokenizer
+
+    tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+    if choice(cfg.model.source) == "config":
+        from train.formats.control_tokens import add_missing_control_tokens
+
+        add_missing_control_tokens(tokenizer, run_format(cfg))
+    return tokenizer
+
+
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
     from train.formats.serving import chat_template
-    from train.tokenizers import load_tokenizer
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -298,16 +317,7 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
     cfg = load_run_config(run_dir)
     fmt = run_format(cfg)
     torch_dtype = resolve_export_dtype(dtype, run_dir, cfg.model)
-    if (weights / "tokenizer.json").is_file():
-        from transformers import PreTrainedTokenizerFast
-
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(weights))
-    else:  # checkpoints carry no tokenizer; rebuild the one the config names, as the run built it
-        tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
-        if str(cfg.model.source) == "config":
-            from train.formats.control_tokens import add_missing_control_tokens
-
-            add_missing_control_tokens(tokenizer, fmt)
+    tokenizer = run_tokenizer(cfg, weights)  # checkpoints carry no tokenizer: then rebuilt as the run built it
     # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped.
     tokenizer.chat_template = chat_template(fmt)
     check_chat_template(tokenizer, fmt)

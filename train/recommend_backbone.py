@@ -18,22 +18,16 @@ def load_run_backend(run_dir: Path) -> Any:
     """RUN_DIR -> an ``HFBackend`` over the run's merged model; ValueError when RUN_DIR is not a usable run."""
     import torch
 
-    from train.export import ExportError, find_trained_weights, load_run_config, merged_model
+    from train.export import ExportError, find_trained_weights, load_run_config, merged_model, run_tokenizer
     from train.model import resolve_dtype
     from train.teacher.backends import HFBackend
-    from train.tokenizers import load_tokenizer
 
     try:
         cfg = load_run_config(run_dir)
         weights = find_trained_weights(run_dir)
     except ExportError as err:
         raise ValueError(f"--llm {run_dir}: {err}") from None
-    if (weights / "tokenizer.json").is_file():  # the run saved its tokenizer beside the weights
-        from transformers import PreTrainedTokenizerFast
-
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(weights))
-    else:
-        tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+    tokenizer = run_tokenizer(cfg, weights)
     dtype = resolve_dtype(str(cfg.model.dtype), torch.cuda.is_available())
     model, _ = merged_model(cfg, weights, len(tokenizer), dtype)
     return HFBackend(f"{run_dir} ({weights.name})", str(cfg.model.chat_format), model=model, tokenizer_object=tokenizer)

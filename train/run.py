@@ -26,6 +26,7 @@ from train.checkpoints import completed_run, incomplete_checkpoints, latest_comp
 from train.config import ConfigError, choice
 from train.dataset import BuildReport, BuiltDataset, build_dataset, resolve_input
 from train.evaluation.callback import build_eval_callback
+from train.export import run_tokenizer
 from train.flops import flops_counter, sample_lengths
 from train.loss import WeightedLoss
 from train.model import (
@@ -44,7 +45,7 @@ from train.resume_config import record_config
 from train.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
 from train.signals import EarlySignals
 from train.summary import eval_before_after, run_identity
-from train.tokenizers import cache_root, load_tokenizer
+from train.tokenizers import cache_root
 from train.tracking import rank_zero_print, report_to
 
 
@@ -232,15 +233,9 @@ class Data:
 def prepare_data(cfg: DictConfig, env: Environment) -> Data:
     """The tokenizer, the built (or cached) dataset with its eval split, the rows the model sees and
     their collator. Exits with the build report when no training row is left."""
-    tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+    # a random-init model gains the format's missing control tokens (recipe=tiny model.chat_format=qwen3)
+    tokenizer = run_tokenizer(cfg)
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
-    if choice(cfg.model.source) == "config":
-        # a random-init model's embeddings are sized by its tokenizer: the format's missing control tokens are added
-        # (recipe=tiny model.chat_format=qwen3 on the tiny ChatML tokenizer); the saved adapter keeps the tokenizer
-        from train.formats import get_format
-        from train.formats.control_tokens import add_missing_control_tokens
-
-        add_missing_control_tokens(tokenizer, get_format(cfg.model.chat_format, data_cfg.get("format_options")))
     transform, key_extra = data_builder(cfg)
     # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
     # node's other ranks wait for the cache and load it.

@@ -150,17 +150,11 @@ def _device_and_dtype(name: str, configured: str = "auto") -> tuple[Any, Any]:
 
 
 def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
-    from train.export import find_trained_weights, load_run_config, merged_model
-    from train.tokenizers import load_tokenizer
+    from train.export import find_trained_weights, load_run_config, merged_model, run_tokenizer
 
     cfg = load_run_config(run_dir)
     weights = find_trained_weights(run_dir)
-    if (weights / "tokenizer.json").is_file():
-        from transformers import PreTrainedTokenizerFast
-
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(weights))
-    else:
-        tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+    tokenizer = run_tokenizer(cfg, weights)
     _, dtype = _device_and_dtype(dtype_name, str(cfg.model.dtype))
     model, _ = merged_model(cfg, weights, len(tokenizer), dtype)
     return LoadedModel(
