@@ -6,12 +6,21 @@ files ``tooltrain data build metatool`` writes: the training set, Meta-Bench row
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from train.builders import BuilderSpec
-from train.builders.metatool import BUILDER_VERSION, MetaToolOptions, build
+from train.builders.metatool import BUILDER_VERSION, PAPER_HOLDOUT, MetaToolOptions, build
 from train.schema import Conversation
+
+
+@dataclass
+class CommandOptions(MetaToolOptions):
+    """The builder's arguments as ``tooltrain data build metatool`` (and a recipe's ``builder_args`` check) takes
+    them. The command exists to hold dialogues out for Meta-Bench, so with no ``holdout_fraction`` it holds out the
+    paper's share (the training builder's own default, 0.0, holds none out: there it means "no Meta-Bench")."""
+
+    holdout_fraction: float = PAPER_HOLDOUT
 
 
 def files(
@@ -69,10 +78,10 @@ def files(
 
 SPEC = BuilderSpec(
     build=build,
-    args=MetaToolOptions,
+    args=CommandOptions,
     version=BUILDER_VERSION,
     outputs=("train.jsonl", "bench.jsonl", "library.jsonl"),
     files=files,
 )
 
-__all__ = ["SPEC", "files"]
+__all__ = ["SPEC", "CommandOptions", "files"]
