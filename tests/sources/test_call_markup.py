@@ -271,6 +271,10 @@ def test_llama_python_tag_and_mistral_tool_calls():
         ('<tool_call>{"name": "f", "arguments": [1]}</tool_call>', "arguments are list, not an object"),
         ('<tool_call>{"name": "f", "arguments": {}, "x": 1}</tool_call>', "unexpected key(s) ['x']"),
         ("<tool_call>__import__('os').system('x')</tool_call>", "neither JSON nor a Python literal"),
+        (
+            '<tool_call>{"name": "f", "arguments": {"a": "\\ud800"}}</tool_call>',
+            "text-encoding: <tool_call> body holds",
+        ),
     ],
 )
 def test_unreadable_hermes_markup_is_named(text, reason):
@@ -293,3 +297,38 @@ def test_tools_block_and_results():
     assert tool_results("<tool_response>free text</tool_response>", "t") == [(None, "free text")]
     with pytest.raises(SchemaError, match="text outside the <tool_response> blocks"):
         tool_results("note <tool_response>1</tool_response>", "t")
+
+
+def test_record_tools_come_first_and_the_prompt_adds_the_others(tmp_path, capsys):
+    other = {"name": "get_time", "description": "Time in a city", "parameters": {"type": "object", "properties": {}}}
+    prompt = f"<tools>\n{json.dumps([WEATHER, other])}\n</tools>"
+    record = {
+        "id": "both",
+        "tools": [{"type": "function", "function": WEATHER}],
+        "conversations": [
+            {"from": "system", "value": prompt},
+            {"from": "human", "value": "hi"},
+            {"from": "gpt", "value": "hello"},
+        ],
+    }
+    code, written, rejects, _ = convert(tmp_path, "sharegpt", [record], capsys)
+    assert code == 0 and rejects == []
+    assert [t["function"]["name"] for t in written[0]["tools"]] == ["get_weather", "get_time"]
+    assert [m["role"] for m in written[0]["messages"]] == ["user", "assistant"]
+
+
+def test_markup_without_closers_is_read_in_linear_time():
+    """``<tag>(.*?)</tag>`` rescans the text from every opener without a closer: 200,000 openers would stall."""
+    import time
+
+    from train.sources.call_markup import assistant_calls, system_tools, tool_results
+
+    many = 200_000
+    started = time.monotonic()
+    with pytest.raises(SchemaError, match="unclosed or unopened <tool_call>"):
+        assistant_calls("<tool_call>" * many, "p")
+    assert system_tools("<tools>" * many, "s") is None
+    section = f"# Tools\n\n<tools>{json.dumps(WEATHER)}</tools>\n<tool_call>{{<function-name>}}</tool_call>"
+    assert system_tools("\n" * many + section, "s") == (None, [WEATHER])
+    assert tool_results("<tool_response>" * many + "</tool_response>", "t") == [(None, "<tool_response>" * (many - 1))]
+    assert time.monotonic() - started < 5

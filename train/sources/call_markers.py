@@ -8,14 +8,13 @@ user typed, and stays text (as control tokens do).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from train.schema import Conversation
 
 CODE = "call-markup-in-text"  # the validate.py check's stable code
 
-TOOLS_BLOCK = re.compile(r"<tools>(.*?)</tools>", re.DOTALL)  # an empty one is prose naming the tag
 PYTHON_TAG = "<|python_tag|>"
 TOOL_CALLS = "[TOOL_CALLS]"
 # Markers of layouts recognised but not parsed (train.sources.call_markup): a record carrying one is refused.
@@ -30,6 +29,45 @@ OTHER_MARKERS = (
     "<start_function_call>",  # FunctionGemma
     "<|tool_call_start|>",  # LFM2
 )
+
+
+class Block(NamedTuple):
+    """``text[start:end]`` is ``<tag>body</tag>``."""
+
+    start: int
+    end: int
+    body: str
+
+
+def blocks(text: str, tag: str) -> list[Block]:
+    """Every ``<tag>…</tag>`` in ``text``, in order; an opener with no closer after it ends the search.
+
+    ``str.find``, not a regex: ``<tag>(.*?)</tag>`` rescans the rest of the text from every opener that has
+    no closer, a quadratic stall on a long record.
+    """
+    opener, closer = f"<{tag}>", f"</{tag}>"
+    found, position = [], 0
+    while (start := text.find(opener, position)) >= 0:
+        body_end = text.find(closer, start + len(opener))
+        if body_end < 0:
+            break
+        position = body_end + len(closer)
+        found.append(Block(start, position, text[start + len(opener) : body_end]))
+    return found
+
+
+def without(text: str, spans: list[Block]) -> str:
+    """``text`` with the blocks cut out."""
+    pieces, position = [], 0
+    for block in spans:
+        pieces.append(text[position : block.start])
+        position = block.end
+    return "".join(pieces) + text[position:]
+
+
+def tool_blocks(text: str) -> list[Block]:
+    """The ``<tools>`` blocks with something inside: ``<tools> </tools>`` is prose naming the tag."""
+    return [block for block in blocks(text, "tools") if block.body.strip()]
 
 
 def assistant_marker(text: str) -> str | None:
@@ -54,8 +92,19 @@ def markup_findings(conv: Conversation) -> Iterator[tuple[str, str, str]]:
             yield CODE, where, f"assistant text holds call markup {marker!r}: a call kept as text, not in tool_calls"
         elif message.role == "tool" and "<tool_response>" in text:
             yield CODE, where, "tool text holds <tool_response> markup: the format wraps results itself"
-        elif message.role == "system" and any(m.group(1).strip() for m in TOOLS_BLOCK.finditer(text)):
+        elif message.role == "system" and tool_blocks(text):
             yield CODE, where, "the system prompt holds a <tools> block: tools belong in the record's tools"
 
 
-__all__ = ["CODE", "OTHER_MARKERS", "PYTHON_TAG", "TOOLS_BLOCK", "TOOL_CALLS", "assistant_marker", "markup_findings"]
+__all__ = [
+    "CODE",
+    "OTHER_MARKERS",
+    "PYTHON_TAG",
+    "TOOL_CALLS",
+    "Block",
+    "assistant_marker",
+    "blocks",
+    "markup_findings",
+    "tool_blocks",
+    "without",
+]

@@ -39,25 +39,21 @@ from train.sources.call_markers import (
     OTHER_MARKERS,
     PYTHON_TAG,
     TOOL_CALLS,
-    TOOLS_BLOCK,
     assistant_marker,
+    blocks,
     markup_findings,
+    tool_blocks,
+    without,
 )
 from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
 
 Call = tuple[str, dict[str, Any]]  # (name, arguments object)
-_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_RESPONSE_BLOCK = re.compile(r"<tool_response>(.*?)</tool_response>", re.DOTALL)
 _MISTRAL_V11 = re.compile(r"\s*([A-Za-z0-9_.\-]+)\[ARGS\]")
 KNOWN = "<tool_call> JSON (Hermes/Qwen), <|python_tag|> JSON (Llama 3.1), [TOOL_CALLS] (Mistral)"
-# A whole Hermes/Qwen tool section of a system prompt: its intro, the <tools> block and the answer
-# format example. Removed with the tools, or the format would render the tool instructions twice.
-_TOOL_SECTION = re.compile(
-    r"(?:\n*# Tools\n\n|You are a function calling AI model\.)"
-    r"(?:(?!<tools>\s*\S).)*<tools>\s*\S.*?</tools>"  # up to the first non-empty <tools> block
-    r".*?<tool_call>\s*\{[^{}]*<function-name>[^{}]*\}\s*</tool_call>\n?",  # the answer-format example
-    re.DOTALL,
-)
+# A whole Hermes/Qwen tool section of a system prompt: its intro, the <tools> block and the answer-format example.
+# Removed with the tools, or the format would render the tool instructions twice. Found with str.find, not one
+# regex: a backtracking pattern over a long prompt is the kind of stall data must never cause.
+_SECTION_STARTS = ("# Tools\n\n", "You are a function calling AI model.")
 
 
 # --- reading values written in markup --------------------------------------------------------
@@ -67,18 +63,31 @@ def _value(text: str, what: str, path: str) -> Any:
     """A JSON value, or a Python literal (Hermes v1's ``{'name': ...}``); SchemaError naming ``what``."""
     body = text.strip()
     try:
-        return STRICT_JSON.decode(body)
+        value = STRICT_JSON.decode(body)
     except (ValueError, RecursionError):
         pass
+    else:
+        return _encodable(value, what, path)
     if len(body) > MAX_SOURCE_CHARS:
         raise SchemaError(path, f"{what} of {len(body)} characters is too large to read")
     try:
         with warnings.catch_warnings():  # "C:\\dir" keeps its backslash, as Python reads it
             warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
             tree = ast.parse(body, mode="eval")  # parsed, never evaluated: only literals become values
-        return literal(tree.body)
+        value = literal(tree.body)
     except (SyntaxError, PySyntaxError, RecursionError, MemoryError, ValueError):
         raise SchemaError(path, f"{what} is neither JSON nor a Python literal: {_quote(body)}") from None
+    return _encodable(value, what, path)
+
+
+def _encodable(value: Any, what: str, path: str) -> Any:
+    """``value``, unless an escape in the markup made a lone surrogate: not text (the record-level check
+    cannot see it, it was still an escape there), it could not be written as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise SchemaError(path, f"text-encoding: {what} holds a lone surrogate") from None
+    return value
 
 
 def _quote(text: str, limit: int = 80) -> str:
@@ -129,10 +138,9 @@ def assistant_calls(text: str, path: str) -> tuple[str | None, list[Call]] | Non
 
 
 def _hermes_calls(text: str, path: str) -> tuple[str | None, list[Call]]:
-    calls = [
-        _call(_value(m.group(1), "<tool_call> body", path), "<tool_call>", path) for m in _CALL_BLOCK.finditer(text)
-    ]
-    rest = _CALL_BLOCK.sub("", text)
+    found = blocks(text, "tool_call")
+    calls = [_call(_value(block.body, "<tool_call> body", path), "<tool_call>", path) for block in found]
+    rest = without(text, found)
     for stray in ("<tool_call>", "</tool_call>"):
         if stray in rest:
             raise SchemaError(path, f"unclosed or unopened {stray} markup in assistant text")
@@ -162,7 +170,7 @@ def _json_sequence(text: str, path: str, markup: str, separators: str = "; \t\r\
             value, position = STRICT_JSON.raw_decode(text, position)
         except (ValueError, RecursionError):
             raise SchemaError(path, f"{markup} is not followed by JSON calls: {_quote(text[position:])}") from None
-        values.append(value)
+        values.append(_encodable(value, f"{markup} call", path))
 
 
 def _llama_calls(tail: str, path: str) -> list[Call]:
@@ -188,6 +196,7 @@ def _mistral_calls(tail: str, path: str) -> list[Call]:
             arguments, position = STRICT_JSON.raw_decode(tail, match.end())
         except (ValueError, RecursionError):
             raise SchemaError(path, f"{TOOL_CALLS} {match.group(1)!r}: [ARGS] are not JSON") from None
+        arguments = _encodable(arguments, f"{TOOL_CALLS} call", path)
         calls.append(_call({"name": match.group(1), "arguments": arguments}, TOOL_CALLS, path))
     return calls
 
@@ -201,8 +210,9 @@ def tool_results(text: str, path: str) -> list[tuple[str | None, str]] | None:
     if "<tool_response>" not in text and "</tool_response>" not in text:
         return None
     results: list[tuple[str | None, str]] = []
-    for match in _RESPONSE_BLOCK.finditer(text):
-        body = match.group(1).strip()
+    found = blocks(text, "tool_response")
+    for block in found:
+        body = block.body.strip()
         try:
             value = _value(body, "<tool_response> body", path)
         except SchemaError:
@@ -211,7 +221,7 @@ def tool_results(text: str, path: str) -> list[tuple[str | None, str]] | None:
             results.append((value["name"], _content(value["content"])))
         else:
             results.append((None, body))
-    rest = _RESPONSE_BLOCK.sub("", text)
+    rest = without(text, found)
     if "<tool_response>" in rest or "</tool_response>" in rest:
         raise SchemaError(path, "unclosed or unopened <tool_response> markup in tool text")
     if rest.strip():
@@ -225,16 +235,29 @@ def system_tools(text: str, path: str) -> tuple[str | None, list[dict[str, Any]]
     A ``<tools> </tools>`` with nothing inside is prose naming the tag ("signatures within <tools> </tools>
     XML tags"), not a block. The known Hermes/Qwen tool section (intro, block, answer format) goes whole.
     """
-    blocks = [m for m in TOOLS_BLOCK.finditer(text) if m.group(1).strip()]
-    if not blocks:
+    found = tool_blocks(text)
+    if not found:
         return None
     specs: list[dict[str, Any]] = []
-    for match in blocks:
-        specs += _definitions(match.group(1), path)
-    section = _TOOL_SECTION.search(text)
-    rest = text if section is None else text[: section.start()] + "\n\n" + text[section.end() :]
-    rest = TOOLS_BLOCK.sub(lambda m: m.group(0) if not m.group(1).strip() else "", rest)
-    return rest.strip() or None, specs
+    for block in found:
+        specs += _definitions(block.body, path)
+    section = _tool_section(text, found[0].start, found[0].end)
+    rest = text if section is None else text[: section[0]] + "\n\n" + text[section[1] :]
+    return without(rest, tool_blocks(rest)).strip() or None, specs
+
+
+def _tool_section(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """(start, end) of the known tool section around the ``<tools>`` block at ``text[start:end]``: from the
+    intro before it to the end of the ``<tool_call>{… <function-name> …}</tool_call>`` example after it (the
+    first non-empty one: "within <tool_call></tool_call> XML tags" is prose naming the tag)."""
+    intro = max(text.rfind(opening, 0, start) for opening in _SECTION_STARTS)
+    example = next((b for b in blocks(text[end:], "tool_call") if b.body.strip()), None)
+    if intro < 0 or example is None:
+        return None
+    body = example.body.strip()  # {"name": <function-name>, "arguments": <args-json-object>}
+    if (body[:1], body[-1:], body.count("{"), body.count("}")) != ("{", "}", 1, 1) or "<function-name>" not in body:
+        return None
+    return intro, end + example.end
 
 
 def _definitions(body: str, path: str) -> list[dict[str, Any]]:
@@ -249,7 +272,7 @@ def _definitions(body: str, path: str) -> list[dict[str, Any]]:
             raise SchemaError(
                 path, f"the <tools> block of the system prompt is not JSON function definitions: {_quote(body.strip())}"
             ) from None
-    items = value if isinstance(value, list) else [value]
+    items = _encodable(value if isinstance(value, list) else [value], "<tools> block", path)
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise SchemaError(
@@ -300,7 +323,9 @@ class RecordMarkup:
         for spec in self.specs:
             function = spec.get("function") if isinstance(spec.get("function"), dict) else spec
             name = function.get("name")
-            if name not in seen:
+            if not isinstance(name, str):  # not a definition: the reader's tool check says why
+                out.append(spec)
+            elif name not in seen:
                 seen.add(name)
                 out.append(spec)
         return out
