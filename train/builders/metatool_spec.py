@@ -33,7 +33,7 @@ def files(
     if not 0.0 < options.holdout_fraction < 1.0:
         raise ValueError(
             "data build metatool: holdout_fraction (the share of dialogues held out for Meta-Bench) "
-            f"must be in (0, 1), got {options.holdout_fraction}; e.g. holdout_fraction=0.1"
+            f"must be in (0, 1), got {options.holdout_fraction}; leave it out for the paper's {PAPER_HOLDOUT}"
         )
     bench_options = BenchOptions(
         pool_size=options.pool_size, hard_tool_count=options.hard_tool_count, hard_fraction=options.hard_fraction
