@@ -64,6 +64,8 @@ INSTRUCTION = (
     "You SHOULD NOT include any other text in the response."
 )
 SYSTEM_INSTRUCTION = INSTRUCTION.replace("{TOOLS}\n", "")
+# Meta-Bench's share of the dialogues: the paper holds ~2,800 of ~15,400 out (conf/data/mt_llama.yaml)
+PAPER_HOLDOUT = 0.18
 BUILDER_VERSION = "1"  # part of the dataset cache key: bump when the output of a seed changes
 
 Similarity = Callable[[dict[str, Any], dict[str, Any]], float]  # (original args, rewritten args) -> score
@@ -75,7 +77,11 @@ class MetaToolOptions:
     """``builder_args`` of ``builder: metatool``; unknown keys are an error naming the valid ones."""
 
     open_fraction: float = 0.5  # the paper's half/half mix
-    holdout_fraction: float = 0.0  # dialogues kept out of training for Meta-Bench (same split as the CLI)
+    # dialogues kept out of training for Meta-Bench. A training build holds none out unless told; the
+    # ``data build metatool`` command, whose job is Meta-Bench, defaults to the paper's PAPER_HOLDOUT
+    # (metatool_spec.CommandOptions). The split is a function of (seed, fraction): a recipe gives the CLI's value to
+    # train on exactly the CLI's train.jsonl dialogues (conf/data/mt_llama.yaml: 0.18, as the command's default).
+    holdout_fraction: float = 0.0
     reasoning: bool = True
     rewrite: bool = True
     get_user_input: bool = True
@@ -526,6 +532,7 @@ def build(
 __all__ = [
     "BUILDER_VERSION",
     "INSTRUCTION",
+    "PAPER_HOLDOUT",
     "SYSTEM_INSTRUCTION",
     "BuildReport",
     "MetaToolBuilder",

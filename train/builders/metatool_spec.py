@@ -6,12 +6,21 @@ files ``tooltrain data build metatool`` writes: the training set, Meta-Bench row
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from train.builders import BuilderSpec
-from train.builders.metatool import BUILDER_VERSION, MetaToolOptions, build
+from train.builders.metatool import BUILDER_VERSION, PAPER_HOLDOUT, MetaToolOptions, build
 from train.schema import Conversation
+
+
+@dataclass
+class CommandOptions(MetaToolOptions):
+    """The builder's arguments as ``tooltrain data build metatool`` (and a recipe's ``builder_args`` check) takes
+    them. The command exists to hold dialogues out for Meta-Bench, so with no ``holdout_fraction`` it holds out the
+    paper's share (the training builder's own default, 0.0, holds none out: there it means "no Meta-Bench")."""
+
+    holdout_fraction: float = PAPER_HOLDOUT
 
 
 def files(
@@ -24,7 +33,7 @@ def files(
     if not 0.0 < options.holdout_fraction < 1.0:
         raise ValueError(
             "data build metatool: holdout_fraction (the share of dialogues held out for Meta-Bench) "
-            f"must be in (0, 1), got {options.holdout_fraction}; e.g. holdout_fraction=0.1"
+            f"must be in (0, 1), got {options.holdout_fraction}; leave it out for the paper's {PAPER_HOLDOUT}"
         )
     bench_options = BenchOptions(
         pool_size=options.pool_size, hard_tool_count=options.hard_tool_count, hard_fraction=options.hard_fraction
@@ -69,10 +78,10 @@ def files(
 
 SPEC = BuilderSpec(
     build=build,
-    args=MetaToolOptions,
+    args=CommandOptions,
     version=BUILDER_VERSION,
     outputs=("train.jsonl", "bench.jsonl", "library.jsonl"),
     files=files,
 )
 
-__all__ = ["SPEC", "files"]
+__all__ = ["SPEC", "CommandOptions", "files"]

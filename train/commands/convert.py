@@ -4,7 +4,10 @@ Writes canonical records to OUT.jsonl, every rejected source record with its rea
 OUT.rejects.jsonl, and a query dataset's tool library to OUT.library.jsonl. Prints
 ``read N, written A, rejected R`` with N = A + R, the first rejects with their file:line and
 reason, and a note when written conversations have no assistant turn (nothing to train on).
-Conversion keeps every record the source holds; ``tooltrain data validate`` judges them. With
+Conversion keeps every record the source holds; ``tooltrain data validate`` judges them. A conversation
+whose text still carries tool-call markup after its reader (``<tool_call>`` in assistant text, a ``<tools>``
+block in the system prompt, ``<tool_response>`` in a tool message: ``train.sources.call_markup``) is
+rejected naming the markup: its calls would train as text, with no tools listed. With
 ``--validate``, records that fail tool-aware validation with an *error* are rejected here too
 (warnings pass).
 
@@ -30,6 +33,7 @@ from train.commands.rejects import RejectReport, nothing_written, where_rejects_
 from train.progress import progress
 from train.schema import Conversation, ToolLibrary, dumps
 from train.sources import SOURCES, Rejected, SourceError, get_reader, reader_doc
+from train.sources.call_markup import markup_reject
 from train.validate import check_conversation
 
 
@@ -99,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
                 if isinstance(item, ToolLibrary):
                     libraries.append(item)
                     continue
+                if isinstance(item, Conversation) and (markup := markup_reject(item)):
+                    item = Rejected(item.id, markup, item.to_dict())
                 if isinstance(item, Conversation) and args.validate:
                     errors = [p for p in check_conversation(item) if p.severity == "error"]
                     if errors:

@@ -17,6 +17,14 @@ Decisions:
   ``name`` when it has one); a tool message without ``name`` gets the name of the call it answers.
 * A canonical record reads back as itself: its ``meta`` is kept (``source`` is set only when it
   has none), so converted files can be read again.
+* Call markup in ``content`` strings (``train.sources.call_markup``): Hermes/Qwen ``<tool_call>`` blocks
+  (and Llama 3.1 ``<|python_tag|>``, Mistral ``[TOOL_CALLS]``) in an assistant message without
+  ``tool_calls`` become its calls (with issued ids); a tool message that is one ``<tool_response>`` block
+  is its body (a ``{"name", "content"}`` body names the tool); a ``<tools>`` block in a system message
+  gives tools (after ``tools``/``functions``, by name) and is taken out of it, a system message left
+  empty is dropped (the original text is kept in ``meta["call_markup"]``). Markup that cannot be read,
+  of a layout not parsed, beside ``tool_calls``, or several results in one tool message rejects the
+  record naming it. User text is never parsed.
 * Keys a canonical message has no place for (``weight``, ``refusal``, ...) go to
   ``meta["message_extra"]`` by message index; unmapped top-level keys (``parallel_tool_calls``,
   ...) go to ``meta["extra"]``; extra keys of tool definitions (``strict``) go to
@@ -26,6 +34,7 @@ Decisions:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,8 +54,10 @@ from train.sources._dialogue import (
     tools_and_extras,
     value_or,
 )
+from train.sources.call_markup import RecordMarkup
 
 SOURCE = "openai"
+_MESSAGE_PATH = re.compile(r"messages\[(\d+)\]")
 RECORD_KEYS = ("id", "messages", "tools", "functions", "meta")
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "function_call")
 
@@ -65,29 +76,43 @@ def conversation_from_openai(obj: Any, fallback_id: str) -> Conversation:
     tool_extra.update({str(len(tools) + int(index)): extra for index, extra in legacy_extra.items()})
     ids = CallIds()
     call_names: dict[str, str] = {}
-    messages, message_extra = [], {}
+    markup = RecordMarkup()
+    messages, message_extra, source_index = [], {}, []
     for index, message in enumerate(raw_messages):
         path = f"messages[{index}]"
         message = expect_dict(message, path)
-        messages.append(canonical_message(message, path, ids, call_names))
+        out = canonical_message(message, path, ids, call_names, markup)
+        if out is not None:
+            messages.append(out)
+            source_index.append(index)
         extra = extra_fields(message, MESSAGE_KEYS)
         if extra:
             message_extra[str(index)] = extra
+    tools += legacy
+    prompted, prompted_extra = tools_and_extras(markup.new_specs([t.name for t in tools]), "system prompt <tools>")
+    tool_extra.update({str(len(tools) + int(index)): extra for index, extra in prompted_extra.items()})
     meta: dict[str, Any] = {"source": SOURCE, **expect_dict(value_or(obj, "meta", {}), "meta")}
     extras = {"extra": extra_fields(obj, RECORD_KEYS), "message_extra": message_extra, "tool_extra": tool_extra}
     meta.update({key: value for key, value in extras.items() if value})
+    meta.update(markup.meta())
     try:
-        return conversation(record_id(obj, fallback_id), messages, tools + legacy, meta)
-    except SchemaError as err:  # messages map one to one, so the canonical path is the source's
-        raise SchemaError(err.path.removeprefix("record."), err.reason) from err
+        return conversation(record_id(obj, fallback_id), messages, tools + prompted, meta)
+    except SchemaError as err:  # the path in the source: messages map one to one, less dropped system prompts
+        path = _MESSAGE_PATH.sub(lambda m: f"messages[{source_index[int(m.group(1))]}]", err.path, count=1)
+        raise SchemaError(path.removeprefix("record."), err.reason) from err
 
 
-def canonical_message(message: dict, path: str, ids: CallIds, call_names: dict[str, str]) -> dict[str, Any]:
-    """The message's canonical keys, with calls decoded and results linked; structure is checked later."""
+def canonical_message(
+    message: dict, path: str, ids: CallIds, call_names: dict[str, str], markup: RecordMarkup | None = None
+) -> dict[str, Any] | None:
+    """The message's canonical keys, with calls decoded and results linked; structure is checked later.
+    None: a system message that was only a tool section (its tools are in ``markup``)."""
     out = {key: message[key] for key in ("role", "content", "tool_calls", "tool_call_id", "name") if key in message}
     role = message.get("role")
+    if isinstance(out.get("content"), str) and not read_markup(out, path, ids, markup or RecordMarkup()):
+        return None
     if role == "assistant":
-        raw_calls = expect_list(value_or(message, "tool_calls", []), f"{path}.tool_calls")
+        raw_calls = expect_list(value_or(out, "tool_calls", []), f"{path}.tool_calls")  # or read from markup
         calls = [canonical_call(call, f"{path}.tool_calls[{n}]", ids) for n, call in enumerate(raw_calls)]
         if message.get("function_call") is not None:
             calls.append(legacy_call(message["function_call"], f"{path}.function_call", ids))
@@ -106,6 +131,32 @@ def canonical_message(message: dict, path: str, ids: CallIds, call_names: dict[s
     if role == "tool" and "name" not in out and isinstance(linked, str) and linked in call_names:
         out["name"] = call_names[linked]
     return out
+
+
+def read_markup(out: dict[str, Any], path: str, ids: CallIds, markup: RecordMarkup) -> bool:
+    """Call markup in ``out["content"]`` moved to its canonical place (in ``out``); False: drop the message."""
+    role, text, where = out.get("role"), out["content"], f"{path}.content"
+    if role == "system":
+        out["content"] = markup.system(text, where)
+        return out["content"] is not None
+    if role == "assistant" and (found := markup.assistant(text, where)) is not None:
+        if out.get("tool_calls"):
+            raise SchemaError(where, "call markup in the content of a message with tool_calls: which are its calls?")
+        content, calls = found
+        out["content"] = content
+        out["tool_calls"] = [
+            {"id": ids.issue(name), "type": "function", "function": {"name": name, "arguments": arguments}}
+            for name, arguments in calls
+        ]
+    elif role == "tool" and (results := markup.results(text, where)) is not None:
+        if len(results) != 1:
+            raise SchemaError(
+                where, f"{len(results)} <tool_response> blocks in one tool message: write one message each"
+            )
+        name, out["content"] = results[0]
+        if name is not None and out.get("name") is None:
+            out["name"] = name
+    return True
 
 
 def canonical_call(call: Any, path: str, ids: CallIds) -> dict[str, Any]:

@@ -18,6 +18,13 @@ Decisions:
 * An observation with no call to answer (glaive's zh demo has two, after a ``gpt`` turn whose
   call was translated into prose) stays a tool message with no ``tool_call_id``: the text is
   what the source says; ``train.validate`` reports the orphan.
+* Call markup in the text (``train.sources.call_markup``): Hermes/Qwen ``<tool_call>`` JSON blocks (and
+  Llama 3.1 ``<|python_tag|>``, Mistral ``[TOOL_CALLS]``) in a ``gpt`` turn become its tool calls, the
+  text around them its content; ``<tool_response>`` blocks in a tool turn become one tool message each
+  (a ``{"name", "content"}`` body names the tool); a ``<tools>`` block in the system prompt gives the
+  tools (after the record's own ``tools``, by name) and leaves the system prompt with its tool section
+  taken out (the original is kept in ``meta["call_markup"]``). Markup that cannot be read, or of a layout
+  not parsed, rejects the record naming it. User text is never parsed.
 * Unmapped top-level keys go to ``meta["extra"]``; unmapped keys of a turn go to
   ``meta["turn_extra"]`` by turn index; keys a tool definition has beyond name, description
   and parameters go to ``meta["tool_extra"]`` by tool index. An empty ``system`` is no message.
@@ -45,6 +52,7 @@ from train.sources._dialogue import (
     tools_and_extras,
     tools_from_text,
 )
+from train.sources.call_markup import RecordMarkup
 
 SOURCE = "sharegpt"
 ROLES = {
@@ -80,13 +88,16 @@ def conversation_from_sharegpt(
     out_meta: dict[str, Any] = {"source": source, **(meta or {})}
     tools, tool_extra = record_tools(obj.get("tools"))
     dialogue = Dialogue()
+    markup = RecordMarkup()
     system = obj.get("system")
     if system is not None and expect_str(system, "system"):
-        dialogue.say("system", system)
+        system = markup.system(system, "system")
+        if system:
+            dialogue.say("system", system)
     turn_extra: dict[str, dict[str, Any]] = {}
     for index, turn in enumerate(turns):
         path = f"{turns_key}[{index}]"
-        add_turn(dialogue, expect_dict(turn, path), path)
+        add_turn(dialogue, expect_dict(turn, path), path, markup)
         extra = extra_fields(turn, TURN_KEYS)
         if extra:
             turn_extra[str(index)] = extra
@@ -95,8 +106,12 @@ def conversation_from_sharegpt(
         out_meta["extra"] = extra
     if turn_extra:
         out_meta["turn_extra"] = turn_extra
+    prompted, prompted_extra = tools_and_extras(markup.new_specs([t.name for t in tools]), "system prompt <tools>")
+    tool_extra.update({str(len(tools) + int(index)): extra for index, extra in prompted_extra.items()})
+    tools += prompted
     if tool_extra:
         out_meta["tool_extra"] = tool_extra
+    out_meta.update(markup.meta())
     return conversation(record_id(obj, fallback_id), dialogue.messages, tools, out_meta)
 
 
@@ -107,7 +122,7 @@ def record_tools(value: Any) -> tuple[list, dict]:
     return tools_and_extras(specs, "tools")
 
 
-def add_turn(dialogue: Dialogue, turn: dict, path: str) -> None:
+def add_turn(dialogue: Dialogue, turn: dict, path: str, markup: RecordMarkup | None = None) -> None:
     role_key = "from" if "from" in turn else "role"
     text_key = "value" if "value" in turn else "content"
     if role_key not in turn:
@@ -121,12 +136,24 @@ def add_turn(dialogue: Dialogue, turn: dict, path: str) -> None:
     name = turn.get("name")
     if name is not None:
         expect_str(name, f"{path}.name")
+    where = f"{path}.{text_key}"
     if kind == "call":
-        dialogue.call(parse_function_call(turn[text_key], f"{path}.{text_key}"))
-    elif kind == "result":
-        dialogue.result(expect_str(turn[text_key], f"{path}.{text_key}"), name)
+        dialogue.call(parse_function_call(turn[text_key], where))
+        return
+    text = expect_str(turn[text_key], where)
+    markup = markup or RecordMarkup()
+    if kind == "result":
+        results = markup.results(text, where)
+        for result_name, content in results if results is not None else [(None, text)]:
+            dialogue.result(content, result_name or name)
+    elif kind == "assistant" and (found := markup.assistant(text, where)) is not None:
+        dialogue.call(found[1], found[0])
+    elif kind == "system":
+        kept = markup.system(text, where)  # None: the turn was only the tool section
+        if kept is not None:
+            dialogue.say("system", kept)
     else:
-        dialogue.say(kind, expect_str(turn[text_key], f"{path}.{text_key}"))
+        dialogue.say(kind, text)
 
 
 def parse_function_call(value: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
