@@ -323,7 +323,7 @@ def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: lis
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.commands.eval_run_verify import run_verify, verify_problem
+    from train.commands.eval_run_verify import read_paths, run_verify, verify_problem
     from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import (
@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary == "itc" and args.bench != "itc":
         print(f"error: --summary itc is for itc, not {args.bench}", file=sys.stderr)
         return 2
-    check_outputs([args.predictions, args.output], args.data or [])  # before the model is loaded
+    check_outputs([args.predictions, args.output], read_paths(args))  # before the model is loaded
     try:  # an unknown benchmark lists the valid ones
         options_types = task_class(args.bench).OPTIONS
     except TaskError as err:
@@ -428,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
     }
     records = prediction_records(outcome, generations) if args.predictions else []
-    return write_results(args.predictions, records, args.output, report, inputs=args.data or [])
+    return write_results(args.predictions, records, args.output, report, inputs=read_paths(args))
 
 
 def selector_model(args: argparse.Namespace) -> tuple[Any, Any, str]:
