@@ -212,3 +212,20 @@ def test_export_files_follow_the_umask_and_the_generation_config_is_the_formats(
     assert generation.get("pad_token_id") == tokenizer.pad_token_id
     config = json.loads((served / "config.json").read_text())
     assert (config["bos_token_id"], config["eos_token_id"], config["use_cache"]) == (None, im_end, True)
+
+
+def test_eval_run_names_a_damaged_file_of_an_exported_model(engine, run_copy, tmp_path, capsys):
+    served = tmp_path / "served"
+    code, _, err = export(engine, capsys, str(run_copy), "--out-dir", str(served))
+    assert code == 0, err
+    truncate(served / "model.safetensors", 50_000)
+    data = tmp_path / "one.jsonl"
+    data.write_text("{}\n", encoding="utf-8")
+    with engine.in_process():
+        code = main(["eval", "run", "heldout", str(served), "--data", str(data)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {served / 'model.safetensors'} is damaged: not a readable safetensors file "
+        "(Error while deserializing header: incomplete metadata, file not fully covered)\n"
+    )

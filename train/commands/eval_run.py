@@ -31,7 +31,6 @@ trace. ``--limit-per-task N`` scores each task's first N cases (demonstrations s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,15 +169,16 @@ def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
 def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from train.export import load_run_config, read_json, verify_weights
     from train.tokenizers import BUILDERS, load_tokenizer
 
+    verify_weights(model_dir)  # a truncated or garbled file: an ExportError naming it, before loading
     chat_format, format_options = None, {}
     provenance = model_dir / "tooltrain_export.json"
     if provenance.is_file():  # an exported run: its format is the run's
-        from train.export import load_run_config
-
-        run_dir = Path(json.loads(provenance.read_text(encoding="utf-8"))["run_dir"])
-        if run_dir.is_dir():
+        named = read_json(provenance)
+        run_dir = Path(named["run_dir"]) if isinstance(named, dict) and named.get("run_dir") else None
+        if run_dir is not None and run_dir.is_dir():
             run_cfg = load_run_config(run_dir)
             chat_format, format_options = str(run_cfg.model.chat_format), run_format_options(run_cfg)
     if tokenizer_name in BUILDERS:
