@@ -12,11 +12,22 @@ trained on them), checked on a probe conversation before anything is written; th
 stops at every token that ends an assistant turn in that format; ``tooltrain_export.json`` and
 ``README.md`` name the vLLM / SGLang tool-call parser that reads the format's calls and the command
 that serves the model.
+
+What it reads is checked before it is loaded (``verify_weights``: a truncated or garbled file is an
+``ExportError`` naming it, as ``eval run`` reports it too). What it writes goes to a temporary folder
+beside OUT, renamed onto OUT only when everything is written (``export_folder``): a full disk leaves
+no partial model, and OUT is never the run folder it reads nor inside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,23 +55,80 @@ class ExportResult:
 
 
 def find_trained_weights(run_dir: Path) -> Path:
-    """RUN_DIR/final when the run finished, else its newest complete checkpoint."""
+    """RUN_DIR/final when the run finished, else its newest complete checkpoint; checked (``verify_weights``)."""
     final = run_dir / "final"
     if (final / "adapter_config.json").is_file() or (final / "config.json").is_file():
+        verify_weights(final)
         return final
     checkpoint = latest_complete_checkpoint(run_dir)
     if checkpoint is None:
         raise ExportError(f"{run_dir} holds no trained weights: neither final/ nor a complete checkpoint-N/")
+    verify_weights(checkpoint)
     return checkpoint
+
+
+# The files a load reads from a weights folder (besides *.safetensors): JSON that transformers and peft parse.
+# Others in a checkpoint (optimizer.pt, rng_state.pth, trainer_state.json) are resume's, never read here.
+LOADED_JSON = (
+    "adapter_config.json",
+    "config.json",
+    "generation_config.json",
+    "model.safetensors.index.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
+
+
+def damaged(path: Path, reason: str) -> ExportError:
+    return ExportError(f"{path} is damaged: {reason}")
+
+
+def verify_weights(folder: Path) -> None:
+    """An ``ExportError`` naming the first file of ``folder`` that a load would choke on: a safetensors file whose
+    header or length is wrong (``safe_open`` checks the header and that the data is as long as it says), a JSON file
+    that does not parse, an adapter config without its weights. Cheap: no tensor is read."""
+    from safetensors import SafetensorError, safe_open
+
+    if (folder / "adapter_config.json").is_file() and not (folder / "adapter_model.safetensors").is_file():
+        raise damaged(folder / "adapter_model.safetensors", "missing (adapter_config.json names an adapter)")
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt") as weights:
+                weights.keys()
+        except (SafetensorError, OSError, ValueError) as err:  # truncated, garbled header, unreadable
+            raise damaged(path, f"not a readable safetensors file ({err})") from None
+    for name in LOADED_JSON:
+        path = folder / name
+        if path.is_file():
+            read_json(path)
+
+
+def read_json(path: Path) -> Any:
+    """``path`` parsed, or an ``ExportError`` saying it is damaged and where."""
+    try:
+        return json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise damaged(path, f"not valid JSON ({err})") from None
+    except OSError as err:
+        raise ExportError(f"cannot read {path}: {err.strerror or err}") from None
 
 
 def load_run_config(run_dir: Path) -> Any:
     """The config the run trained with: RUN_DIR/config.yaml, or Hydra's copy for older runs."""
+    import yaml
     from omegaconf import OmegaConf
 
     for candidate in (run_dir / "config.yaml", run_dir / ".hydra" / "config.yaml"):
         if candidate.is_file():
-            return OmegaConf.load(candidate)
+            try:
+                cfg = OmegaConf.load(candidate)
+            except (OSError, ValueError, TypeError, yaml.YAMLError) as err:
+                one_line = " ".join(str(err).split())  # yaml's messages span lines
+                raise damaged(candidate, f"not a readable config ({type(err).__name__}: {one_line})") from None
+            if not hasattr(cfg, "get") or "model" not in cfg:
+                raise damaged(candidate, "not a tooltrain run config (no model section)")
+            return cfg
     raise ExportError(f"{run_dir} has no config.yaml: is it a tooltrain run directory?")
 
 
@@ -76,7 +144,8 @@ def resolve_export_dtype(name: str, run_dir: Path, model_cfg: Any) -> Any:
         return DTYPES[name]
     summary = run_dir / "summary.json"
     if summary.is_file():
-        trained = json.loads(summary.read_text(encoding="utf-8")).get("dtype")
+        trained = read_json(summary)
+        trained = trained.get("dtype") if isinstance(trained, dict) else None
         if trained in DTYPES:
             return DTYPES[trained]
     return resolve_dtype(str(model_cfg.dtype), torch.cuda.is_available())
@@ -207,7 +276,7 @@ def stop_token_ids(model: Any, tokenizer: Any, fmt: ChatFormat) -> list[int]:
 def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tokenizer: Any) -> dict[str, Any]:
     """What ``tooltrain_export.json`` says about serving: format, template, stop tokens, parsers, commands."""
     from train.formats import format_options
-    from train.formats.serving import serving, sglang_command, vllm_command
+    from train.formats.serving import control_text, serving, sglang_command, vllm_command
 
     spec = serving(fmt.name)
     folder = str(output_dir)
@@ -225,6 +294,8 @@ def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tok
             "reasoning_parser": spec.reasoning_parser or None,
         },
         "serve": {"vllm": vllm_command(folder, fmt), "sglang": sglang_command(folder, fmt)},
+        # a prompt rendered to a string re-reads control tokens typed as text (train.formats.serving.control_text)
+        "control_text": control_text(fmt),
     }
 
 
@@ -249,6 +320,10 @@ SGLang:
 {parsers}
 {notes}
 
+## Control tokens typed as text
+
+{control_text}
+
 ## Render a prompt yourself
 
     from transformers import AutoTokenizer
@@ -267,7 +342,22 @@ def parsers_line(parser: dict[str, Any]) -> str:
     return f"Tool-call parser: `{parser['vllm']}` (vLLM), `{parser['sglang']}` (SGLang); {fit}."
 
 
-def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
+def control_text_section(metadata: dict[str, Any]) -> str:
+    """The README's warning and the requests that avoid it."""
+    control = metadata["control_text"]
+    lines = [control["warning"], ""]
+    for server, request in (
+        ("vLLM", control["token_id_requests"]["vllm"]),
+        ("SGLang", control["token_id_requests"]["sglang"]),
+    ):
+        lines.append(f"- {server}: `POST {request['endpoint']}` with `{request['field']}`: {request['value']}")
+    lines.append(f"- the ids, encoded as training encoded them: `{control['encode_as_trained']}`")
+    return "\n".join(lines)
+
+
+def write_serving_readme(folder: Path, metadata: dict[str, Any], output_dir: Path | None = None) -> None:
+    """README.md in ``folder``, about the export that will be at ``output_dir`` (default: ``folder`` itself)."""
+    output_dir = output_dir or folder
     parser = metadata["tool_call_parser"]
     options = ", ".join(f"{k}={v!r}" for k, v in metadata["format_options"].items())
     text = README.format(
@@ -281,9 +371,10 @@ def write_serving_readme(output_dir: Path, metadata: dict[str, Any]) -> None:
         sglang=metadata["serve"]["sglang"],
         parsers=parsers_line(parser),
         notes=parser["notes"],
+        control_text=control_text_section(metadata),
         folder=str(output_dir),
     )
-    (output_dir / "README.md").write_text(text, encoding="utf-8")
+    (folder / "README.md").write_text(text, encoding="utf-8")
 
 
 def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
@@ -306,13 +397,129 @@ def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
     return tokenizer
 
 
+def generation_settings(model: Any, tokenizer: Any, fmt: ChatFormat, random_init: bool) -> None:
+    """The KV cache on, and generation stopping where the format ends an assistant turn.
+
+    A random-init model (``model.source=config``) has no generation settings of its own: its config carries the
+    config class's defaults (bos 1, eos 2, and use_cache off as training left it), ids of no tokenizer in
+    particular. Its settings are written from the run's tokenizer and format instead. A pretrained base keeps its
+    own eos ids, with the format's end-of-turn tokens added."""
+    from transformers import GenerationConfig
+
+    from train.formats.serving import end_of_turn_ids
+
+    model.config.use_cache = True  # training turns the KV cache off; inference wants it
+    if not random_init:
+        model.generation_config.eos_token_id = stop_token_ids(model, tokenizer, fmt)
+        model.generation_config.use_cache = True
+        return
+    stops = end_of_turn_ids(fmt, tokenizer) or [tokenizer.eos_token_id]
+    special = {"bos_token_id": tokenizer.bos_token_id, "pad_token_id": tokenizer.pad_token_id}
+    for key, value in {**special, "eos_token_id": stops[0] if len(stops) == 1 else stops}.items():
+        setattr(model.config, key, value)
+    model.generation_config = GenerationConfig(**special, eos_token_id=stops, use_cache=True)
+
+
+# ---------------------------------------------------------------- where the export is written
+
+
+def check_export_target(run_dir: Path, output_dir: Path) -> None:
+    """An ``ExportError`` unless ``output_dir`` may receive the export, checked before anything is loaded.
+
+    Refused: a file; the run folder itself, a folder inside it (final/ or a checkpoint would be overwritten by the
+    model it was merged from) or one holding it; a folder holding anything but an earlier export (replacing it
+    would delete files that are not the export's). The one place inside the run that is the export's own is the
+    default, RUN_DIR/merged."""
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ExportError(f"--out-dir {output_dir} is a file, not a folder: give a folder (created when missing)")
+    run, out = os.path.realpath(run_dir), os.path.realpath(output_dir)
+    inside = out == run or out.startswith(run.rstrip(os.sep) + os.sep)
+    if inside and out != os.path.join(run, "merged"):
+        raise ExportError(
+            f"refusing to export into {output_dir}: it is {'the' if out == run else 'inside the'} run folder {run_dir} "
+            "that the export reads; "
+            f"give an --out-dir outside it (the default, {run_dir / 'merged'}, is the export's own)"
+        )
+    if run.startswith(out.rstrip(os.sep) + os.sep):
+        raise ExportError(f"refusing to export into {output_dir}: it holds the run folder {run_dir}")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not (output_dir / "tooltrain_export.json").is_file():
+        raise ExportError(
+            f"refusing to export into {output_dir}: it holds files and is not an earlier export "
+            "(no tooltrain_export.json); give a new or empty folder"
+        )
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _publish(staging: Path, output_dir: Path) -> None:
+    """Every file synced and given the modes a plain ``open`` would (safetensors and ``mkdtemp`` make them 0600 /
+    0700: others on a shared cluster could not read the model), then ``staging`` renamed onto ``output_dir``; an
+    earlier export there is swapped out and removed only once the new one is in place."""
+    mask = _umask()
+    for path in [*staging.rglob("*"), staging]:
+        if path.is_dir():
+            os.chmod(path, 0o777 & ~mask)
+            continue
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(path, 0o666 & ~mask)
+    if not output_dir.exists():
+        os.rename(staging, output_dir)
+        return
+    previous = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.old-", dir=output_dir.parent))
+    os.rename(output_dir, previous / output_dir.name)
+    try:
+        os.rename(staging, output_dir)
+    except OSError:
+        os.rename(previous / output_dir.name, output_dir)  # the earlier export back as it was
+        raise
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def write_error(err: Exception) -> str:
+    """The OS's reason: safetensors wraps it as "Error while serializing: I/O error: File too large (os error 27)"."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    found = re.search(r"I/O error: (.+?) \(os error \d+\)", str(err))
+    return found.group(1) if found else str(err)
+
+
+@contextlib.contextmanager
+def export_folder(output_dir: Path) -> Iterator[Path]:
+    """A temporary folder beside ``output_dir`` to write the export into, renamed onto it when the block ends
+    normally. A failed write (a full disk, a file-size limit) is an ``ExportError`` with the OS's reason; on any
+    exception the partial folder is removed and ``output_dir`` is as it was."""
+    from safetensors import SafetensorError
+
+    try:
+        output_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
+    except OSError as err:
+        raise ExportError(f"cannot write {output_dir}: {err.strerror or err}") from None
+    try:
+        yield staging
+        _publish(staging, output_dir)
+    except (OSError, SafetensorError) as err:  # safetensors reports a failed write as its own error
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ExportError(f"cannot write {output_dir}: {write_error(err)}; the partial export was removed") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
+    from train.config import choice
     from train.formats.serving import chat_template
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ExportError(f"{run_dir} is not a directory")
     output_dir = Path(output_dir) if output_dir is not None else run_dir / "merged"
+    check_export_target(run_dir, output_dir)
     weights = find_trained_weights(run_dir)
     cfg = load_run_config(run_dir)
     fmt = run_format(cfg)
@@ -322,11 +529,7 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
     tokenizer.chat_template = chat_template(fmt)
     check_chat_template(tokenizer, fmt)
     model, merged = merged_model(cfg, weights, len(tokenizer), torch_dtype)
-    model.config.use_cache = True  # training turns the KV cache off; inference wants it
-    model.generation_config.eos_token_id = stop_token_ids(model, tokenizer, fmt)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(output_dir), safe_serialization=True)
-    tokenizer.save_pretrained(str(output_dir))
+    generation_settings(model, tokenizer, fmt, random_init=choice(cfg.model.source) == "config")
     parameters = sum(p.numel() for p in model.parameters())
     provenance = {
         "run_dir": str(run_dir),
@@ -335,8 +538,11 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
         "dtype": str(torch_dtype).removeprefix("torch."),
     }
     metadata = {**provenance, **serving_metadata(fmt, output_dir, model.generation_config.eos_token_id, tokenizer)}
-    (output_dir / "tooltrain_export.json").write_text(json.dumps(metadata, indent=1), encoding="utf-8")
-    write_serving_readme(output_dir, metadata)
+    with export_folder(output_dir) as staging:
+        model.save_pretrained(str(staging), safe_serialization=True)
+        tokenizer.save_pretrained(str(staging))
+        (staging / "tooltrain_export.json").write_text(json.dumps(metadata, indent=1), encoding="utf-8")
+        write_serving_readme(staging, metadata, output_dir)
     return ExportResult(
         output_dir=output_dir,
         source=weights,

@@ -23,7 +23,11 @@ A builder without files of its own writes ``train.jsonl`` and ``report.json`` (r
 The same command with the same seed writes byte-identical files (with the offline teacher). The files are
 replaced together, only when the build succeeds; an output that is one of the inputs is refused before
 anything is read (``train.commands.outputs``).
-Exit code 0, or 2 when an input cannot be read, an output cannot be written or an argument is wrong.
+A build that makes no training rows (every input record rejected, every teacher call failed) writes nothing: its
+counts are printed, one ``error:`` line says why, and a previous build in DIR is kept as it was (exit 1, as
+``data convert`` does when it rejects every record).
+Exit code 0; 1 when the build made no training rows; 2 when an input cannot be read, an output cannot be written
+or an argument is wrong.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 
 from train import builders
 from train.commands.outputs import OutputFile, Outputs, add_out_dir, make_folder
+from train.commands.rejects import shorten
 from train.registry import TARGET
 from train.schema import Conversation, dumps
 from train.sources import SOURCES, Rejected, SourceError, get_reader
@@ -117,6 +122,25 @@ def build_files(
     return {"train.jsonl": train}, report, [f"training rows {len(train)}, dropped {sum(dropped.values())}"]
 
 
+class NothingBuilt(Exception):
+    """The build made no training rows: its outputs are discarded, a previous build is kept."""
+
+
+def why_empty(report: dict[str, Any]) -> str:
+    """What became of the records a build read (its report's counts), for the error line."""
+    read, rejected = report["read"], sum(report["rejected"].values())
+    if read == 0:
+        return "the inputs hold no records"
+    if rejected == read:
+        first = next(iter(report["rejected"]))
+        return f"all {read} records were rejected (e.g. {shorten(first)})"
+    dropped = report.get("dropped") or {}
+    counts = ", ".join(f"{count} {reason}" for reason, count in list(dropped.items())[:3])
+    return f"{read - rejected} of {read} records were read and none became a training row" + (
+        f" (dropped: {counts})" if counts else ""
+    )
+
+
 def write_jsonl(fh: OutputFile, records: list) -> None:
     for record in records:
         fh.write(dumps(record) + "\n")
@@ -144,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
             files = {name: outputs.open(args.out_dir / name) for name in names}
             conversations = read_inputs(inputs, rejected, per_input)
             records, built, lines = build_files(args.builder, conversations, arguments, args.seed)
+            training = spec.outputs[0]  # train.jsonl for every builder: what a recipe trains on
             for name in spec.outputs:
                 write_jsonl(files[name], records.get(name, []))
             report = {
@@ -154,10 +179,18 @@ def run(args: argparse.Namespace) -> int:
                 "rejected": dict(sorted(rejected.items())),
                 **built,
             }
+            if not records.get(training):  # raised inside the block: every temporary file is removed
+                raise NothingBuilt(why_empty(report))
             files["report.json"].write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     except (SourceError, ValueError) as err:  # an unreadable input; builder arguments (teacher kind, fractions)
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except NothingBuilt as err:
+        print(f"read {report['read']}: {lines[0]}, rejected {sum(rejected.values())}")
+        print("\n".join(lines[1:]), end="\n" if lines[1:] else "")
+        kept = "the previous build there is unchanged" if (args.out_dir / training).exists() else "nothing written"
+        print(f"error: no training rows for {args.out_dir / training}: {err}; {kept}", file=sys.stderr)
+        return 1
     print(f"read {report['read']}: {lines[0]}, rejected {sum(rejected.values())}")
     for line in lines[1:]:
         print(line)

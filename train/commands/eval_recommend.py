@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from train.recommend_backbone import load_run_backend
     from train.teacher.backends import TeacherError
 
-    check_outputs([args.per_item, args.output])
+    inputs = read_paths(args)
+    check_outputs([args.per_item, args.output], inputs)  # before any work: never onto (or into) what is read
     try:
         stages = tuple(int(part) for part in args.stages.split(",") if part.strip())
     except ValueError:
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.dataset}: read {result.read}, rejected {result.rejected}", file=sys.stderr)
         if result.teacher:
             print(f"{result.dataset}: stage 2's LLM {result.teacher}", file=sys.stderr)
-    with Outputs([args.per_item, args.output]) as outputs:
+    with Outputs([args.per_item, args.output], inputs) as outputs:
         if args.per_item:
             fh = outputs.open(args.per_item)
             for result in results:
@@ -113,6 +114,16 @@ def run(args: argparse.Namespace) -> int:
                         "datasets": [result.to_dict() for result in results]}  # fmt: skip
             outputs.open(args.output).write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     return 0
+
+
+def read_paths(args: argparse.Namespace) -> list[Path]:
+    """What the evaluation reads: the data folder, and the backbone's folder (a run, or --llm-path)."""
+    paths = [args.data]
+    if args.llm not in ("offline", "http", "hf"):
+        paths.append(Path(args.llm))
+    if args.llm_path:
+        paths.append(Path(args.llm_path))
+    return paths
 
 
 def _error(message: str) -> int:

@@ -178,9 +178,14 @@ def describe(result: dict[str, Any], s: Settings, n_tools: int, needs_model: boo
     return ", ".join(parts)
 
 
+def read_paths(s: Settings) -> list[Path]:
+    """The files the evaluation reads: no output may be one of them or lie beside them in an input folder."""
+    return [s.queries, s.library or default_library(s.queries)] if s.queries else []
+
+
 def write_outputs(result: dict[str, Any], s: Settings, per_item: Path | None, output: Path | None) -> None:
-    """Both files replaced together, or neither (``train.commands.outputs``)."""
-    with Outputs([per_item, output]) as outputs:
+    """Both files replaced together, or neither (``train.commands.outputs``); never onto an input."""
+    with Outputs([per_item, output], inputs=read_paths(s)) as outputs:
         if per_item:
             fh = outputs.open(per_item)
             for item in result["per_pair"]:

@@ -31,6 +31,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from train.commands.eval_retrieval_core import Settings, UsageError, evaluate_settings, report, write_outputs
+from train.commands.outputs import OutputError, open_output
 from train.config import CONF_DIR
 from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
 from train.retrieval.teacher import TEACHER_SETTINGS, select_teacher_settings
@@ -120,10 +121,14 @@ def _job(cfg: DictConfig) -> None:
         _exit_code = 2
         return
     report(done, settings)
-    out.mkdir(parents=True, exist_ok=True)
-    write_outputs(
-        done.result, settings, out / "per_item.jsonl" if cfg.retrieval.per_item else None, out / "metrics.json"
-    )
+    try:  # Hydra's job folder: refused inside an input folder (hydra.run.dir=DATA/...) like any other output
+        write_outputs(
+            done.result, settings, out / "per_item.jsonl" if cfg.retrieval.per_item else None, out / "metrics.json"
+        )
+    except OutputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        _exit_code = 2
+        return
     print(f"metrics: {out / 'metrics.json'}", flush=True)
 
 
@@ -166,9 +171,8 @@ class SweepTable(Callback):
         rows = sweep_rows(sweep)
         if not rows:
             return
-        (sweep / "sweep.json").write_text(
-            json.dumps({"jobs": rows}, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-        )
+        with open_output(sweep / "sweep.json") as fh:  # staged: an interrupted write keeps the previous table
+            fh.write(json.dumps({"jobs": rows}, ensure_ascii=False, indent=2) + "\n")
         print(f"\nsweep: {len(rows)} jobs under {sweep}")
         print(sweep_table(rows))
 

@@ -31,7 +31,6 @@ trace. ``--limit-per-task N`` scores each task's first N cases (demonstrations s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,15 +169,16 @@ def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
 def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from train.export import load_run_config, read_json, verify_weights
     from train.tokenizers import BUILDERS, load_tokenizer
 
+    verify_weights(model_dir)  # a truncated or garbled file: an ExportError naming it, before loading
     chat_format, format_options = None, {}
     provenance = model_dir / "tooltrain_export.json"
     if provenance.is_file():  # an exported run: its format is the run's
-        from train.export import load_run_config
-
-        run_dir = Path(json.loads(provenance.read_text(encoding="utf-8"))["run_dir"])
-        if run_dir.is_dir():
+        named = read_json(provenance)
+        run_dir = Path(named["run_dir"]) if isinstance(named, dict) and named.get("run_dir") else None
+        if run_dir is not None and run_dir.is_dir():
             run_cfg = load_run_config(run_dir)
             chat_format, format_options = str(run_cfg.model.chat_format), run_format_options(run_cfg)
     if tokenizer_name in BUILDERS:
@@ -323,7 +323,7 @@ def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: lis
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.commands.eval_run_verify import run_verify, verify_problem
+    from train.commands.eval_run_verify import read_paths, run_verify, verify_problem
     from train.commands.score_report import metric_tables
     from train.evaluation.generate import GenerationError, generate
     from train.evaluation.tasks import (
@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary == "itc" and args.bench != "itc":
         print(f"error: --summary itc is for itc, not {args.bench}", file=sys.stderr)
         return 2
-    check_outputs([args.predictions, args.output], args.data or [])  # before the model is loaded
+    check_outputs([args.predictions, args.output], read_paths(args))  # before the model is loaded
     try:  # an unknown benchmark lists the valid ones
         options_types = task_class(args.bench).OPTIONS
     except TaskError as err:
@@ -428,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
     }
     records = prediction_records(outcome, generations) if args.predictions else []
-    return write_results(args.predictions, records, args.output, report, inputs=args.data or [])
+    return write_results(args.predictions, records, args.output, report, inputs=read_paths(args))
 
 
 def selector_model(args: argparse.Namespace) -> tuple[Any, Any, str]:

@@ -16,6 +16,12 @@ from train.commands.outputs import check_outputs, write_results
 VERIFY_CHOICES = "tool,params, tool, params, none"
 
 
+def read_paths(args: argparse.Namespace) -> list[Path]:
+    """What ``eval run`` reads: the --data files or folders, and MODEL when it is a folder (a run or a model)."""
+    model = Path(args.model)
+    return [*(args.data or []), *([model] if model.is_dir() else [])]
+
+
 def verify_options_given(args: argparse.Namespace) -> list[str]:
     """The ToolVerifier options on the command line: --verify, --limit-per-task, and each --teacher option that
     differs from its default."""
@@ -90,7 +96,7 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
     from train.teacher import toolverifier as prompts
 
     traces_file = traces_path(args)
-    check_outputs([traces_file, args.output], args.data or [])  # before the model is loaded
+    check_outputs([traces_file, args.output], read_paths(args))  # before the model is loaded
     started = time.monotonic()
     try:
         if not args.data:
@@ -136,4 +142,4 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
         "wall_seconds": round(seconds, 1),
         "issues": {"unreadable_references": rejected},
     }
-    return write_results(traces_file, traces, args.output, report, inputs=args.data)
+    return write_results(traces_file, traces, args.output, report, inputs=read_paths(args))

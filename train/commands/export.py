@@ -4,8 +4,13 @@ Merges the LoRA adapter a training run saved (RUN_DIR/final, or its newest compl
 when the run did not finish) into the base model and writes safetensors weights, the model config
 and the tokenizer to OUT (default RUN_DIR/merged), the tokenizer carrying the chat template of the
 run's chat format (tools, calls and results as the run trained on them), with README.md and
-tooltrain_export.json naming the vLLM / SGLang tool-call parser and the serve command. Exit code 0
-on success, 2 when RUN_DIR holds nothing to export.
+tooltrain_export.json naming the vLLM / SGLang tool-call parser and the serve command.
+
+The export is written to a temporary folder beside OUT and renamed onto it when complete (an earlier
+export there is replaced whole; a full disk leaves nothing partial). OUT may not be a file, the run
+folder or a folder inside it other than RUN_DIR/merged, or a folder holding files that are not an
+earlier export. A damaged file of the run (a truncated safetensors file, garbled JSON or config.yaml)
+is named in the error. Exit code 0 on success, 2 on any of these or when RUN_DIR holds nothing to export.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
   ``discard()`` the temporary files are removed and every previous output stays as it was.
 * **An output is never an input.** An output (or a side file such as OUT.rejects.jsonl) that is the
   same file as an input - the same path written another way, a hard link, a symlink - or as
-  another output is refused before anything is opened.
+  another output, or that lies inside an input folder (``--data DIR``, a run directory), is refused
+  before anything is opened.
 * **Devices and stdout are written directly** (they cannot be renamed onto): ``-o /dev/null``,
   ``-o /dev/full``, a FIFO, and ``-o -`` for standard output. ``side_file`` places no side files
   next to them (nothing is created in /dev); a verb asks for an explicit path instead.
@@ -114,18 +115,38 @@ def _regular_file_id(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
+def _input_folders(inputs: Iterable[Path]) -> list[tuple[str, Path]]:
+    """(resolved path, as given) of every input that is a folder (a data folder, a run directory)."""
+    folders = []
+    for path in inputs:
+        with contextlib.suppress(OSError, ValueError):
+            if path.is_dir():
+                folders.append((os.path.realpath(path), path))
+    return folders
+
+
+def inside_folder(path: Path | str, folder: str) -> bool:
+    """``path`` (resolved, links followed) is ``folder`` or lies somewhere below it."""
+    resolved = os.path.realpath(path)
+    return resolved == folder or resolved.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | None] = ()) -> None:
-    """An ``OutputError`` when an output is the same file as an input, or two outputs are one file.
+    """An ``OutputError`` when an output is the same file as an input, lies inside an input folder, or two
+    outputs are one file.
 
     Files are compared by (device, inode), so ``./x`` and ``../dir/x``, hard links and symlinks are
-    caught; outputs that do not exist yet by their resolved path. Devices and stdout are never "the
-    same file" as anything (two outputs may both be /dev/null).
+    caught; outputs that do not exist yet by their resolved path. An input folder (``--data DIR``, a
+    run directory) holds inputs a verb may read by name, so nothing is written anywhere inside it.
+    Devices and stdout are never "the same file" as anything (two outputs may both be /dev/null).
     """
+    inputs = [path for path in inputs if path is not None]
     input_ids = {}
     for path in inputs:
-        file_id = _regular_file_id(path) if path is not None else None
+        file_id = _regular_file_id(path)
         if file_id is not None:
             input_ids.setdefault(file_id, path)
+    folders = _input_folders(inputs)
     seen: dict[Any, Path] = {}
     for path in outputs:
         if path is None or written_in_place(path):
@@ -133,6 +154,11 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | None] 
         file_id = _regular_file_id(path)
         if file_id in input_ids:
             raise OutputError(f"refusing to write {path}: it is the input {input_ids[file_id]} (the same file)")
+        for resolved, given in folders:
+            if inside_folder(path, resolved):
+                raise OutputError(
+                    f"refusing to write {path}: it is inside the input folder {given}; write it outside that folder"
+                )
         key = file_id or os.path.realpath(path)
         if key in seen:
             twice = "" if str(seen[key]) == str(path) else f" (also given as {seen[key]})"

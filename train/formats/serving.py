@@ -258,6 +258,46 @@ def end_of_turn_ids(fmt: ChatFormat, tokenizer: Any) -> list[int]:
     return ids
 
 
+# ---------------------------------------------------------------- control tokens typed as text
+
+# Training encodes every message's text as text (train.formats.tokenize: only the format's own segments become
+# control ids). A chat template renders the prompt to one string, and the servers encode that string with the
+# tokenizer's special tokens recognised, so text that spells one becomes it. What was checked, and where:
+# vLLM's ChatCompletionRequest (vllm/entrypoints/openai/protocol.py) has no field that turns this off
+# (add_special_tokens only adds BOS-like tokens on top of the template; skip_special_tokens only shapes the
+# decoded output), while its CompletionRequest takes ``prompt`` as a list of token ids; SGLang's /generate takes
+# ``input_ids`` instead of ``text`` (docs.sglang.io, "Sampling Parameters"). Neither server was run here.
+CONTROL_TEXT_WARNING = (
+    "Training encoded every message's text as text: a message that spells one of this format's control tokens "
+    "({tokens}) trained as those characters. The exported chat template renders a prompt to one string, and vLLM "
+    "and SGLang encode that string with the tokenizer's special tokens recognised, so the same text in a user "
+    "message, a tool result or an argument becomes the control tokens: it can close the turn and open a system "
+    "turn the model never saw come from a user. Their chat endpoints have no setting that keeps it as text (vLLM's "
+    "chat request: add_special_tokens only adds BOS-like tokens, skip_special_tokens only shapes the output). "
+    "Where message text is not trusted, send token ids instead, encoded as training encoded them, to the endpoints "
+    "below, or refuse text that contains a control token. Checked in vLLM's and SGLang's request definitions; "
+    "neither server was run here."
+)
+
+
+def control_text(fmt: ChatFormat) -> dict[str, Any]:
+    """What ``tooltrain_export.json`` says about text that spells the format's control tokens (comment above)."""
+    from train.formats.control_tokens import format_control_tokens
+
+    tokens = format_control_tokens(fmt)
+    listed = ", ".join(f"`{token}`" for token in tokens) if tokens else "none found"
+    return {
+        "control_tokens": tokens,
+        "chat_endpoints_keep_text": False,
+        "warning": CONTROL_TEXT_WARNING.format(tokens=listed),
+        "token_id_requests": {
+            "vllm": {"endpoint": "/v1/completions", "field": "prompt", "value": "a list of token ids"},
+            "sglang": {"endpoint": "/generate", "field": "input_ids", "value": "a list of token ids"},
+        },
+        "encode_as_trained": "train.formats.tokenize.tokenize_prompt(fmt, conversation, index, tokenizer)",
+    }
+
+
 def vllm_command(model_dir: str, fmt: ChatFormat) -> str:
     """``vllm serve`` with the template named explicitly (older transformers do not read chat_template.jinja)."""
     spec = serving(fmt.name)
@@ -280,4 +320,14 @@ def sglang_command(model_dir: str, fmt: ChatFormat) -> str:
     return f"{command} --tool-call-parser {spec.sglang_parser}" if spec.sglang_parser else command
 
 
-__all__ = ["SERVING", "Serving", "chat_template", "end_of_turn_ids", "serving", "sglang_command", "vllm_command"]
+__all__ = [
+    "CONTROL_TEXT_WARNING",
+    "SERVING",
+    "Serving",
+    "chat_template",
+    "control_text",
+    "end_of_turn_ids",
+    "serving",
+    "sglang_command",
+    "vllm_command",
+]
