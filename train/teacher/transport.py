@@ -115,23 +115,34 @@ def post(url: str, data: bytes, headers: dict[str, str], seconds: float, opener:
     sockets = _Sockets()
     open_url = opener or urllib.request.build_opener(_HTTPHandler(sockets), _HTTPSHandler(sockets)).open
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    try:
+        return within(seconds, lambda: _exchange(open_url, request, seconds), cancel=sockets.close_all)
+    except (OSError, http.client.HTTPException) as err:  # urllib's and http.client's: said as what the server did
+        raise _classify(err, url) from None
+
+
+def within(seconds: float, call: Callable[[], Any], cancel: Callable[[], None]) -> Any:
+    """``call()``'s result (or its exception) when it ends within ``seconds`` of wall clock; otherwise ``cancel()``
+    (which should make the call end soon: here it shuts the sockets down) and ``AttemptError("deadline")``. The call
+    runs in a daemon thread, so the caller's wait is bounded whatever the call is blocked on (DNS, a TLS handshake,
+    a byte a second); any client library's call can be wrapped the same way."""
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
-    def attempt() -> None:
+    def run() -> None:
         try:
-            outcome["answer"] = _exchange(open_url, request, seconds)
-        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread, which classifies it
+            outcome["answer"] = call()
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
             outcome["error"] = err
         finally:
             done.set()
 
-    threading.Thread(target=attempt, name="teacher-http", daemon=True).start()
+    threading.Thread(target=run, name="teacher-http", daemon=True).start()
     if not done.wait(seconds):
-        sockets.close_all()
+        cancel()
         raise AttemptError("deadline", f"no complete answer within {seconds:g} s")
     if "error" in outcome:
-        raise _classify(outcome["error"], url) from None
+        raise outcome["error"]
     return outcome["answer"]
 
 
@@ -147,7 +158,7 @@ def _exchange(open_url: Opener, request: urllib.request.Request, seconds: float)
         return err.code, body
 
 
-def _classify(err: BaseException, url: str) -> BaseException:
+def _classify(err: Exception, url: str) -> Exception:
     """An exception of the attempt's thread -> ``AttemptError`` (what the server did), or itself (a bug)."""
     reason = err.reason if isinstance(err, urllib.error.URLError) else err
     if isinstance(reason, http.client.RemoteDisconnected):
@@ -169,4 +180,4 @@ def _classify(err: BaseException, url: str) -> BaseException:
     return err
 
 
-__all__ = ["AttemptError", "excerpt", "post"]
+__all__ = ["AttemptError", "excerpt", "post", "within"]
