@@ -8,6 +8,7 @@ subprocess with a time limit: one error line, a non-zero exit, no traceback, the
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,7 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from train.teacher import HttpBackend, ResponseCache, Teacher, TeacherError, TeacherRequest, TeacherUnavailable
+from train.teacher import (
+    HttpBackend,
+    ResponseCache,
+    Teacher,
+    TeacherError,
+    TeacherRequest,
+    TeacherUnavailable,
+    make_backend,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
@@ -278,3 +287,34 @@ def test_data_build_toolgt_with_a_cache_dir_that_is_a_file_is_one_error_line(ser
     done, _ = toolgt(server.url, tmp_path / "out", f"cache_dir={file}")
     assert one_error_line(done) == f"error: teacher cache_dir {file}: cannot keep answers there: it is a file"
     assert file.read_text() == "mine\n" and server.requests == 0  # refused before anything was asked
+
+
+def test_an_answer_between_failures_keeps_the_teacher_and_bad_settings_are_refused_up_front():
+    import io
+    import json
+
+    script = ["down", "ok", "down", "down"]
+
+    def opener(request, timeout):
+        if script.pop(0) == "down":
+            raise ConnectionRefusedError(111, "Connection refused")
+        return io.BytesIO(json.dumps({"choices": [{"message": {"content": "ok"}}]}).encode())
+
+    backend = HttpBackend("http://teacher.invalid/v1", "m", retries=0, opener=opener, failures_in_a_row=2)
+    question = ask(backend)
+    with pytest.raises(TeacherError, match=r"^cannot reach http://teacher.invalid/v1/chat/completions: "):
+        question()
+    assert question() == "ok"  # the count starts again
+    with pytest.raises(TeacherError):
+        question()
+    with pytest.raises(TeacherUnavailable, match=r"failed 2 questions in a row; .*: cannot reach it: \[Errno 111\]"):
+        question()
+    for setting, message in [
+        ({"timeout": 0}, "timeout (0) and max_time (None) must be finite seconds > 0"),
+        ({"max_time": "inf"}, "must be finite seconds > 0"),
+        ({"retries": -1}, "retries (-1) and backoff (0.1) >= 0"),
+        ({"base_url": "teacher.invalid/v1"}, "base_url 'teacher.invalid/v1' is not an http:// or https:// URL"),
+    ]:
+        config = {"kind": "http", "base_url": "http://teacher.invalid/v1", "model": "m", **setting}
+        with pytest.raises(ValueError, match=rf"^teacher 'http': .*{re.escape(message)}"):
+            make_backend(config)

@@ -149,10 +149,11 @@ class HttpBackend:
         self.api_key_env = api_key_env
         self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
         self.max_time = float(max_time) if max_time is not None else None
-        if min(self.timeout, self.max_time or 1.0) <= 0 or self.retries < 0 or self.backoff < 0:
+        seconds = [self.timeout] if self.max_time is None else [self.timeout, self.max_time]
+        if not all(0 < s < math.inf for s in seconds) or self.retries < 0 or not 0 <= self.backoff < math.inf:
             raise ValueError(
-                f"timeout ({timeout}) and max_time ({max_time}) must be > 0, retries ({retries}) and backoff "
-                f"({backoff}) >= 0"
+                f"timeout ({timeout}) and max_time ({max_time}) must be finite seconds > 0, retries ({retries}) and "
+                f"backoff ({backoff}) >= 0"
             )
         self.sleep = sleep
         self.opener = opener  # urlopen's shape, injectable: tests answer without a network
@@ -456,9 +457,14 @@ def make_backend(
         )
     if kind == "offline":
         return OfflineBackend(offline_writers, offline_version)
+    if kind == "hf":
+        try:
+            return HFBackend(**settings)
+        except TypeError as err:
+            raise ValueError(f"teacher {kind!r}: {err}") from None
     try:
-        return HttpBackend(**settings) if kind == "http" else HFBackend(**settings)
-    except TypeError as err:
+        return HttpBackend(**settings)
+    except (TypeError, ValueError) as err:  # a missing or bad setting: said before anything is asked
         raise ValueError(f"teacher {kind!r}: {err}") from None
 
 
