@@ -14,8 +14,9 @@ Three interchangeable teachers, chosen by ``make_teacher(config)``:
   the descriptions (a seeded choice of synonym and phrase substitutions). No model, no network: the
   tests and the tiny recipe use it, and a rebuild with the same seed is byte-identical.
 * ``http``: an OpenAI-compatible ``/chat/completions`` endpoint (``base_url``, ``model``; the key
-  is read from the environment variable named by ``api_key_env``, never from the config). Plain
-  ``urllib`` with a timeout and a bounded number of retries (``train.teacher.HttpBackend``, which ToolGT shares).
+  is read from the environment variable named by ``api_key_env``, never from the config): each attempt within a
+  wall-clock deadline (``timeout``), retries bounded in count and time (``retries``, ``max_time``), an endpoint
+  that keeps failing given up on with one error (``train.teacher.HttpBackend``, which ToolGT shares).
 * ``hf``: a local Hugging Face causal LM (``path``), prompted through a tooltrain chat format and
   decoded greedily.
 
@@ -341,7 +342,8 @@ class _PromptedTeacher:
 
 
 class HttpTeacher(_PromptedTeacher):
-    """An OpenAI-compatible chat-completions endpoint (``train.teacher.HttpBackend``: retries, backoff)."""
+    """An OpenAI-compatible chat-completions endpoint (``train.teacher.HttpBackend``: a deadline per attempt,
+    bounded retries with backoff; ``TeacherUnavailable``, a ValueError, once it fails question after question)."""
 
     kind = "http"
 
@@ -354,8 +356,11 @@ class HttpTeacher(_PromptedTeacher):
         retries: int = 2,
         temperature: float = 0.7,
         max_tokens: int = 512,
+        max_time: float | None = None,
     ):
-        self.backend = HttpBackend(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries)
+        self.backend = HttpBackend(
+            base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, max_time=max_time
+        )
         self.url, self.model = self.backend.url, model
         self.params = StageParams(temperature=float(temperature), max_tokens=int(max_tokens))
 
@@ -423,7 +428,7 @@ def add_teacher_arguments(parser: Any) -> None:
     group("--teacher-base-url", help="http: the OpenAI-compatible base URL (…/v1)")
     group("--teacher-model", help="http: the model name")
     group("--teacher-api-key-env", help="http: the environment variable holding the API key")
-    group("--teacher-timeout", type=float, default=60.0, help="http: seconds per request (60)")
+    group("--teacher-timeout", type=float, default=60.0, help="http: seconds per attempt, the whole answer (60)")
     group("--teacher-path", help="hf: the local model folder")
     group("--teacher-chat-format", default="chatml", help="hf: the chat format to prompt it with (chatml)")
 

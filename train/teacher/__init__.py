@@ -13,6 +13,7 @@ from train.teacher.backends import (
     StageParams,
     TeacherError,
     TeacherRequest,
+    TeacherUnavailable,
     make_backend,
     teacher_config_problem,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "Teacher",
     "TeacherError",
     "TeacherRequest",
+    "TeacherUnavailable",
     "cache_key",
     "default_cache",
     "make_backend",

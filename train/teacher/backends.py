@@ -2,13 +2,16 @@
 
 * ``OfflineBackend``: no model. Each stage name maps to a deterministic writer that answers from the request's
   structured ``context`` (what the prompt was written from); a stage without a writer is a ``TeacherError``.
-* ``HttpBackend``: an OpenAI-compatible ``/chat/completions`` endpoint, plain ``urllib``, a timeout, retries with
-  exponential backoff for what may pass (5xx, 429, unreachable, malformed answers), none for a client error.
-  The API key is read from the environment variable ``api_key_env`` names, never from a config.
+* ``HttpBackend``: an OpenAI-compatible ``/chat/completions`` endpoint (``train.teacher.transport``: stdlib, each
+  attempt within a wall-clock deadline), retries with exponential backoff for what may pass (5xx, 429, unreachable,
+  broken or malformed answers) bounded in count and in time, none for a client error; an endpoint that fails
+  question after question is given up on (``TeacherUnavailable``). The API key is read from the environment
+  variable ``api_key_env`` names, never from a config.
 * ``HFBackend``: a local Hugging Face causal LM, prompted through a tooltrain chat format; greedy at temperature 0,
   sampled (torch's generator seeded from the request; nucleus sampling when ``top_p`` is set) above it.
 
-A backend never decides what is kept: it answers or raises ``TeacherError`` with the reason. ``train.teacher.cache``
+A backend never decides what is kept: it answers or raises ``TeacherError`` with the reason (``TeacherUnavailable``:
+no question can be answered, the run stops). ``train.teacher.cache``
 puts the response cache and the counts in front of it.
 """
 
@@ -16,17 +19,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from train.teacher import transport
+
 
 class TeacherError(RuntimeError):
-    """The teacher gave no usable answer (network error, timeout, empty text, no writer for a stage)."""
+    """The teacher gave no usable answer to one question (network error, timeout, empty text, no writer for a
+    stage): the caller counts it and goes on."""
+
+
+class TeacherUnavailable(ValueError):
+    """The teacher cannot be used at all: its endpoint failed question after question, or its response cache
+    cannot be written. The run stops with this one line. Not a ``TeacherError``, so no per-question handler counts
+    it as one more drop; a ``ValueError``, as ``ConfigError`` and ``DataError`` are, so every verb that takes the
+    teacher's settings already reports it as one ``error:`` line (a wrong base_url is the common cause)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,21 @@ class OfflineBackend:
 
 
 class HttpBackend:
-    """An OpenAI-compatible chat-completions endpoint with retries and exponential backoff."""
+    """An OpenAI-compatible chat-completions endpoint: each attempt within a wall-clock deadline, a bounded number of
+    retries within a bounded time, and a stop when the endpoint keeps failing.
+
+    * ``timeout``: seconds for one attempt, from connecting to the last byte of the answer (``train.teacher.http``:
+      a trickling server is cut off too).
+    * ``retries``: attempts after the first, for what may pass (unreachable, the deadline, a broken or incomplete
+      answer, 5xx, 429, an answer without text), none after a client error (4xx); waits of ``backoff`` doubling.
+    * ``max_time``: seconds for one question, attempts and waits together (None: ``retries + 1`` deadlines plus the
+      waits); no retry starts that the rest of it cannot hold.
+
+    A question that gets no answer raises ``TeacherError`` with the last failure (the caller counts it and goes
+    on). ``failures_in_a_row`` questions failing one after the other mean the endpoint is down, not the question:
+    ``TeacherUnavailable`` names the endpoint, what was tried and what it answered, and every later question is
+    refused at once (the response cache keeps what was answered: a rerun resumes there).
+    """
 
     kind = "http"
 
@@ -106,17 +134,33 @@ class HttpBackend:
         timeout: float = 60.0,
         retries: int = 2,
         backoff: float = 0.1,
+        max_time: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         opener: Callable[..., Any] | None = None,
+        failures_in_a_row: int = 3,
     ):
         if not base_url or not model:
             raise ValueError("the http teacher needs base_url and model")
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"base_url {base_url!r} is not an http:// or https:// URL")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.api_key_env = api_key_env
         self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
+        self.max_time = float(max_time) if max_time is not None else None
+        seconds = [self.timeout] if self.max_time is None else [self.timeout, self.max_time]
+        if not all(0 < s < math.inf for s in seconds) or self.retries < 0 or not 0 <= self.backoff < math.inf:
+            raise ValueError(
+                f"timeout ({timeout}) and max_time ({max_time}) must be finite seconds > 0, retries ({retries}) and "
+                f"backoff ({backoff}) >= 0"
+            )
         self.sleep = sleep
-        self.opener = opener or urllib.request.urlopen  # injectable: tests answer without a network
+        self.opener = opener  # urlopen's shape, injectable: tests answer without a network
+        self.failures_in_a_row = max(1, int(failures_in_a_row))
+        self.failed = 0  # questions failed one after the other
+        self.down: str | None = None  # why the endpoint was given up on
+        self.counts: Counter = Counter()  # attempts, retries
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -144,35 +188,113 @@ class HttpBackend:
         return self.post(json.dumps(self.body(request)).encode("utf-8"))
 
     def post(self, body: bytes) -> str:
-        """The answer's text; ``TeacherError`` with the last failure once the retries are spent."""
-        last = "no attempt"
+        """The answer's text; ``TeacherError`` with the last failure once the retries are spent, or
+        ``TeacherUnavailable`` once the endpoint has failed ``failures_in_a_row`` questions in a row."""
+        if self.down is not None:
+            raise TeacherUnavailable(self.down)
+        began = time.monotonic()
+        try:
+            text = self._ask(body, self._headers(), began)
+        except _Failed as err:
+            failed = err
+        except TeacherError as err:  # no API key: nothing was sent
+            failed = _Failed(str(err), [], 0)
+        else:
+            self.failed = 0
+            return text
+        self.failed += 1
+        if self.failed >= self.failures_in_a_row:
+            self.down = self._down_message(failed, time.monotonic() - began)
+            raise TeacherUnavailable(self.down)
+        raise TeacherError(failed.reason)
+
+    def _ask(self, body: bytes, headers: dict[str, str], began: float) -> str:
+        """One question's attempts; ``_Failed`` with every attempt's failure when none gave an answer."""
+        limit = self.max_time if self.max_time is not None else math.inf
+        tried: list[str] = []
+        last: _Attempt | None = None
+        attempts = 0
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(min(self.backoff * 2.0**attempt, 30.0))
-            http_request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
-            try:
-                with self.opener(http_request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-            except urllib.error.HTTPError as err:
-                last = f"HTTP {err.code} from {self.url}"
-                if err.code < 500 and err.code != 429:  # a client error does not get better by asking again
+                wait = min(self.backoff * 2.0**attempt, 30.0)
+                if time.monotonic() - began + wait >= limit:
+                    tried.append(f"no time left for retry {attempt} (max_time {limit:g} s)")
                     break
-                continue
-            except (urllib.error.URLError, TimeoutError, OSError) as err:
-                last = f"cannot reach {self.url}: {getattr(err, 'reason', err)}"
-                continue
-            except (ValueError, UnicodeDecodeError):
-                last = f"{self.url} answered with something that is not JSON"
-                continue
+                self.sleep(wait)
+                self.counts["retries"] += 1
+            seconds = min(self.timeout, limit - (time.monotonic() - began))
+            self.counts["attempts"] += 1
+            attempts += 1
             try:
-                content = payload["choices"][0]["message"]["content"]
-            except (KeyError, IndexError, TypeError):
-                last = f"{self.url} answered without choices[0].message.content"
-                continue
-            if isinstance(content, str):
-                return content
-            last = "choices[0].message.content is not text"
-        raise TeacherError(last)
+                return self._attempt(body, headers, seconds)
+            except _Attempt as failed:
+                last = failed
+                tried.append(failed.answered)
+                if not failed.retry:
+                    break
+        assert last is not None
+        raise _Failed(last.reason, tried, attempts)
+
+    def _attempt(self, body: bytes, headers: dict[str, str], seconds: float) -> str:
+        """One attempt's text, or ``_Attempt`` saying what the endpoint did."""
+        try:
+            status, answer = transport.post(self.url, body, headers, seconds, self.opener)
+        except transport.AttemptError as err:
+            reason = f"{self.url}: {err}" if err.kind == "deadline" else str(err)
+            raise _Attempt(reason, reason, retry=True) from None
+        if status >= 400 or status < 200:
+            reason = f"HTTP {status} from {self.url}"
+            retry = status >= 500 or status == 429  # a client error does not get better by asking again
+            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=retry)
+        try:
+            payload = json.loads(answer.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            reason = f"{self.url} answered with something that is not JSON"
+            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True) from None
+        try:
+            content = payload["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            reason = f"{self.url} answered without choices[0].message.content"
+            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True) from None
+        if not isinstance(content, str):
+            reason = "choices[0].message.content is not text"
+            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True)
+        return content
+
+    def _short(self, answered: str) -> str:
+        """An attempt's failure without the endpoint (the message names it once)."""
+        for prefix in (f"{self.url}: ", f"{self.url} "):
+            answered = answered.removeprefix(prefix)
+        return answered.replace(f" from {self.url}", "").replace(f"cannot reach {self.url}: ", "cannot reach it: ")
+
+    def _down_message(self, failed: _Failed, seconds: float) -> str:
+        budget = f", max_time {self.max_time:g} s" if self.max_time is not None else ""
+        answers = "; ".join(dict.fromkeys(map(self._short, failed.tried)))  # the same answer each time: said once
+        if not failed.attempts:
+            return f"the http teacher {self.url} (model {self.model}): {failed.reason}"
+        questions = f"{self.failed} question{'s' if self.failed != 1 else ''}"
+        return (
+            f"the http teacher {self.url} (model {self.model}) failed {questions} in a row; the last one "
+            f"was tried {failed.attempts} time(s) in {seconds:.1f} s (deadline {self.timeout:g} s per attempt, "
+            f"{self.retries} retries{budget}): {answers}"
+        )
+
+
+class _Attempt(Exception):
+    """One failed attempt: ``reason`` (what a question's ``TeacherError`` says), ``answered`` (with a quote of the
+    answer, for the report of a teacher given up on) and whether asking again may help."""
+
+    def __init__(self, reason: str, answered: str, retry: bool):
+        super().__init__(reason)
+        self.reason, self.answered, self.retry = reason, answered, retry
+
+
+class _Failed(Exception):
+    """A question none of whose attempts was answered: the last reason and what each attempt got."""
+
+    def __init__(self, reason: str, tried: list[str], attempts: int):
+        super().__init__(reason)
+        self.reason, self.tried, self.attempts = reason, tried, attempts
 
 
 class HFBackend:
@@ -300,7 +422,7 @@ class HFBackend:
 # Each backend kind and the settings it takes from a config (offline takes none: its writers come from the caller).
 BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
     "offline": (),
-    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff"),
+    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff", "max_time"),
     "hf": ("path", "chat_format", "tokenizer"),
 }
 
@@ -335,9 +457,14 @@ def make_backend(
         )
     if kind == "offline":
         return OfflineBackend(offline_writers, offline_version)
+    if kind == "hf":
+        try:
+            return HFBackend(**settings)
+        except TypeError as err:
+            raise ValueError(f"teacher {kind!r}: {err}") from None
     try:
-        return HttpBackend(**settings) if kind == "http" else HFBackend(**settings)
-    except TypeError as err:
+        return HttpBackend(**settings)
+    except (TypeError, ValueError) as err:  # a missing or bad setting: said before anything is asked
         raise ValueError(f"teacher {kind!r}: {err}") from None
 
 
@@ -350,5 +477,6 @@ __all__ = [
     "StageParams",
     "TeacherError",
     "TeacherRequest",
+    "TeacherUnavailable",
     "make_backend",
 ]

@@ -5,7 +5,8 @@ parameters; ``top_p`` only when set, so a key from before that field is the key 
 question to the same model is asked once. Each answer is its own file
 (``<dir>/<key[:2]>/<key>.json``), written to a temporary file and renamed into place, so a build that crashes
 keeps every answer it got and the next build resumes from them; a rebuild reads the same answers and writes the
-same bytes. Failures are not cached: a rerun asks again.
+same bytes. Failures are not cached: a rerun asks again. A cache folder that cannot be made or written (a file,
+no permission, a full disk) is ``TeacherUnavailable`` naming it: the answers would be lost.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from train.teacher.backends import TeacherError, TeacherRequest
+from train.teacher.backends import TeacherError, TeacherRequest, TeacherUnavailable
 
 
 def cache_key(kind: str, model: str, request: TeacherRequest) -> str:
@@ -43,6 +44,14 @@ class ResponseCache:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
+        try:  # now, before any question is asked: an answer paid for must have a place to go
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise self._unusable(err) from None
+
+    def _unusable(self, err: OSError) -> TeacherUnavailable:
+        why = "it is a file" if self.folder.is_file() else (err.strerror or str(err))
+        return TeacherUnavailable(f"teacher cache_dir {self.folder}: cannot keep answers there: {why}")
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -57,20 +66,27 @@ class ResponseCache:
 
     def put(self, key: str, text: str, request: TeacherRequest) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         record = {"key": key, "stage": request.stage, "text": text}
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        except OSError as err:
+            raise self._unusable(err) from None
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(record, ensure_ascii=False))
             os.replace(temporary, path)
+        except OSError as err:  # a full disk, a folder made read-only under the build
+            Path(temporary).unlink(missing_ok=True)
+            raise self._unusable(err) from None
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
 
 
 class Teacher:
-    """``ask(request) -> text`` through the cache; ``TeacherError`` when the backend fails (the caller counts it).
+    """``ask(request) -> text`` through the cache; ``TeacherError`` when the backend fails (the caller counts it),
+    ``TeacherUnavailable`` when it cannot be used at all (the run stops).
 
     ``counts``: ``asked`` (requests), ``backend_calls`` (answers the backend was asked for), ``cache_hits`` and
     ``failures``, so a report can show that a second build asked the backend nothing.
@@ -96,7 +112,7 @@ class Teacher:
         self.counts["backend_calls"] += 1
         try:
             text = self.backend.complete(request)
-        except TeacherError:
+        except (TeacherError, TeacherUnavailable):
             self.counts["failures"] += 1
             raise
         if not isinstance(text, str):
@@ -107,11 +123,13 @@ class Teacher:
         return text
 
     def report(self) -> dict[str, Any]:
+        retried = getattr(self.backend, "counts", None)  # the http backend's attempts after a failed one
         return {
             "backend": self.backend.kind,
             "model": str(self.backend.model),
             "cache": str(self.cache.folder) if self.cache is not None else None,
             **{k: self.counts.get(k, 0) for k in ("asked", "backend_calls", "cache_hits", "failures")},
+            **({"retries": retried.get("retries", 0)} if isinstance(retried, Counter) else {}),
         }
 
 
