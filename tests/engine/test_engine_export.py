@@ -153,7 +153,8 @@ def test_export_ships_the_chat_template_the_run_trained_with(engine, single_run,
     serve = f"vllm serve {out} --chat-template {template_file} --enable-auto-tool-choice --tool-call-parser hermes"
     assert capsys.readouterr().out.splitlines()[-1] == f"serve it with: {serve}"
     metadata = json.loads((out / "tooltrain_export.json").read_text())
-    assert {key: value for key, value in metadata.items() if key not in ("run_dir", "tool_call_parser")} == {
+    varying = ("run_dir", "tool_call_parser", "control_text")  # control_text: tests/test_export_control_text.py
+    assert {key: value for key, value in metadata.items() if key not in varying} == {
         "weights": "final",
         "merged_adapter": True,
         "dtype": "float32",

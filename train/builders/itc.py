@@ -47,6 +47,7 @@ from train.teacher import (
     Teacher,
     TeacherError,
     TeacherRequest,
+    TeacherUnavailable,
     default_cache,
     make_backend,
     teacher_config_problem,
@@ -314,6 +315,8 @@ class ITCBuilder:
                     self.kept[side][task.task_type] += 1
                     kept_of[task.source_id] += 1
                     continue
+                except TeacherUnavailable:  # the teacher stopped answering: the build stops, not every task
+                    raise
                 except (TeacherError, ValueError) as err:
                     reason = f"thought: {err}"[:160]
             self.dropped_tasks[f"{side}: {reason}"] += 1

@@ -54,9 +54,12 @@ class Pairs:
     def add(self, key: str, make) -> int:
         """Append ``make()`` as a request and return its index; -1 (and the reason) when the teacher fails."""
         from train.retrieval.teacher import TeacherError
+        from train.teacher import TeacherUnavailable
 
         try:
             self.requests.append(make())
+        except TeacherUnavailable:  # the teacher stopped answering: the evaluation stops, not every query
+            raise
         except (ValueError, TeacherError) as err:
             self.failures.append({"id": key, "reason": str(err)})
             return -1
