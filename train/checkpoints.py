@@ -332,8 +332,14 @@ def _optimizer_needs(folder: Path, top: set[str], world_size: int | None) -> lis
     if not tag or not (folder / tag).is_dir():
         return [("latest", "the name of DeepSpeed's global_stepN folder", False)]
     names = {path.name for path in (folder / tag).iterdir()}
-    needs = [(f"{tag}/*model_states.pt", "the weights", any(n.endswith("model_states.pt") for n in names))]
+    model_states = [n for n in names if n.endswith("model_states.pt")]
+    needs = [(f"{tag}/*model_states.pt", "the weights", bool(model_states))]
     for rank in range(world_size or 1):
+        if any(n.startswith("zero_pp_rank_") for n in model_states):  # ZeRO-3: each rank's own model states
+            present = any(n.startswith(f"zero_pp_rank_{rank}_") for n in model_states)
+            needs.append(
+                (f"{tag}/zero_pp_rank_{rank}_*model_states.pt", f"rank {rank}'s share of the weights", present)
+            )
         present = any(f"zero_pp_rank_{rank}_" in n and n.endswith("optim_states.pt") for n in names)
         needs.append((f"{tag}/zero_pp_rank_{rank}_*optim_states.pt", f"rank {rank}'s share of {holds}", present))
     return needs
