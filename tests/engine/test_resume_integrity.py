@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from train.checkpoints import COMPLETE_MARKER, missing_for_resume, resume_problem, verify_checkpoint
+from train import checkpoints
+from train.checkpoints import COMPLETE_MARKER
 
 STEPS = 6  # tests/engine/conftest.py: 6 steps, a checkpoint every 2
 
@@ -110,9 +111,9 @@ def without(name: str):
 def test_a_damaged_or_short_checkpoint_is_named_with_its_file_and_why(trained, tmp_path, name, damage, expected):
     run_dir, _, _ = trained
     checkpoint = shutil.copytree(run_dir / "checkpoint-6", tmp_path / "checkpoint-6")
-    assert resume_problem(checkpoint) is None
+    assert checkpoints.resume_problem(checkpoint) is None
     (damage(name) if damage is without else damage)(checkpoint / name)
-    assert resume_problem(checkpoint).startswith(expected)
+    assert checkpoints.resume_problem(checkpoint).startswith(expected)
 
 
 def test_without_the_file_list_of_a_newer_marker_the_format_checks_still_see_the_damage(trained, tmp_path):
@@ -123,16 +124,16 @@ def test_without_the_file_list_of_a_newer_marker_the_format_checks_still_see_the
     checkpoint = shutil.copytree(run_dir / "checkpoint-6", tmp_path / "checkpoint-6")
     marker = json.loads((checkpoint / COMPLETE_MARKER).read_text())
     (checkpoint / COMPLETE_MARKER).write_text(json.dumps({k: v for k, v in marker.items() if k != "files"}))
-    assert resume_problem(checkpoint) is None
+    assert checkpoints.resume_problem(checkpoint) is None
     cut_short(checkpoint / "optimizer.pt")
-    assert resume_problem(checkpoint).startswith("optimizer.pt: a damaged PyTorch archive")
+    assert checkpoints.resume_problem(checkpoint).startswith("optimizer.pt: a damaged PyTorch archive")
     (checkpoint / "optimizer.pt").unlink()
-    assert resume_problem(checkpoint).startswith("optimizer.pt: missing, and a resume needs it")
+    assert checkpoints.resume_problem(checkpoint).startswith("optimizer.pt: missing, and a resume needs it")
     final = shutil.copytree(run_dir / "final", tmp_path / "final")
-    assert verify_checkpoint(final) is None
+    assert checkpoints.verify_checkpoint(final) is None
     cut_short(final / "adapter_model.safetensors")
     assert (
-        verify_checkpoint(final)
+        checkpoints.verify_checkpoint(final)
         == "adapter_model.safetensors: 29,696 bytes where its header says 59,392 (cut short or damaged)"
     )
 
@@ -195,11 +196,11 @@ LAYOUTS = {
 @pytest.mark.parametrize("strategy", sorted(LAYOUTS))
 def test_every_strategy_s_layout_is_complete_and_each_missing_part_is_named(tmp_path, strategy):
     world_size, files = LAYOUTS[strategy]
-    assert missing_for_resume(_layout(tmp_path / "whole", files, world_size)) is None
+    assert checkpoints.missing_for_resume(_layout(tmp_path / "whole", files, world_size)) is None
     needed = [n for n in files if n.startswith(("rng_state", "optimizer", "scheduler", "latest", "global_step"))]
     for name in needed:
         folder = _layout(tmp_path / name.replace("/", "_"), [n for n in files if n != name], world_size)
-        problem = missing_for_resume(folder)
+        problem = checkpoints.missing_for_resume(folder)
         assert problem is not None and "missing, and a resume needs it" in problem, name
 
 
@@ -288,8 +289,9 @@ def _edited_input(engine, trained, tmp_path) -> tuple[Path, Path, tuple[str, ...
     copy = engine.copy_run(run_dir, tmp_path / "run", keep_through_step=4)
     edited = tmp_path / "glaive.json"
     edited.write_text(json.dumps(json.loads(data.read_text())[:20]))
-    for name in ("config.yaml", "data_inputs.json"):
-        (copy / name).write_text((copy / name).read_text().replace(str(data), str(edited)))
+    for record in (copy / "config.yaml", copy / "data_inputs.json"):
+        if record.is_file():
+            record.write_text(record.read_text().replace(str(data), str(edited)))
     return copy, edited, (f"data.sources.0.inputs=[{edited}]",)
 
 
