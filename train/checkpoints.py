@@ -275,7 +275,11 @@ def _safetensors_problem(path: Path) -> str | None:
 def resume_problem(folder: Path) -> str | None:
     """Why a resume cannot use this complete checkpoint: a file it needs is missing (``missing_for_resume``)
     or a file is damaged (``verify_checkpoint``); None when it can."""
-    return missing_for_resume(folder) or verify_checkpoint(folder)
+    try:
+        missing = missing_for_resume(folder)
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{Path(getattr(err, 'filename', None) or folder).name}: cannot be read ({err})"
+    return missing or verify_checkpoint(folder)
 
 
 def missing_for_resume(folder: Path) -> str | None:
@@ -329,7 +333,7 @@ def _optimizer_needs(folder: Path, top: set[str], world_size: int | None) -> lis
         ]
     latest = folder / "latest"
     tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
-    if not tag or not (folder / tag).is_dir():
+    if not tag or "/" in tag or not (folder / tag).is_dir():
         return [("latest", "the name of DeepSpeed's global_stepN folder", False)]
     names = {path.name for path in (folder / tag).iterdir()}
     model_states = [n for n in names if n.endswith("model_states.pt")]

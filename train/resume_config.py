@@ -11,6 +11,11 @@ export`` and ``tooltrain eval run`` rebuild the model from it, and every later r
 it). A resume that changes allowed keys writes ``config.resume-N.yaml`` (N = 1, 2, ...): the whole config
 from that resume on, its changes listed at its top. A whole file rather than a section appended to
 config.yaml, so config.yaml stays one plain config every reader loads, and each record loads alone.
+
+What a resume reads must also be what the run wrote: the checkpoint is the newest complete one that is intact
+and holds every file a resume reads (train/checkpoints.py: damaged newer ones are named and passed over, none
+intact is refused), and the training inputs are those the run started on (train/resume_data.py). A command
+whose output_dir holds a completed run is that run's command or refused (``check_rerun``).
 """
 
 from __future__ import annotations
@@ -169,7 +174,8 @@ def check_resume(out: Path, cfg: Any, world: Any) -> Path | None:
             f"these changes of its settings (config.yaml):{listed}\n"
             "Run the command without them to resume, or choose another output_dir to start a new run."
         )
-    check_data_unchanged(out, cfg, resume)
+    if world.is_main:  # the inputs are read once, by rank 0: its refusal ends the launch (torchrun stops the others)
+        check_data_unchanged(out, cfg, resume)
     return resume
 
 
