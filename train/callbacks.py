@@ -149,7 +149,8 @@ class CheckpointComplete(TrainerCallback):
     a folder without the marker, and resume skips (and removes) such folders. The Trainer runs with
     ``save_total_limit=None``: its own rotation deletes old checkpoints inside ``_save_checkpoint``,
     before ``on_save``, so with a limit of 1 a kill in between would leave no complete checkpoint.
-    Here old checkpoints go only once the new one and its marker are on disk (fsync).
+    Here old checkpoints go only once the new one and its marker are on disk (fsync). The marker lists every
+    file of the checkpoint with its size and CRC-32: a resume verifies them (train/checkpoints.py).
     """
 
     def __init__(self, barrier: Any, keep: int | None = None):

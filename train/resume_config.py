@@ -11,6 +11,11 @@ export`` and ``tooltrain eval run`` rebuild the model from it, and every later r
 it). A resume that changes allowed keys writes ``config.resume-N.yaml`` (N = 1, 2, ...): the whole config
 from that resume on, its changes listed at its top. A whole file rather than a section appended to
 config.yaml, so config.yaml stays one plain config every reader loads, and each record loads alone.
+
+What a resume reads must also be what the run wrote: the checkpoint is the newest complete one that is intact
+and holds every file a resume reads (train/checkpoints.py: damaged newer ones are named and passed over, none
+intact is refused), and the training inputs are those the run started on (train/resume_data.py). A command
+whose output_dir holds a completed run is that run's command or refused (``check_rerun``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from typing import Any
 
 import yaml
 
-from train.checkpoints import checkpoint_world_size, latest_complete_checkpoint
+from train.checkpoints import checkpoint_world_size, resumable_checkpoint
+from train.resume_data import RECORD_NAME, data_changes, data_inputs, read_record, record_data_inputs
 from train.run_dir import RunSetupError
 
 FIXED, FREE, IGNORED = "fixed", "free", "ignored"  # IGNORED: not compared, not recorded
@@ -71,6 +77,7 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "launcher": (IGNORED, "how the run is launched (its log_dir follows output_dir); training never reads it"),
 }
 UNLISTED = (FIXED, "not listed in train.resume_config.RESUME_RULES, so kept as it was")
+RERUN_LISTED = 12  # differences listed when a command is not a rerun of the completed run in its output_dir
 ABSENT = object()
 
 
@@ -144,9 +151,14 @@ def load_saved(path: Path) -> dict[str, Any]:
 
 
 def check_resume(out: Path, cfg: Any, world: Any) -> Path | None:
-    """The checkpoint this run resumes from (None: it starts afresh); refuses a config that changes a fixed
-    key of the one in RUN_DIR/config.yaml, listing each difference (key: saved -> new)."""
-    resume = latest_complete_checkpoint(out)
+    """The checkpoint this run resumes from (None: it starts afresh): the newest complete one that is intact and
+    holds what a resume reads (train/checkpoints.py::resumable_checkpoint). Refuses when every complete checkpoint
+    is damaged (naming the file and why), a config that changes a fixed key of the one in RUN_DIR/config.yaml
+    (listing each difference, key: saved -> new), and training data that changed since the run started
+    (train/resume_data.py)."""
+    resume, damaged = resumable_checkpoint(out)
+    if resume is None and damaged:
+        raise RunSetupError(no_intact_checkpoint_message(out, damaged))
     if resume is None or not (out / "config.yaml").is_file():
         return None
     changes = [c for c in config_changes(load_saved(out / "config.yaml"), as_plain(cfg)) if c.rule[0] == FIXED]
@@ -162,13 +174,72 @@ def check_resume(out: Path, cfg: Any, world: Any) -> Path | None:
             f"these changes of its settings (config.yaml):{listed}\n"
             "Run the command without them to resume, or choose another output_dir to start a new run."
         )
+    if world.is_main:  # the inputs are read once, by rank 0: its refusal ends the launch (torchrun stops the others)
+        check_data_unchanged(out, cfg, resume)
     return resume
 
 
+def no_intact_checkpoint_message(out: Path, damaged: list[tuple[Path, str]]) -> str:
+    """One line: every complete checkpoint is damaged; the newest one's file and why, then the others'."""
+    (newest, problem), older = damaged[0], damaged[1:]
+    line = f"output_dir={out}: no checkpoint can be resumed from: {newest.name}/{problem}"
+    if older:
+        line += "; older ones too: " + "; ".join(f"{folder.name}/{why}" for folder, why in older)
+    return line + (
+        "; restore the file, or move the checkpoint-N folders out of output_dir to train again from step 0, "
+        "or choose another output_dir"
+    )
+
+
+def check_data_unchanged(out: Path, cfg: Any, resume: Path) -> None:
+    """Refuse a resume whose training inputs differ from the record the run started with (RUN_DIR/data_inputs.json).
+    Without a record (an older run, or deleted by the user to resume on changed data) there is nothing to compare:
+    ``record_config`` then records the inputs as they are."""
+    recorded = read_record(out)
+    if recorded is None:
+        return
+    if "unreadable" in recorded:
+        raise RunSetupError(
+            f"{out / RECORD_NAME}: cannot read the record of the run's training data ({recorded['unreadable']}); "
+            "delete it to resume on the data as it is now"
+        )
+    changes = data_changes(recorded, data_inputs(cfg))
+    if changes:
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+        raise RunSetupError(
+            f"output_dir={out} resumes from {resume.name}, but its training data changed: {changes[0]}{more}; the "
+            "checkpoint's data position counts rows of the data it trained on. Restore the input to resume, or "
+            f"choose another output_dir to start a new run; to resume on the changed data anyway, delete "
+            f"{out / RECORD_NAME}"
+        )
+
+
+def check_rerun(out: Path, cfg: Any, world: Any) -> None:
+    """A command whose output_dir holds a completed run must be that run's command (nothing to do then): refuse
+    one whose config changes a fixed key of the run's config.yaml, listing the differences, so that another
+    recipe or setting is never answered with that run's summary. Free keys (evaluation, tracking, length) may
+    differ: such a rerun still finds nothing to do. A run without config.yaml is not compared."""
+    if not (out / "config.yaml").is_file():
+        return
+    changes = [c for c in config_changes(load_saved(out / "config.yaml"), as_plain(cfg)) if c.rule[0] == FIXED]
+    if not changes:
+        return
+    if not world.is_main:
+        raise RunSetupError(f"output_dir={out} holds a completed run of other settings (global rank 0 lists them)")
+    shown = "".join(f"\n  {change}" for change in changes[:RERUN_LISTED])
+    if len(changes) > RERUN_LISTED:
+        shown += f"\n  ... and {len(changes) - RERUN_LISTED} more"
+    raise RunSetupError(
+        f"output_dir={out} holds a completed run of other settings, so this command is not a rerun of it "
+        f"(its config.yaml differs in {len(changes)} fixed setting(s)):{shown}\n"
+        "Choose another output_dir to train these settings; the run's own command finds nothing to do."
+    )
+
+
 def record_config(out: Path, cfg: Any, world: Any) -> Path | None:
-    """``check_resume``, then the record: a fresh run writes config.yaml; a resume leaves it as it is and,
-    when it changes allowed keys since the latest record, writes config.resume-N.yaml and says so.
-    Returns the checkpoint to resume from."""
+    """``check_resume``, then the record: a fresh run writes config.yaml and the record of its training data
+    (data_inputs.json); a resume leaves them as they are and, when it changes allowed keys since the latest
+    record, writes config.resume-N.yaml and says so. Returns the checkpoint to resume from."""
     resume = check_resume(out, cfg, world)
     if not world.is_main:
         return resume
@@ -178,7 +249,15 @@ def record_config(out: Path, cfg: Any, world: Any) -> Path | None:
         for stale in resume_records(out):
             stale.unlink()
         (out / "config.yaml").write_text(_to_yaml(cfg), encoding="utf-8")
+        record_data_inputs(out, cfg)
         return None
+    if read_record(out) is None:
+        record_data_inputs(out, cfg)
+        print(
+            f"tooltrain: resuming from {resume.name} without a record of the data the run started on "
+            f"({RECORD_NAME}): not compared; the inputs as they are now are recorded for later resumes",
+            flush=True,
+        )
     records = resume_records(out)
     changes = config_changes(load_saved(records[-1] if records else out / "config.yaml"), new)
     if changes:

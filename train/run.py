@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from train import distributed
 from train.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
-from train.checkpoints import completed_run, incomplete_checkpoints, latest_complete_checkpoint
+from train.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
 from train.config import ConfigError, choice
 from train.dataset import BuildReport, BuiltDataset, build_dataset, resolve_input
 from train.evaluation.callback import build_eval_callback
@@ -41,7 +41,7 @@ from train.model import (
 )
 from train.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
 from train.report import read_metrics
-from train.resume_config import record_config
+from train.resume_config import check_rerun, record_config
 from train.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
 from train.signals import EarlySignals
 from train.summary import eval_before_after, run_identity
@@ -121,6 +121,7 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         return evaluate_recommendation(cfg, world, out)
     done = completed_run(out)
     if done is not None:  # rerunning the same command is how a preempted run resumes; a finished run stays finished
+        check_rerun(out, cfg, world)  # ... but another recipe or setting is not that command: refused, D untouched
         return already_completed(cfg, world, out, done)
     with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/run_dir.py)
         env = set_up(cfg, world, out)
@@ -350,10 +351,19 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
     if evaluation is not None:
         trainer.add_callback(evaluation)
 
-    resume = latest_complete_checkpoint(out)
+    # The newest intact checkpoint with everything a resume reads (set_up refused a run where none is); every
+    # rank finds it before rank 0 moves anything (a damaged one set aside is skipped either way).
+    resume, damaged = resumable_checkpoint(out)
     if world.is_main:
         for partial in incomplete_checkpoints(out):
             shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
+        for folder, problem in damaged:
+            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
+            print(
+                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
+                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
+                flush=True,
+            )
     distributed.barrier()
     pack_info = data.pack_info
     rank_zero_print(
