@@ -186,6 +186,18 @@ def test_a_damaged_checkpoint_is_named_when_the_run_did_not_finish(engine, run_c
     )
 
 
+def test_a_same_size_corruption_of_a_checkpoint_is_named_by_its_saved_checksum(engine, run_copy, tmp_path, capsys):
+    shutil.rmtree(run_copy / "final")
+    weights = run_copy / "checkpoint-6" / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-3] ^= 0xFF  # inside the tensor bytes: every header check still passes
+    weights.write_bytes(bytes(data))
+    code, _, err = export(engine, capsys, str(run_copy), "--out-dir", str(tmp_path / "served"))
+    assert code == 2
+    assert err.startswith(f"error: {weights} is damaged: its CRC-32 is not the one it was saved with (")
+    assert not (tmp_path / "served").exists()
+
+
 # ---- item 25: modes a shared cluster can read, generation settings from the run's tokenizer
 
 
