@@ -229,7 +229,7 @@ def _refuse_retrieval(uri: str) -> referencing.Resource:
 
 
 # jsonschema adds the meta-schemas to this registry; without one it would fetch any http(s) $ref, no timeout
-LOCAL_ONLY = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+LOCAL_ONLY: referencing.Registry = referencing.Registry(retrieve=_refuse_retrieval)
 _regex_deadline: ContextVar[float | None] = ContextVar("regex_deadline", default=None)
 
 
