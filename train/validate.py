@@ -26,6 +26,13 @@ Decisions about what real datasets do legitimately:
   the tools, so ``llama3_1`` refuses it there (docs/formats.md).
 * A tool's ``parameters`` must be a valid JSON Schema (Draft 2020-12) whose top-level type is
   ``"object"``; arguments of calls to a tool with a broken schema are not checked against it.
+  ``$ref`` resolves only inside the schema (and to the JSON Schema meta-schemas): nothing is ever
+  fetched, and a reference outside it makes the schema invalid. Pattern matching is bounded: all
+  ``pattern``/``patternProperties`` work of one record shares ``REGEX_BUDGET_S`` seconds, and a
+  call whose check runs out of it is a ``pattern-timeout`` error (one record must not stall a build).
+* Open world (the Meta-Tool paper): a tool a ``meta_tool`` result returned is *defined by
+  retrieval*, so it counts as defined although ``tools`` does not list it (``retrieved_tools``).
+  ``data validate`` and the training build apply this one rule here, in ``check_conversation``.
 * Lone surrogates and NUL characters are errors (they cannot be written as UTF-8 or break
   tokenizers); U+FFFD is a warning of its own (``replacement-char``): text decoded lossily upstream.
 """
@@ -34,15 +41,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 import jsonschema
+import referencing
 import referencing.exceptions
+import regex
+from jsonschema_specifications import REGISTRY as META_SCHEMAS
+from referencing.jsonschema import DRAFT202012
 
-from train.schema import Conversation, Message, Tool, ToolCall, ToolLibrary, ToolQuery
+from train.schema import Conversation, Message, SchemaError, Tool, ToolCall, ToolLibrary, ToolQuery
 
 Severity = Literal["error", "warning"]
 Setting = Literal["error", "warning", "ignore"]
@@ -52,6 +66,7 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     # conversations
     "undefined-tool": "error",
     "arguments-schema": "error",
+    "pattern-timeout": "error",
     "invalid-tool-schema": "error",
     "duplicate-tool": "error",
     "orphan-tool-result": "error",
@@ -185,6 +200,155 @@ def check_text(record: dict[str, Any]) -> Iterator[Finding]:
                 yield code, where or "record", f"{what} at character {found.start()}"
 
 
+# ---------------------------------------------------------------- schemas: local references, bounded patterns
+
+# jsonschema matches ``pattern`` and ``patternProperties`` with Python's ``re``, a backtracking engine
+# with no time limit: ``^(a|a)*$`` against 40 a's and a b never ends. The keywords below match with
+# ``regex`` instead, which takes a ``timeout``. Why ``regex`` and not RE2 (no backtracking at all): the
+# patterns are ECMA-262 but have always been run as Python patterns here, and ``regex`` (version 0 mode)
+# is ``re``-compatible, so every schema keeps its meaning; RE2 refuses lookarounds and backreferences,
+# which ECMA-262 has and real schemas use, so those tools would stop being checkable. ``regex`` is
+# well kept (the engine tiktoken and transformers already depend on).
+REGEX_BUDGET_S = 1.0  # all pattern matching of one record; real patterns take microseconds
+
+
+class PatternFault(Exception):
+    """A pattern that could not be matched in the record's budget (``timeout``) or compiled by ``regex``."""
+
+    def __init__(self, pattern: str, subject: str, timeout: bool, detail: str = ""):
+        self.pattern, self.subject, self.timeout, self.detail = pattern, subject, timeout, detail
+        super().__init__(detail or f"pattern {pattern!r} timed out")
+
+
+class ExternalReference(Exception):
+    """Raised for every URI a schema's ``$ref`` would fetch: references resolve inside the schema only."""
+
+
+def _refuse_retrieval(uri: str) -> referencing.Resource:
+    raise ExternalReference(uri)
+
+
+# jsonschema adds the meta-schemas to this registry; without one it would fetch any http(s) $ref, no timeout
+LOCAL_ONLY: referencing.Registry = referencing.Registry(retrieve=_refuse_retrieval)
+_regex_deadline: ContextVar[float | None] = ContextVar("regex_deadline", default=None)
+
+
+@contextmanager
+def _regex_budget(deadline: float) -> Iterator[None]:
+    token = _regex_deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _regex_deadline.reset(token)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> regex.Pattern:
+    return regex.compile(pattern, regex.VERSION0)
+
+
+def bounded_search(pattern: str, subject: str) -> bool:
+    """``re.search(pattern, subject)`` within what is left of the record's budget; PatternFault otherwise."""
+    deadline = _regex_deadline.get()
+    left = REGEX_BUDGET_S if deadline is None else deadline - time.monotonic()
+    if left <= 0:
+        raise PatternFault(pattern, subject, timeout=True)
+    try:
+        return _compiled(pattern).search(subject, timeout=left) is not None
+    except TimeoutError:
+        raise PatternFault(pattern, subject, timeout=True) from None
+    except regex.error as err:
+        raise PatternFault(pattern, subject, timeout=False, detail=f"pattern {pattern!r}: {err}") from None
+
+
+# The three keywords of Draft 2020-12 that call re.search, as jsonschema writes them, with bounded_search.
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not bounded_search(pattern, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, patterns, instance, schema):
+    if validator.is_type(instance, "object"):
+        for pattern, subschema in patterns.items():
+            for key, value in instance.items():
+                if bounded_search(pattern, key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator, additional, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    named, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = [k for k in instance if k not in named and not any(bounded_search(p, k) for p in patterns)]
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        listed = ", ".join(repr(k) for k in sorted(extras))
+        if patterns:
+            shown = ", ".join(repr(p) for p in sorted(patterns))
+            yield jsonschema.ValidationError(
+                f"{listed} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: {shown}"
+            )
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield jsonschema.ValidationError(f"Additional properties are not allowed ({listed} {verb} unexpected)")
+
+
+BoundedValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+)
+# Data, not subschemas: a {"$ref": ...} inside a default or an enum is a value, never resolved.
+_DATA_KEYWORDS = {"const", "enum", "default", "examples"}
+_NAMED_SUBSCHEMAS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+
+
+def subschemas(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every schema object inside a schema (itself included), iteratively; the names under ``properties``
+    and the like are names, not keywords, and values of ``const``/``enum``/``default`` are data."""
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            yield item
+            for key, value in item.items():
+                if key in _NAMED_SUBSCHEMAS and isinstance(value, dict):
+                    stack.extend(value.values())
+                elif key not in _DATA_KEYWORDS:
+                    stack.append(value)
+
+
+def _cause(err: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    while err is not None and not isinstance(err, kind):
+        err = err.__cause__ or err.__context__
+    return err
+
+
+def reference_fault(schema: dict[str, Any]) -> str | None:
+    """Why a schema cannot be used as it is without fetching anything: a ``$ref`` leading outside it, or
+    ``unevaluatedProperties`` beside ``patternProperties`` (jsonschema matches those with ``re``, unbounded)."""
+    parts = list(subschemas(schema))
+    if any("unevaluatedProperties" in s for s in parts) and any("patternProperties" in s for s in parts):
+        return "unevaluatedProperties with patternProperties is not supported (its matching cannot be time-bounded)"
+    resource = DRAFT202012.create_resource(schema)
+    base = resource.id() or ""
+    resolver = META_SCHEMAS.combine(LOCAL_ONLY).with_resource(base, resource).resolver(base)
+    for part in parts:
+        for keyword in ("$ref", "$dynamicRef"):
+            ref = part.get(keyword)
+            if not isinstance(ref, str):
+                continue
+            try:
+                resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable as err:
+                if _cause(err, ExternalReference) is not None:
+                    return f"{keyword} {ref!r} points outside the schema; only references inside it are resolved"
+    return None
+
+
 # ---------------------------------------------------------------- tools
 
 
@@ -194,10 +358,13 @@ def _schema_fault(canonical_schema: str) -> tuple[list[str | int], str] | None:
     schema = json.loads(canonical_schema)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
+        outside = reference_fault(schema) if isinstance(schema, dict) else None
     except jsonschema.SchemaError as err:
         return list(err.absolute_path), f"not a valid JSON Schema: {err.message}"
     except RecursionError:
         return [], "schema nested too deeply to check"
+    if outside:
+        return [], outside
     kind = schema.get("type") if isinstance(schema, dict) else None
     if kind != "object":
         got = "no top-level type" if kind is None else f"top-level type {kind!r}"
@@ -207,7 +374,7 @@ def _schema_fault(canonical_schema: str) -> tuple[list[str | int], str] | None:
 
 @lru_cache(maxsize=4096)
 def _validator(canonical_schema: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(canonical_schema))
+    return BoundedValidator(json.loads(canonical_schema), registry=LOCAL_ONLY)
 
 
 def _canonical(schema: dict[str, Any]) -> str | None:
@@ -220,6 +387,80 @@ def _canonical(schema: dict[str, Any]) -> str | None:
 def schema_fault(parameters: dict[str, Any]) -> tuple[list[str | int], str] | None:
     key = _canonical(parameters)
     return ([], "schema nested too deeply to check") if key is None else _schema_fault(key)
+
+
+META_TOOL_NAME = "meta_tool"  # the Meta-Tool paper's retrieval call; train.retrieval.special defines the tool
+
+
+@dataclass(frozen=True)
+class Definition:
+    """Where a tool is defined: listed at ``tools[index]``, or (``message`` set) returned by the meta_tool
+    result at ``messages[message]``."""
+
+    tool: Tool
+    index: int
+    message: int | None = None
+
+    def where(self, segments: Iterable[str | int] = ()) -> str:
+        if self.message is not None:  # the schema is JSON text inside the message: no path into it
+            return f"messages[{self.message}].content"
+        return json_path(f"tools[{self.index}].function.parameters", segments)
+
+    @property
+    def label(self) -> str:
+        tail = "" if self.message is None else f" (returned by the meta_tool result at messages[{self.message}])"
+        return f"{self.tool.name!r}{tail}"
+
+
+def retrieved_tools(conv: Conversation) -> list[tuple[int, Tool]]:
+    """``(message index, tool)`` for each tool a meta_tool result returned that the conversation does not
+    already define (first one per name). In an open-world dialogue the invoked tools are not listed: they
+    are *defined by retrieval*, by the meta_tool result returning their JSON. Results are read in the
+    layouts that occur: a tool JSON, a list of them, or the executor's ``{"results": ...}`` entries."""
+    meta_ids = {c.id for m in conv.messages for c in m.tool_calls if c.name == META_TOOL_NAME and c.id}
+    if not meta_ids:
+        return []
+    known = {t.name for t in conv.tools}
+    found: list[tuple[int, Tool]] = []
+    for m, message in enumerate(conv.messages):
+        if message.role != "tool" or message.tool_call_id not in meta_ids:
+            continue
+        try:
+            value = json.loads(message.content or "")
+        except (ValueError, RecursionError):
+            continue
+        for tool in _tool_jsons(value):
+            if tool.name not in known:
+                known.add(tool.name)
+                found.append((m, tool))
+    return found
+
+
+def _tool_jsons(value: Any) -> Iterator[Tool]:
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict) and "results" in item:
+            yield from _tool_jsons(item["results"])
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            function = {k: item[k] for k in ("name", "description", "parameters") if k in item}
+            try:
+                yield Tool.from_dict({"type": "function", "function": function})
+            except SchemaError:
+                continue
+
+
+def with_retrieved_tools(conv: Conversation) -> Conversation:
+    """The conversation with the tools its meta_tool results returned appended to ``tools``.
+    ``check_conversation`` already counts them: checking this view finds the same problems."""
+    found = retrieved_tools(conv)
+    if not found:
+        return conv
+    return Conversation(id=conv.id, messages=conv.messages, tools=[*conv.tools, *(t for _, t in found)], meta=conv.meta)
+
+
+def definitions(conv: Conversation) -> list[Definition]:
+    """Listed tools, then retrieved ones (numbered on after the listed, as ``with_retrieved_tools`` lists them)."""
+    listed = [Definition(tool, i) for i, tool in enumerate(conv.tools)]
+    return listed + [Definition(tool, len(listed) + n, m) for n, (m, tool) in enumerate(retrieved_tools(conv))]
 
 
 def check_duplicate_tools(tools: list[Tool]) -> Iterator[Finding]:
@@ -236,17 +477,14 @@ def check_duplicate_tools(tools: list[Tool]) -> Iterator[Finding]:
             first[tool.name] = i
 
 
-def check_tool_schemas(tools: list[Tool]) -> Iterator[Finding]:
+def check_tool_schemas(tools: list[Tool] | list[Definition]) -> Iterator[Finding]:
     """invalid-tool-schema: parameters that are not a JSON Schema for an object."""
-    for i, tool in enumerate(tools):
-        fault = schema_fault(tool.parameters)
+    for i, item in enumerate(tools):
+        found = item if isinstance(item, Definition) else Definition(item, i)
+        fault = schema_fault(found.tool.parameters)
         if fault:
             segments, reason = fault
-            yield (
-                "invalid-tool-schema",
-                json_path(f"tools[{i}].function.parameters", segments),
-                f"{tool.name!r}: {reason}",
-            )
+            yield "invalid-tool-schema", found.where(segments), f"{found.label}: {reason}"
 
 
 # ---------------------------------------------------------------- calls
@@ -269,44 +507,59 @@ def iter_calls(messages: list[Message]) -> Iterator[CallRef]:
             yield CallRef(m, c, call)
 
 
-def _first_tools(tools: list[Tool]) -> dict[str, tuple[int, Tool]]:
-    out: dict[str, tuple[int, Tool]] = {}
-    for i, tool in enumerate(tools):
-        out.setdefault(tool.name, (i, tool))
+def _first_tools(defined: list[Definition]) -> dict[str, Definition]:
+    out: dict[str, Definition] = {}
+    for found in defined:
+        out.setdefault(found.tool.name, found)
     return out
 
 
-def check_undefined_tools(conv: Conversation) -> Iterator[Finding]:
-    """undefined-tool: a call to a tool the conversation does not define."""
-    defined = _first_tools(conv.tools)
+def check_undefined_tools(conv: Conversation, defined: list[Definition] | None = None) -> Iterator[Finding]:
+    """undefined-tool: a call to a tool the conversation neither lists nor got from a meta_tool result."""
+    first = _first_tools(definitions(conv) if defined is None else defined)
     for ref in iter_calls(conv.messages):
-        if ref.call.name not in defined:
-            known = ", ".join(list(defined)[:10]) + (", ..." if len(defined) > 10 else "")
-            tail = f"defined: {known}" if defined else "the conversation defines no tools"
+        if ref.call.name not in first:
+            known = ", ".join(list(first)[:10]) + (", ..." if len(first) > 10 else "")
+            tail = f"defined: {known}" if first else "the conversation defines no tools"
             yield "undefined-tool", f"{ref.where}.function.name", f"{ref.call.name!r} is not a defined tool ({tail})"
 
 
-def check_arguments(conv: Conversation) -> Iterator[Finding]:
+def check_arguments(conv: Conversation, defined: list[Definition] | None = None) -> Iterator[Finding]:
     """arguments-schema: each JSON Schema violation of a call's arguments, at its JSON path.
-    A schema that only fails when applied (unresolvable $ref) is reported as invalid-tool-schema."""
-    defined = _first_tools(conv.tools)
+    A schema that only fails when applied (unresolvable $ref) is reported as invalid-tool-schema; a
+    pattern that runs out of the record's regex budget is a pattern-timeout (the call is not checked)."""
+    first = _first_tools(definitions(conv) if defined is None else defined)
     broken: set[int] = set()
+    deadline = time.monotonic() + REGEX_BUDGET_S  # one budget for the whole record
     for ref in iter_calls(conv.messages):
-        if ref.call.name not in defined:
+        found = first.get(ref.call.name)
+        if found is None:
             continue
-        tool_index, tool = defined[ref.call.name]
-        key = _canonical(tool.parameters)
-        if key is None or tool_index in broken or _schema_fault(key):
+        key = _canonical(found.tool.parameters)
+        if key is None or found.index in broken or _schema_fault(key):
             continue
         base = f"{ref.where}.function.arguments"
         try:
-            errors = sorted(_validator(key).iter_errors(ref.call.arguments), key=_error_order)
+            with _regex_budget(deadline):
+                errors = sorted(_validator(key).iter_errors(ref.call.arguments), key=_error_order)
         except referencing.exceptions.Unresolvable as err:
-            broken.add(tool_index)
+            broken.add(found.index)
+            yield "invalid-tool-schema", found.where(), f"{found.label}: unresolvable $ref ({err})"
+            continue
+        except PatternFault as fault:
+            if not fault.timeout:
+                broken.add(found.index)
+                yield "invalid-tool-schema", found.where(), f"{found.label}: {fault.detail}"
+                continue
+            where = json_path(base, path_to(ref.call.arguments, fault.subject) or [])
+            parameter = where.removeprefix(base).lstrip(".") or "the arguments"
             yield (
-                "invalid-tool-schema",
-                f"tools[{tool_index}].function.parameters",
-                f"{tool.name!r}: unresolvable $ref ({err})",
+                "pattern-timeout",
+                where,
+                (
+                    f"{found.label}: checking {parameter} against pattern {fault.pattern!r} ran out of the "
+                    f"{REGEX_BUDGET_S:g} s regex budget of a record (catastrophic backtracking?); not checked"
+                ),
             )
             continue
         except RecursionError:
@@ -314,6 +567,23 @@ def check_arguments(conv: Conversation) -> Iterator[Finding]:
             continue
         for error in errors:
             yield "arguments-schema", json_path(base, error.absolute_path), error.message
+
+
+def path_to(value: Any, target: Any) -> list[str | int] | None:
+    """The path of the first string (a value or a key) that *is* ``target`` inside ``value``; for a key,
+    the path of the object holding it. Iterative, like ``iter_strings``."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if item is target:
+            return path
+        if isinstance(item, dict):
+            if any(key is target for key in item):
+                return path
+            stack.extend((sub, [*path, key]) for key, sub in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((sub, [*path, i]) for i, sub in reversed(list(enumerate(item))))
+    return None
 
 
 def _error_order(error: jsonschema.ValidationError) -> tuple:
@@ -461,20 +731,23 @@ def check_empty_assistant(messages: list[Message]) -> Iterator[Finding]:
 
 
 def conversation_findings(conv: Conversation) -> Iterator[Finding]:
+    defined = definitions(conv)  # listed tools and those meta_tool results returned (the open-world rule)
     yield from check_text(conv.to_dict())
     yield from check_duplicate_tools(conv.tools)
-    yield from check_tool_schemas(conv.tools)
+    yield from check_tool_schemas(defined)
     yield from check_role_order(conv.messages)
     yield from check_empty_assistant(conv.messages)
-    yield from check_undefined_tools(conv)
-    yield from check_arguments(conv)
+    yield from check_undefined_tools(conv, defined)
+    yield from check_arguments(conv, defined)
     yield from check_duplicate_call_ids(conv.messages)
     yield from check_tool_results(conv.messages)
 
 
 def check_conversation(conv: Conversation, severities: Mapping[str, Setting] | None = None) -> list[Problem]:
     """Every problem of one conversation, with severities from the defaults overridden by
-    ``severities`` (code -> "error" | "warning" | "ignore"); ignored codes are left out."""
+    ``severities`` (code -> "error" | "warning" | "ignore"); ignored codes are left out. Tools a
+    meta_tool result returned count as defined (``retrieved_tools``), for ``data validate`` and the
+    training build alike; ``check_conversation(with_retrieved_tools(conv))`` finds the same problems."""
     return _apply(conversation_findings(conv), severities)
 
 

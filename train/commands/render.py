@@ -122,10 +122,11 @@ def rendered_record(
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.sources._common import Rejected, SourceError, iter_json_records
+    from train.sources._common import Rejected, SourceError, input_problem, iter_json_records
 
-    if not args.file.is_file():
-        print(f"error: {args.file}: no such file", file=sys.stderr)
+    problem = input_problem(args.file)  # before loading a tokenizer; reading checks it again
+    if problem:
+        print(f"error: {args.file}: {problem}", file=sys.stderr)
         return 2
     try:
         fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer, args.format_options)

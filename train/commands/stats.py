@@ -3,7 +3,7 @@
 Streams a canonical JSON Lines file (conversations, tool queries, tool libraries, or a mix)
 and prints what it holds: rich tables on a terminal, plain aligned text otherwise, one JSON
 object with ``--json``. Unreadable lines are counted and the first ten listed, never raised.
-Exit code 0 unless the file cannot be opened (2).
+Exit code 0 unless the file cannot be opened or is not a regular file (a device, a FIFO): 2.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from train.progress import progress
-from train.sources._common import iter_lines
+from train.sources._common import NotRegularFile, iter_lines, open_input
 from train.stats import MAX_LISTED, FileStats, count_lines
 
 Section = tuple[str, list[tuple[str, str]]]
@@ -34,9 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        handle = args.file.open("rb")
+        handle = open_input(args.file)  # a device or a FIFO is refused: reading one never ends
     except OSError as err:
         print(f"error: {args.file}: cannot open ({err.strerror or err})", file=sys.stderr)
+        return 2
+    except NotRegularFile as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
     language_of = _langid_classifier() if args.languages else None
     with handle:

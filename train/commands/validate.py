@@ -7,7 +7,8 @@ a line over the record size limit), Unicode (``text-encoding``: a lone surrogate
 ``train.validate``, and ids unique within each record kind (``duplicate-id``). Blank lines are not
 records. Prints one line per problem, ``FILE:LINE id=ID severity code at PATH: reason`` (the
 first ``--max-report``), then a summary table. ``--json`` prints one JSON document instead.
-Exit 0 when no record has an error, 1 when one has, 2 when the file cannot be read.
+Exit 0 when no record has an error, 1 when one has, 2 when the file cannot be read or is not a
+regular file (a device or a FIFO is refused, not read forever).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from train.progress import progress
 from train.schema import Conversation, SchemaError, ToolLibrary, ToolQuery, record_from_dict
-from train.sources._common import BLANK, RecordError, decode_line, iter_lines
+from train.sources._common import BLANK, NotRegularFile, RecordError, decode_line, iter_lines, open_input
 from train.validate import (
     DEFAULT_SEVERITIES,
     SETTINGS,
@@ -160,7 +161,7 @@ def check_file(
     record of its kind already used gets a ``duplicate-id`` problem naming that line."""
     first_line: dict[tuple[str, str], int] = {}  # (kind, id) -> the line that used it first
     duplicate = resolve_severities(severities)["duplicate-id"]
-    with path.open("rb") as fh:
+    with open_input(path) as fh:  # a device or a FIFO is refused: reading one never ends
         for lineno, raw in enumerate(progress(iter_lines(fh), desc=f"validate {path.name}", unit="line"), start=1):
             try:
                 value = decode_line(raw, lineno)
@@ -191,7 +192,7 @@ def record_kind(obj: Any) -> str:
 def load_library_names(path: Path) -> set[str]:
     """Tool names of every record with tools in a JSON Lines file (``OUT.library.jsonl``)."""
     names: set[str] = set()
-    with path.open("rb") as fh:
+    with open_input(path) as fh:
         for lineno, raw in enumerate(iter_lines(fh), start=1):
             try:
                 value = decode_line(raw, lineno)
@@ -239,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     if args.library is not None:
         try:
             library = load_library_names(args.library)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, NotRegularFile) as err:
             print(printable(f"error: library {err}"), file=sys.stderr)
             return 2
     summary = Summary()
@@ -258,6 +259,9 @@ def run(args: argparse.Namespace) -> int:
                     hidden += 1
     except OSError as err:
         print(printable(f"error: {args.file}: cannot read ({err.strerror or err})"), file=sys.stderr)
+        return 2
+    except NotRegularFile as err:
+        print(printable(f"error: {err}"), file=sys.stderr)
         return 2
     try:
         emit(args, summary, reports, hidden)

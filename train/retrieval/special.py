@@ -27,23 +27,26 @@ A tool message carries one entry in a list, ``[{...}]``, as the figures print th
 
 The meta_tool call contract, shared by the data builder, retrieval evaluation and the dataset's
 validation: ``meta_tool_call`` writes a hypothesis as the paper's call JSON, ``parse_rewrite`` reads
-a teacher's answer, ``verify_meta_call`` is A.3's structure check, and ``with_retrieved_tools`` adds
-the tools a meta_tool result returned to a conversation (they are defined by retrieval).
+a teacher's answer, ``verify_meta_call`` is A.3's structure check. ``with_retrieved_tools`` (adding the
+tools a meta_tool result returned to a conversation: they are defined by retrieval) lives in
+``train.validate``, whose ``check_conversation`` applies that rule itself.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from train.retrieval.baselines import KeywordIndex
 from train.retrieval.index import ToolIndex, tool_json
 from train.retrieval.metatool import DEFAULT_ALPHA, DEFAULT_K, ToolHypothesis, search
-from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
+from train.schema import Message, Tool, ToolCall
 
-META_TOOL_NAME = "meta_tool"
+# The open-world rule (tools a meta_tool result returned count as defined) is validation's, in one place;
+# it is re-exported here with the rest of the meta_tool call contract.
+from train.validate import META_TOOL_NAME, with_retrieved_tools  # noqa: F401
+
 TOOL_SEARCHER_NAME = "ToolSearcher"
 NON_FUNCTION_NAME = "get_user_input"
 
@@ -162,47 +165,6 @@ def meta_tool_call(hypothesis: ToolHypothesis) -> dict:
         "param_description": list(hypothesis.param_description),
     }
     return {"name": META_TOOL_NAME, "parameters": arguments}
-
-
-def with_retrieved_tools(conv: Conversation) -> Conversation:
-    """The conversation with every tool a meta_tool result returned added to its tools (for validation).
-
-    In an open-world dialogue the invoked tools are not listed: they are *defined by retrieval*, by
-    the meta_tool result that returns their JSON. Tool-aware validation needs them to check the
-    calls that follow (the name exists, the arguments fit the schema). Results are read in the
-    layouts that occur: a tool JSON, a list of them, or the executor's ``{"results": ...}`` entries.
-    """
-    meta_ids = {c.id for m in conv.messages for c in m.tool_calls if c.name == META_TOOL_NAME and c.id}
-    if not meta_ids:
-        return conv
-    known = {t.name for t in conv.tools}
-    found: list[Tool] = []
-    for message in conv.messages:
-        if message.role != "tool" or message.tool_call_id not in meta_ids:
-            continue
-        try:
-            value = json.loads(message.content or "")
-        except (ValueError, RecursionError):
-            continue
-        for tool in _tool_jsons(value):
-            if tool.name not in known:
-                known.add(tool.name)
-                found.append(tool)
-    if not found:
-        return conv
-    return Conversation(id=conv.id, messages=conv.messages, tools=[*conv.tools, *found], meta=conv.meta)
-
-
-def _tool_jsons(value: Any) -> Iterator[Tool]:
-    for item in value if isinstance(value, list) else [value]:
-        if isinstance(item, dict) and "results" in item:
-            yield from _tool_jsons(item["results"])
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            function = {k: item[k] for k in ("name", "description", "parameters") if k in item}
-            try:
-                yield Tool.from_dict({"type": "function", "function": function})
-            except SchemaError:
-                continue
 
 
 def verify_meta_call(call: Any) -> str | None:

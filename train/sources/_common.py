@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,6 +38,68 @@ class Rejected:
         return {"location": self.location, "reason": self.reason, "raw": raw}
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, from its ``st_mode``, for an error message."""
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+class NotRegularFile(SourceError):
+    """An input that is a device, a FIFO, a socket or a folder where a data file is expected."""
+
+
+def open_input(path: Path) -> BinaryIO:
+    """An input file opened for reading (symlinks followed); ``NotRegularFile`` for anything but a
+    regular file, the OSError of ``open`` when it cannot be opened (the caller words it).
+
+    Every verb and the training build open their data files here. A device or a FIFO is never a data
+    file: reading one may never end (``/dev/zero``) and opening a FIFO blocks until a writer comes. So
+    the file is opened without blocking and refused on what ``fstat`` says of what was opened."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: is {file_kind(mode)}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def input_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a data file (``no such file``, ``is a FIFO (named pipe), not a regular
+    file`` ...), or None: the check a verb makes before loading anything heavy (``open_input`` still
+    checks what it opens)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as err:
+        return f"cannot read ({err.strerror or err})"
+    return None if stat.S_ISREG(mode) else f"is {file_kind(mode)}, not a regular file"
+
+
+def refuse_special(path: Path) -> None:
+    """NotRegularFile when ``path`` is a device, a FIFO or a socket (a folder or a regular file passes):
+    for reader inputs that may be folders, checked before a reader opens anything under them."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # missing or unreadable: the reader says so when it opens it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise NotRegularFile(f"{path}: is {file_kind(mode)}, not a regular file")
+
+
 def check_arity(inputs: list[Path], names: tuple[str, ...], optional: int = 0) -> None:
     """Fail early when a reader is given the wrong number of inputs, naming what it expects."""
     low, high = len(names) - optional, len(names)
@@ -48,11 +112,13 @@ def check_arity(inputs: list[Path], names: tuple[str, ...], optional: int = 0) -
     for path in inputs:
         if not path.exists():
             raise SourceError(f"{path}: no such file or directory")
+        refuse_special(path)
 
 
 def read_text(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        with open_input(path) as fh:
+            data = fh.read()
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
     if path.suffix == ".gz":  # a gzipped input reads as its text (the toolverifier_tiny asset ships one)
@@ -240,7 +306,7 @@ def iter_json_records(path: Path, salvage: bool = True) -> Iterator[tuple[str, A
     break is a ``SourceError``.
     """
     try:
-        with path.open("rb") as fh:
+        with open_input(path) as fh:
             head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
@@ -252,7 +318,7 @@ def iter_json_records(path: Path, salvage: bool = True) -> Iterator[tuple[str, A
         for index, obj in enumerate(items):
             yield f"{path}#{index}", obj
         return
-    with path.open("rb") as fh:
+    with open_input(path) as fh:
         for lineno, raw in enumerate(iter_lines(fh), start=1):
             location = f"{path}:{lineno}"
             try:
@@ -405,7 +471,8 @@ def _size_over(text: str, start: int, end: int, limit: int) -> int | None:
 
 def _read_lenient(path: Path) -> str:
     try:
-        return path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+        with open_input(path) as fh:
+            return fh.read().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
 
