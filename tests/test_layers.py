@@ -41,7 +41,9 @@ LAYER_OF: dict[str, str] = {
     "train.registry": "base",  # name -> object (or module:attr) lookup every concept registers through
     "train.schema": "schema",
     "train.validate": "schema",  # the record contract every reader checks its output against
+    "train.json_schema": "schema",  # bounded patterns and local-only references for tool schemas
     "train.sources.*": "sources",
+    "train.sources.call_markers": "schema",  # the call-markup markers train.validate checks text for
     "train.stats": "sources",  # counts canonical records with the readers' JSON helpers; no format, no model
     "train.formats.*": "formats",
     "train.formats.expansion": "formats",  # per-target-turn expansion: renders and tokenizes, knows no dataset
@@ -74,6 +76,7 @@ LAYER_OF: dict[str, str] = {
     "train.tracking": "run",
     "train.run_dir": "run",
     "train.resume_config": "run",
+    "train.resume_data": "run",  # what a run's build read (content hashes), compared on resume
     "train.run": "run",
     "train.training_args": "run",  # the config -> TrainingArguments mapping run() and bench train share
     "train.export": "run",  # merges a run's adapter into its model: the run's model and checkpoint code

@@ -43,20 +43,23 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 import jsonschema
-import referencing
 import referencing.exceptions
-import regex
-from jsonschema_specifications import REGISTRY as META_SCHEMAS
-from referencing.jsonschema import DRAFT202012
 
+from train.json_schema import (
+    LOCAL_ONLY,
+    REGEX_BUDGET_S,
+    BoundedValidator,
+    PatternFault,
+    reference_fault,
+    regex_budget,
+)
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall, ToolLibrary, ToolQuery
+from train.sources.call_markers import markup_findings
 
 Severity = Literal["error", "warning"]
 Setting = Literal["error", "warning", "ignore"]
@@ -79,6 +82,7 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     "duplicate-call-id": "error",
     "text-encoding": "error",
     "replacement-char": "warning",
+    "call-markup-in-text": "warning",  # tool-call markup kept as text (train.sources.call_markers)
     # across records of one file (``data validate``): the eval split and held-out set go by id
     "duplicate-id": "error",
     # tool queries (retrieval datasets); MetaTool's "no tool needed" queries have empty gold sets
@@ -198,155 +202,6 @@ def check_text(record: dict[str, Any]) -> Iterator[Finding]:
             if found:
                 what = what.format(code_point=f"U+{ord(found.group()):04X}")
                 yield code, where or "record", f"{what} at character {found.start()}"
-
-
-# ---------------------------------------------------------------- schemas: local references, bounded patterns
-
-# jsonschema matches ``pattern`` and ``patternProperties`` with Python's ``re``, a backtracking engine
-# with no time limit: ``^(a|a)*$`` against 40 a's and a b never ends. The keywords below match with
-# ``regex`` instead, which takes a ``timeout``. Why ``regex`` and not RE2 (no backtracking at all): the
-# patterns are ECMA-262 but have always been run as Python patterns here, and ``regex`` (version 0 mode)
-# is ``re``-compatible, so every schema keeps its meaning; RE2 refuses lookarounds and backreferences,
-# which ECMA-262 has and real schemas use, so those tools would stop being checkable. ``regex`` is
-# well kept (the engine tiktoken and transformers already depend on).
-REGEX_BUDGET_S = 1.0  # all pattern matching of one record; real patterns take microseconds
-
-
-class PatternFault(Exception):
-    """A pattern that could not be matched in the record's budget (``timeout``) or compiled by ``regex``."""
-
-    def __init__(self, pattern: str, subject: str, timeout: bool, detail: str = ""):
-        self.pattern, self.subject, self.timeout, self.detail = pattern, subject, timeout, detail
-        super().__init__(detail or f"pattern {pattern!r} timed out")
-
-
-class ExternalReference(Exception):
-    """Raised for every URI a schema's ``$ref`` would fetch: references resolve inside the schema only."""
-
-
-def _refuse_retrieval(uri: str) -> referencing.Resource:
-    raise ExternalReference(uri)
-
-
-# jsonschema adds the meta-schemas to this registry; without one it would fetch any http(s) $ref, no timeout
-LOCAL_ONLY: referencing.Registry = referencing.Registry(retrieve=_refuse_retrieval)
-_regex_deadline: ContextVar[float | None] = ContextVar("regex_deadline", default=None)
-
-
-@contextmanager
-def _regex_budget(deadline: float) -> Iterator[None]:
-    token = _regex_deadline.set(deadline)
-    try:
-        yield
-    finally:
-        _regex_deadline.reset(token)
-
-
-@lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> regex.Pattern:
-    return regex.compile(pattern, regex.VERSION0)
-
-
-def bounded_search(pattern: str, subject: str) -> bool:
-    """``re.search(pattern, subject)`` within what is left of the record's budget; PatternFault otherwise."""
-    deadline = _regex_deadline.get()
-    left = REGEX_BUDGET_S if deadline is None else deadline - time.monotonic()
-    if left <= 0:
-        raise PatternFault(pattern, subject, timeout=True)
-    try:
-        return _compiled(pattern).search(subject, timeout=left) is not None
-    except TimeoutError:
-        raise PatternFault(pattern, subject, timeout=True) from None
-    except regex.error as err:
-        raise PatternFault(pattern, subject, timeout=False, detail=f"pattern {pattern!r}: {err}") from None
-
-
-# The three keywords of Draft 2020-12 that call re.search, as jsonschema writes them, with bounded_search.
-def _pattern(validator, pattern, instance, schema):
-    if validator.is_type(instance, "string") and not bounded_search(pattern, instance):
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(validator, patterns, instance, schema):
-    if validator.is_type(instance, "object"):
-        for pattern, subschema in patterns.items():
-            for key, value in instance.items():
-                if bounded_search(pattern, key):
-                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _additional_properties(validator, additional, instance, schema):
-    if not validator.is_type(instance, "object"):
-        return
-    named, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
-    extras = [k for k in instance if k not in named and not any(bounded_search(p, k) for p in patterns)]
-    if validator.is_type(additional, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], additional, path=extra)
-    elif not additional and extras:
-        listed = ", ".join(repr(k) for k in sorted(extras))
-        if patterns:
-            shown = ", ".join(repr(p) for p in sorted(patterns))
-            yield jsonschema.ValidationError(
-                f"{listed} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: {shown}"
-            )
-        else:
-            verb = "was" if len(extras) == 1 else "were"
-            yield jsonschema.ValidationError(f"Additional properties are not allowed ({listed} {verb} unexpected)")
-
-
-BoundedValidator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
-)
-# Data, not subschemas: a {"$ref": ...} inside a default or an enum is a value, never resolved.
-_DATA_KEYWORDS = {"const", "enum", "default", "examples"}
-_NAMED_SUBSCHEMAS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-
-
-def subschemas(schema: Any) -> Iterator[dict[str, Any]]:
-    """Every schema object inside a schema (itself included), iteratively; the names under ``properties``
-    and the like are names, not keywords, and values of ``const``/``enum``/``default`` are data."""
-    stack = [schema]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            yield item
-            for key, value in item.items():
-                if key in _NAMED_SUBSCHEMAS and isinstance(value, dict):
-                    stack.extend(value.values())
-                elif key not in _DATA_KEYWORDS:
-                    stack.append(value)
-
-
-def _cause(err: BaseException | None, kind: type[BaseException]) -> BaseException | None:
-    while err is not None and not isinstance(err, kind):
-        err = err.__cause__ or err.__context__
-    return err
-
-
-def reference_fault(schema: dict[str, Any]) -> str | None:
-    """Why a schema cannot be used as it is without fetching anything: a ``$ref`` leading outside it, or
-    ``unevaluatedProperties`` beside ``patternProperties`` (jsonschema matches those with ``re``, unbounded)."""
-    parts = list(subschemas(schema))
-    if any("unevaluatedProperties" in s for s in parts) and any("patternProperties" in s for s in parts):
-        return "unevaluatedProperties with patternProperties is not supported (its matching cannot be time-bounded)"
-    resource = DRAFT202012.create_resource(schema)
-    base = resource.id() or ""
-    resolver = META_SCHEMAS.combine(LOCAL_ONLY).with_resource(base, resource).resolver(base)
-    for part in parts:
-        for keyword in ("$ref", "$dynamicRef"):
-            ref = part.get(keyword)
-            if not isinstance(ref, str):
-                continue
-            try:
-                resolver.lookup(ref)
-            except referencing.exceptions.Unresolvable as err:
-                if _cause(err, ExternalReference) is not None:
-                    return f"{keyword} {ref!r} points outside the schema; only references inside it are resolved"
-    return None
 
 
 # ---------------------------------------------------------------- tools
@@ -540,7 +395,7 @@ def check_arguments(conv: Conversation, defined: list[Definition] | None = None)
             continue
         base = f"{ref.where}.function.arguments"
         try:
-            with _regex_budget(deadline):
+            with regex_budget(deadline):
                 errors = sorted(_validator(key).iter_errors(ref.call.arguments), key=_error_order)
         except referencing.exceptions.Unresolvable as err:
             broken.add(found.index)
@@ -741,6 +596,7 @@ def conversation_findings(conv: Conversation) -> Iterator[Finding]:
     yield from check_arguments(conv, defined)
     yield from check_duplicate_call_ids(conv.messages)
     yield from check_tool_results(conv.messages)
+    yield from markup_findings(conv)
 
 
 def check_conversation(conv: Conversation, severities: Mapping[str, Setting] | None = None) -> list[Problem]:
