@@ -43,7 +43,7 @@ def positive_options(args: Any, names: tuple[str, ...]) -> str | None:
     for name in names:
         value = getattr(args, name)
         if value is not None and value < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {value}"
+            return f"--{name.replace('_', '-')} must be at least 1"
     return None
 
 
