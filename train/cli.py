@@ -99,9 +99,19 @@ def demo_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one verb; its exit code. Ctrl-C anywhere (imports included: they take seconds) is one ``error:`` line
+    and exit 130, never a traceback."""
+    try:
+        return _run_verb(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        print("error: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
+
+
+def _run_verb(argv: list[str]) -> int:
     from train.console import quiet_libraries, take_verbose_flag
 
-    argv = take_verbose_flag(list(sys.argv[1:] if argv is None else argv))
+    argv = take_verbose_flag(argv)
     quiet_libraries()  # before any verb imports transformers; --verbose / TOOLTRAIN_VERBOSE=1 keep the noise
     if argv[:1] == ["train"]:
         from train.entry import hydra_main
@@ -127,9 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as err:  # -o names a path that cannot be written
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # `tooltrain data stats x | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0

@@ -26,6 +26,35 @@ class Rate:
         return self.conversations / self.seconds if self.seconds > 0 else float("inf")
 
 
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` is no conversations file to read, or None. A FIFO or a device is refused before it is opened:
+    reading one could wait, or run, for ever."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return f"{path}: is a folder; expected a JSON Lines file of canonical conversations"
+    if path.exists():
+        return f"{path}: not a regular file (a FIFO or a device); expected a JSON Lines file of canonical conversations"
+    return f"{path}: no such file"
+
+
+def positive_options(args: Any, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` (argparse dests) given below 1, as an error message; None when all are fine."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            return f"--{name.replace('_', '-')} must be at least 1"
+    return None
+
+
+def nothing_to_time(files: str, read: int, unreadable: int, left_out: int) -> str:
+    """The error when no conversation is left to benchmark: a rate over nothing means nothing."""
+    return (
+        f"no conversation to benchmark in {files}: {read} read, {unreadable} unreadable lines, "
+        f"{left_out} that a path cannot render; expected canonical conversations (JSON Lines)"
+    )
+
+
 def read_conversations(path: Path, limit: int | None) -> tuple[list[Conversation], int]:
     """The first ``limit`` canonical conversations, and how many lines were not one."""
     from train.sources._common import Rejected, iter_json_records

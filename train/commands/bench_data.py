@@ -33,7 +33,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from train.commands.bench_common import Rate, read_conversations, table, trl_path
+from train.commands.bench_common import (
+    Rate,
+    file_problem,
+    nothing_to_time,
+    positive_options,
+    read_conversations,
+    table,
+    trl_path,
+)
 from train.commands.chat_setup import load_format_and_tokenizer, reference_for
 from train.formats import FORMATS
 from train.formats.tokenize import tokenize_many
@@ -242,29 +250,33 @@ def mib(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    missing = [f for f in args.files if not f.is_file()]
-    if missing:
-        print(f"error: {missing[0]}: no such file", file=sys.stderr)
+    problem = next(filter(None, map(file_problem, args.files)), None) or positive_options(
+        args, ("workers", "limit", "repeat", "max_seq_len", "batch_size")
+    )
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
-    for name in ("workers", "repeat", "max_seq_len", "batch_size"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            print(f"error: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
-            return 2
-    try:
-        fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    workers = args.workers or default_workers()
+    files = ", ".join(map(str, args.files))
     conversations, unreadable = [], 0
     for file in args.files:
         read, bad = read_conversations(file, None)
         conversations += read
         unreadable += bad
     conversations = conversations[: args.limit]
+    if not conversations:  # before the tokenizer is loaded and the children are started
+        print(f"error: {nothing_to_time(files, 0, unreadable, 0)}", file=sys.stderr)
+        return 2
+    try:
+        fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    workers = args.workers or default_workers()
     reference = reference_for(args.format, tokenizer)
     rates, left_out = render_rates(fmt, tokenizer, conversations, reference, args.repeat)
-    files = ", ".join(map(str, args.files))
+    if not rates[0].conversations:
+        print(f"error: {nothing_to_time(files, len(conversations), unreadable, left_out)}", file=sys.stderr)
+        return 2
     print(f"data benchmark: format {args.format}, tokenizer {args.tokenizer or fmt.default_tokenizer}")
     print(
         f"{rates[0].conversations} conversations from {files}; left out: {left_out} that a path cannot render; "

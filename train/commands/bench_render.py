@@ -27,7 +27,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from train.commands.bench_common import Rate, Row, read_conversations, table, trl_path
+from train.commands.bench_common import (
+    Rate,
+    Row,
+    file_problem,
+    nothing_to_time,
+    positive_options,
+    read_conversations,
+    table,
+    trl_path,
+)
 from train.commands.chat_setup import load_format_and_tokenizer, reference_for
 from train.formats import FORMATS, ChatFormat
 from train.formats.tokenize import tokenize, tokenize_many
@@ -103,21 +112,29 @@ def best_batched_pass(path: str, fmt: ChatFormat, tokenizer: Any, items: Sequenc
 def run(args: argparse.Namespace) -> int:
     from train.formats.hf import to_hf_messages
 
-    if not args.file.is_file():
-        print(f"error: {args.file}: no such file", file=sys.stderr)
+    problem = file_problem(args.file) or positive_options(args, ("limit", "repeat"))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    conversations, unreadable = read_conversations(args.file, args.limit)
+    if not conversations:  # before the tokenizer is loaded: nothing else to learn
+        print(f"error: {nothing_to_time(str(args.file), 0, unreadable, 0)}", file=sys.stderr)
         return 2
     try:
         fmt, tokenizer = load_format_and_tokenizer(args.format, args.tokenizer)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    conversations, unreadable = read_conversations(args.file, args.limit)
     reference = reference_for(args.format, tokenizer)
     tooltrain = ours(fmt, tokenizer)
     trl = trl_path(reference, tokenizer) if reference is not None else None
     hf = [to_hf_messages(conv) for conv in conversations]
     keep, identical = warm_up(conversations, hf, tooltrain, trl)
     chosen = [conversations[i] for i in keep]
+    if not chosen:
+        left_out = len(conversations)
+        print(f"error: {nothing_to_time(str(args.file), len(conversations), unreadable, left_out)}", file=sys.stderr)
+        return 2
     rates = [
         best_pass(f"tooltrain {args.format}", tooltrain, chosen, args.repeat),
         best_batched_pass(f"tooltrain {args.format} batched", fmt, tokenizer, chosen, args.repeat),

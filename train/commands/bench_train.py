@@ -36,7 +36,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from train.commands.outputs import add_out_dir
+from train.commands.outputs import add_out_dir, make_folder
 
 PATHS = ("tooltrain packed", "tooltrain padded", "trl packed")
 NEVER = 10**9  # save_steps: no checkpoints inside a benchmark
@@ -298,6 +298,7 @@ def run(args: argparse.Namespace) -> int:
     if args.steps < 1 or args.warmup < 0:
         print("error: --steps must be >= 1 and --warmup >= 0", file=sys.stderr)
         return 2
+    make_folder(args.out_dir)  # a file in the way is an OutputError (one line) before any training process starts
     try:
         cfg = compose(step_overrides(args.overrides, args.warmup, args.steps, args.out_dir / "check"))
     except Exception as err:  # noqa: BLE001 - a bad override: Hydra's message lists the valid choices
