@@ -24,7 +24,7 @@ INF = math.inf
 
 @dataclass(frozen=True)
 class Range:
-    """low..high, each end closed unless ``*_open``; ``nullable``: null is allowed too (and means ``null_means``)."""
+    """low..high, each end closed unless ``*_open``; ``nullable``: null is allowed too (``note`` says what it means)."""
 
     low: float = -INF
     high: float = INF
@@ -45,7 +45,8 @@ class Range:
             return f"{'>' if self.low_open else '>='} {_number(self.low)}"
         if self.low == -INF:
             return f"{'<' if self.high_open else '<='} {_number(self.high)}"
-        return f"in {'(' if self.low_open else '['}{_number(self.low)}, {_number(self.high)}{')' if self.high_open else ']'}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"in {left}{_number(self.low)}, {_number(self.high)}{right}"
 
 
 def _number(value: float) -> str:
