@@ -550,9 +550,12 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    from train.model_folder import apply_model_folder
+
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = hydra_compose("train", overrides=list(overrides or []))
+    apply_model_folder(cfg, list(overrides or []))  # model.path=DIR brings its tokenizer and chat format
     check(cfg)
     return cfg
 
