@@ -124,7 +124,7 @@ class CheckBeforeLaunch(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         try:
-            apply_model_folder(config, _overrides(config))
+            apply_model_folder(config, _overrides(config, sweeps=False))  # each job applies its own sweep point
             check(config)
         except ConfigError as err:
             _fail(err)
@@ -151,9 +151,15 @@ class CheckBeforeLaunch(Callback):
             sys.exit(_exit_code)
 
 
-def _overrides(config: DictConfig) -> list[str]:
-    """The command line's overrides, as the config Hydra's callbacks see holds them."""
-    return list(config.hydra.overrides.task)
+def _overrides(config: DictConfig, sweeps: bool = True) -> list[str]:
+    """The command line's overrides, as the config Hydra's callbacks see holds them; ``sweeps=False``: without the
+    swept ones (``model.path=a,b``), which a sweep's own config does not hold yet."""
+    overrides = list(config.hydra.overrides.task)
+    if sweeps:
+        return overrides
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return [o.input_line for o in OverridesParser.create().parse_overrides(overrides) if not o.is_sweep_override()]
 
 
 def _fail(err: Exception | str, code: int = USER_ERROR_EXIT_CODE, mid_line: bool = False) -> None:
