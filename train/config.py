@@ -11,6 +11,7 @@ object: those are built by ``train.run`` from these plain values.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, MissingMandatoryValue, OmegaConf
-from omegaconf.errors import ConfigTypeError
+from omegaconf.errors import ConfigTypeError, OmegaConfBaseException
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
@@ -308,8 +309,10 @@ class ConfigError(ValueError):
 
 def check(cfg: DictConfig) -> None:
     """Reject combinations that are valid field by field but cannot run together."""
-    problems = list(unknown_keys(cfg))
-    if cfg.train.global_batch_size % cfg.train.micro_batch_size:
+    from train.config_ranges import range_problems
+
+    problems = list(unknown_keys(cfg)) + name_problems(cfg)
+    if cfg.train.micro_batch_size > 0 and cfg.train.global_batch_size % cfg.train.micro_batch_size:
         problems.append(
             f"train.global_batch_size={cfg.train.global_batch_size} is not a multiple of "
             f"train.micro_batch_size={cfg.train.micro_batch_size}"
@@ -322,8 +325,7 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"model={cfg.model.name} has source=config but no model.arch")
     if not cfg.data.sources:
         problems.append(f"data={cfg.data.name} lists no sources")
-    if not 0.0 <= cfg.data.eval_fraction < 1.0:
-        problems.append(f"data.eval_fraction must be in [0, 1), got {cfg.data.eval_fraction}")
+    problems += range_problems(cfg)  # train.config_ranges.RANGES: every number's valid range
     problems += _data_problems(cfg)
     problems += _toolgt_problems(cfg)
     problems += _itc_problems(cfg)
@@ -337,6 +339,36 @@ def check(cfg: DictConfig) -> None:
         )
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+# A run's name becomes a folder (output_dir: runs/${run_name}), a file (launch: OUTPUT_DIR/JOB.sbatch) and an
+# ``#SBATCH --job-name=`` line, which cannot be quoted: a newline there is a command, a ``/`` or ``..`` a path
+# outside output_dir. So names keep to characters every one of those takes as they are.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+SAFE_NAME_RULE = "1-100 characters from A-Z a-z 0-9 . _ -, not starting with a dot"
+NAMED_KEYS = ("run_name", "launcher.job_name")
+
+
+def name_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` as the name ``key`` (SAFE_NAME), or None."""
+    if isinstance(value, str) and SAFE_NAME.fullmatch(value):
+        return None
+    return f"{key}={value!r} is not a safe name: use {SAFE_NAME_RULE}"
+
+
+def name_problems(cfg: DictConfig) -> list[str]:
+    problems = []
+    for key in NAMED_KEYS:
+        try:
+            value = OmegaConf.select(cfg, key, throw_on_missing=True)
+        except OmegaConfBaseException:  # an interpolation that cannot resolve here: the launch checks it again
+            continue
+        if key == "launcher.job_name" and value == cfg.get("run_name"):
+            continue  # the default ${run_name}: said once, as run_name
+        problem = name_problem(key, value)
+        if problem:
+            problems.append(problem)
+    return problems
 
 
 def unknown_keys(node: Any, path: str = "") -> Iterator[str]:
@@ -394,12 +426,6 @@ def _data_problems(cfg: DictConfig) -> list[str]:
     bad = {part: w for part, w in cfg.data.part_weights.items() if not 0.0 <= w < float("inf")}  # nan fails too
     if bad:
         problems.append(f"data.part_weights must be finite and >= 0, got {bad}")
-    if cfg.data.max_record_bytes <= 0:
-        problems.append(
-            f"data.max_record_bytes must be > 0 (bytes; default 8 MiB = 8388608), got {cfg.data.max_record_bytes}"
-        )
-    if cfg.data.num_workers is not None and cfg.data.num_workers < 1:
-        problems.append(f"data.num_workers must be >= 1 (or null: every available core), got {cfg.data.num_workers}")
     return problems
 
 
@@ -498,11 +524,6 @@ def _eval_problems(cfg: DictConfig) -> list[str]:
         from train.evaluation.toolverifier_run import toolbench_verify_problems
 
         problems += toolbench_verify_problems(OmegaConf.to_container(cfg.eval.toolbench_verify, resolve=True))
-    if cfg.eval.every_steps < 0 or cfg.eval.batch_size < 1:
-        problems.append(
-            "eval.every_steps must be >= 0 and eval.batch_size >= 1, "
-            f"got {cfg.eval.every_steps} and {cfg.eval.batch_size}"
-        )
     for index, bench in enumerate(cfg.eval.benchmarks):
         where = f"eval.benchmarks.{index} ({bench.name})"
         try:  # a registered benchmark with a task (train.evaluation.SCORERS), or module:attr naming one
@@ -521,8 +542,6 @@ def _eval_problems(cfg: DictConfig) -> list[str]:
             )
         if task is not None:
             problems += [f"{where}: {problem}" for problem in task.option_problems(dict(bench.options))]
-        if bench.max_new_tokens < 1 or (bench.limit is not None and bench.limit < 1):
-            problems.append(f"{where}: max_new_tokens and limit must be >= 1")
     return problems
 
 
@@ -531,9 +550,12 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    from train.model_folder import apply_model_folder
+
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = hydra_compose("train", overrides=list(overrides or []))
+    apply_model_folder(cfg, list(overrides or []))  # model.path=DIR brings its tokenizer and chat format
     check(cfg)
     return cfg
 

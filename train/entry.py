@@ -26,6 +26,7 @@ from omegaconf import DictConfig
 
 from train.checkpoints import completed_run
 from train.config import CONF_DIR, ConfigError, check, register
+from train.model_folder import apply_model_folder
 from train.run_dir import (
     RunSetupError,
     check_inputs,
@@ -63,6 +64,7 @@ def _main(cfg: DictConfig) -> None:
     from hydra.types import RunMode
 
     try:
+        apply_model_folder(cfg, list(HydraConfig.get().overrides.task))
         check(cfg)
     except ConfigError as err:
         _fail(err)
@@ -73,12 +75,14 @@ def _main(cfg: DictConfig) -> None:
     _output_dir = Path(cfg.output_dir)
 
     from train.distributed import StrategyError, World, requeue_submitit_job
+    from train.model import check_model_tokenizer
     from train.run import run
     from train.sources import SourceError
     from train.summary import format_summary
 
     world = World.from_env()
     try:
+        check_model_tokenizer(cfg)  # before the data build: a tokenizer the model's embeddings cannot hold
         result = run(cfg)
     except (ConfigError, StrategyError, RunSetupError, SourceError) as err:  # a message, not a traceback
         _fail(err)
@@ -120,6 +124,7 @@ class CheckBeforeLaunch(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         try:
+            apply_model_folder(config, _overrides(config, sweeps=False))  # each job applies its own sweep point
             check(config)
         except ConfigError as err:
             _fail(err)
@@ -128,6 +133,7 @@ class CheckBeforeLaunch(Callback):
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         global _output_dir
         try:
+            apply_model_folder(config, _overrides(config))
             check(config)
             _output_dir = out = Path(config.output_dir)
             check_output_dir(out)
@@ -143,6 +149,17 @@ class CheckBeforeLaunch(Callback):
         except (ConfigError, RunSetupError) as err:
             _fail(err)
             sys.exit(_exit_code)
+
+
+def _overrides(config: DictConfig, sweeps: bool = True) -> list[str]:
+    """The command line's overrides, as the config Hydra's callbacks see holds them; ``sweeps=False``: without the
+    swept ones (``model.path=a,b``), which a sweep's own config does not hold yet."""
+    overrides = list(config.hydra.overrides.task)
+    if sweeps:
+        return overrides
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return [o.input_line for o in OverridesParser.create().parse_overrides(overrides) if not o.is_sweep_override()]
 
 
 def _fail(err: Exception | str, code: int = USER_ERROR_EXIT_CODE, mid_line: bool = False) -> None:

@@ -9,6 +9,7 @@ what is rendered here invokes them with environment variables.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,40 @@ SHUTDOWN_TIMEOUT_S = 120
 
 class LaunchError(ValueError):
     pass
+
+
+# An #SBATCH line is read by sbatch, not by a shell: it has no quoting a value could hide in, and a newline in a
+# value ends the line (the rest would run as a command), a space starts another option. So a value written there
+# keeps to characters Slurm's own values use (partitions, accounts, constraints such as a100&ib, paths).
+SBATCH_VALUE = re.compile(r"[A-Za-z0-9._,:=+@%/~&|*()\[\]-]+")
+SBATCH_VALUE_RULE = "only A-Z a-z 0-9 and . _ , : = + @ % / ~ & | * ( ) [ ] - (no spaces, quotes, $ or newlines)"
+# The shell variables the batch script's preview line shows as variables: filled in on the node, at run time.
+NODE_VARIABLES = frozenset({"$MASTER_ADDR", "$MASTER_PORT", "$SLURM_JOB_ID", "$MASTER_ADDR:$MASTER_PORT"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def sbatch_value(key: str, value: object) -> str:
+    """``value`` as it may stand in an #SBATCH line; LaunchError naming ``key`` and the rule otherwise."""
+    text = str(value)
+    if not SBATCH_VALUE.fullmatch(text):
+        raise LaunchError(f"{key}={text!r} cannot go into an #SBATCH line: use {SBATCH_VALUE_RULE}")
+    return text
+
+
+def check_job_name(name: str) -> str:
+    """The job name names the script (OUTPUT_DIR/NAME.sbatch) and the job: a safe name (train.config.SAFE_NAME)."""
+    from train.config import name_problem
+
+    problem = name_problem("launcher.job_name", name)
+    if problem:
+        raise LaunchError(problem)
+    return name
+
+
+def comment(text: str) -> str:
+    """``text`` safe on a ``#`` line: a control character (a newline would end the comment and start a command)
+    is written as its escape, ``\\n``."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -259,7 +294,7 @@ class SlurmSettings:
 def sbatch_directives(s: SlurmSettings) -> list[str]:
     """#SBATCH lines: one srun task (one torchrun) per node; the signal and requeue lines that make
     a time limit end in a checkpoint and another attempt (see launch/slurm/train.sbatch)."""
-    options = [f"--job-name={s.job_name}", f"--nodes={s.nodes}", "--ntasks-per-node=1"]
+    options = [f"--job-name={check_job_name(s.job_name)}", f"--nodes={s.nodes}", "--ntasks-per-node=1"]
     if s.request_gpus:
         options.append(f"--gpus-per-node={s.ranks_per_node}")
     if s.cpus_per_task:
@@ -268,7 +303,7 @@ def sbatch_directives(s: SlurmSettings) -> list[str]:
         options.append(f"--mem={s.mem_gb}G")
     options.append(f"--time={s.time_min}")
     options += [
-        f"--{name}={value}"
+        f"--{name}={sbatch_value(f'launcher.{name}', value)}"
         for name, value in (
             ("partition", s.partition),
             ("account", s.account),
@@ -281,15 +316,19 @@ def sbatch_directives(s: SlurmSettings) -> list[str]:
         f"--signal=B:USR1@{s.signal_lead_s}",
         "--requeue",
         "--open-mode=append",
-        f"--output={s.log_dir}/%x-%j.out",
+        f"--output={sbatch_value('launcher.log_dir', s.log_dir)}/%x-%j.out",
     ]
-    options += list(s.sbatch_options)
+    for option in s.sbatch_options:
+        if not option.startswith("-"):
+            raise LaunchError(f"launcher.sbatch_options: {option!r} is not an option (--name or --name=value)")
+        options.append(sbatch_value("launcher.sbatch_options", option))
     return [f"#SBATCH {option}" for option in options]
 
 
 def _preview(argv: list[str]) -> str:
-    # Shell variables stay visible as variables: they are filled in on the node, at run time.
-    return " ".join(arg if "$" in arg else shlex.quote(arg) for arg in argv)
+    # Our shell variables stay visible as variables (filled in on the node); every other word is quoted, a user's
+    # ``$(...)`` included, and the line is made safe for the comment it stands in.
+    return comment(" ".join(arg if arg in NODE_VARIABLES else shlex.quote(arg) for arg in argv))
 
 
 def sbatch_script(s: SlurmSettings, repo: Path, python: str, args: list[str], command: str) -> str:
@@ -298,7 +337,7 @@ def sbatch_script(s: SlurmSettings, repo: Path, python: str, args: list[str], co
     )
     lines = [
         "#!/usr/bin/env bash",
-        f"# Rendered by `{command}` from the composed config. Submit: sbatch THIS_FILE",
+        f"# Rendered by `{comment(command)}` from the composed config. Submit: sbatch THIS_FILE",
         *sbatch_directives(s),
         (
             f"# {s.nodes} node(s) x {s.ranks_per_node} rank(s) = {s.nodes * s.ranks_per_node} ranks. "
@@ -360,10 +399,10 @@ def plan(
     if launcher == "slurm":
         settings = slurm_settings(lc, nodes, per_node, cwd)
         script = sbatch_script(settings, repo, python, args, command)
-        path = output_dir / f"{settings.job_name}.sbatch"
+        path = output_dir / f"{check_job_name(settings.job_name)}.sbatch"
         return Plan(
             launcher,
-            f"{script}# {head[2:]}\n",
+            f"{script}# {comment(head[2:])}\n",
             sbatch=script,
             sbatch_path=path,
             log_dir=settings.log_dir,
@@ -384,9 +423,9 @@ def plan(
             args,
         )
         where = "on this machine" if nodes == 1 else "each on its node, at about the same time"
-        blocks = [f"{head}\n# run {where}:"]
+        blocks = [f"{comment(head)}\n# run {where}:"]
         for node in node_commands:
-            blocks.append(f"# node {node.node_rank}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}")
+            blocks.append(f"# node {node.node_rank}:\n{node.shell()}\n#   runs: {comment(shell_line(node.runs))}")
         return Plan(launcher, "\n".join(blocks) + "\n", nodes=node_commands, job_cwd=cwd)
 
     if nodes > 1 and not lc.hostfile:
@@ -396,7 +435,7 @@ def plan(
     where = "on this machine" if nodes == 1 else "on the first host of the hostfile; it starts the others over ssh"
     return Plan(
         launcher,
-        f"{head}\n# run {where}:\n{node.shell()}\n#   runs: {shell_line(node.runs)}\n",
+        f"{comment(head)}\n# run {where}:\n{node.shell()}\n#   runs: {comment(shell_line(node.runs))}\n",
         nodes=[node],
         job_cwd=cwd,
     )

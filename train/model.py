@@ -51,11 +51,61 @@ def to_plain(arch: Any) -> dict[str, Any]:
     return OmegaConf.to_container(arch, resolve=True) if isinstance(arch, DictConfig) else dict(arch)  # type: ignore[return-value]
 
 
+def largest_token_id(tokenizer: Any) -> int:
+    """The largest id ``tokenizer`` can produce: its size, or an added/special token's id past it (ids with holes)."""
+    ids = [len(tokenizer) - 1, *getattr(tokenizer, "all_special_ids", [])]
+    ids += list(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+    return max(int(i) for i in ids if i is not None)
+
+
+def tokenizer_fit_problem(model_cfg: Any, tokens: int, largest_id: int, rows: int, where: str) -> str | None:
+    """Why a tokenizer of ``tokens`` tokens (ids up to ``largest_id``) cannot feed embeddings of ``rows`` rows.
+
+    A larger tokenizer yields ids with no embedding row (an index error, or, resized, rows of noise trained as
+    if they meant something); it is the wrong tokenizer for these weights far more often than not."""
+    if tokens <= rows and largest_id < rows:
+        return None
+    special = f", and a special token with id {largest_id}" if largest_id >= rows and largest_id >= tokens else ""
+    return (
+        f"model.tokenizer={model_cfg.tokenizer} has {tokens} tokens{special}, but {where} has {rows} embedding "
+        f"rows (ids 0-{rows - 1}): it is not this model's tokenizer; leave model.tokenizer unset to use the "
+        "model folder's own, or name the one the model was trained with"
+    )
+
+
+def check_model_tokenizer(cfg: Any) -> None:
+    """Before anything is built: a pretrained model in a local folder against the run's tokenizer, by the folder's
+    config.json (``vocab_size``: the embeddings' rows). ConfigError naming both sizes. A hub id is checked when
+    the weights load (``build_model``)."""
+    import json
+    from pathlib import Path
+
+    from train.config import ConfigError
+
+    if choice(cfg.model.source) != "pretrained" or not cfg.model.path:
+        return
+    config_file = Path(str(cfg.model.path)).expanduser() / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        rows = int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size"))
+    except (OSError, ValueError, TypeError, AttributeError):  # not a local folder, or no size in it: build_model checks
+        return
+    from train.export import run_tokenizer
+
+    tokenizer = run_tokenizer(cfg)
+    problem = tokenizer_fit_problem(
+        cfg.model, len(tokenizer), largest_token_id(tokenizer), rows, f"model.path={cfg.model.path} (config.json)"
+    )
+    if problem:
+        raise ConfigError(problem)
+
+
 def build_model(
     model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implementation: str, seed: int | None = None
 ) -> Any:
     """The base model. ``seed`` seeds the global RNGs first: random init (source=config) and LoRA's
-    A matrices draw from them, so a run, each of its ranks and its export all get the same weights."""
+    A matrices draw from them, so a run, each of its ranks and its export all get the same weights.
+    ``vocab_size``: the tokenizer's size; ConfigError when the model's embeddings cannot hold its ids."""
     from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 
     if seed is not None:
@@ -69,7 +119,9 @@ def build_model(
         arch.setdefault("vocab_size", vocab_size)
         config = AutoConfig.for_model(model_cfg.arch_type, **arch)
         config.use_cache = False
-        return AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn_implementation)
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn_implementation)
+        _check_fit(model, model_cfg, vocab_size, f"model={model_cfg.name} (model.arch.vocab_size)")
+        return model
     if source == "smollm2_gguf":
         from transformers.utils.quantization_config import GgufConfig
 
@@ -97,9 +149,18 @@ def build_model(
         raise ValueError(f"unknown model source {source!r}; valid: config, pretrained, smollm2_gguf")
     # Packed rows rely on restarting position ids; a KV cache disables that detection (FINDINGS).
     model.config.use_cache = False
-    if model.get_input_embeddings().num_embeddings < vocab_size:
-        model.resize_token_embeddings(vocab_size)
+    # Never resized to fit: a tokenizer larger than the embeddings is the wrong tokenizer, not a smaller model.
+    _check_fit(model, model_cfg, vocab_size, f"model.path={model_cfg.path}" if source == "pretrained" else source)
     return model
+
+
+def _check_fit(model: Any, model_cfg: Any, vocab_size: int, where: str) -> None:
+    from train.config import ConfigError
+
+    rows = model.get_input_embeddings().num_embeddings
+    problem = tokenizer_fit_problem(model_cfg, vocab_size, vocab_size - 1, rows, where)
+    if problem:
+        raise ConfigError(problem)
 
 
 def apply_lora(model: Any, peft_cfg: Any, default_targets: list[str]) -> Any:
