@@ -79,12 +79,13 @@ def _main(cfg: DictConfig) -> None:
     from train.run import run
     from train.sources import SourceError
     from train.summary import format_summary
+    from train.teacher import TeacherUnavailable
 
     world = World.from_env()
     try:
         check_model_tokenizer(cfg)  # before the data build: a tokenizer the model's embeddings cannot hold
         result = run(cfg)
-    except (ConfigError, StrategyError, RunSetupError, SourceError) as err:  # a message, not a traceback
+    except (ConfigError, StrategyError, RunSetupError, SourceError, TeacherUnavailable) as err:  # a message
         _fail(err)
         return
     except Exception as err:
@@ -137,13 +138,14 @@ class CheckBeforeLaunch(Callback):
             check(config)
             _output_dir = out = Path(config.output_dir)
             check_output_dir(out)
-            if completed_run(out) is not None:
-                return  # nothing will run: run() says so
-            check_inputs(config)
             from train.distributed import World
-            from train.resume_config import check_resume
+            from train.resume_config import check_rerun, check_resume
 
             world = World.from_env()
+            if completed_run(out) is not None:
+                check_rerun(out, config, world)  # another run's settings: refused before Hydra writes into it
+                return  # nothing will run: run() says so
+            check_inputs(config)
             claim_run_dir(out, world)
             check_resume(out, config, world)
         except (ConfigError, RunSetupError) as err:

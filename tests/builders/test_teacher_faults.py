@@ -318,3 +318,16 @@ def test_an_answer_between_failures_keeps_the_teacher_and_bad_settings_are_refus
         config = {"kind": "http", "base_url": "http://teacher.invalid/v1", "model": "m", **setting}
         with pytest.raises(ValueError, match=rf"^teacher 'http': .*{re.escape(message)}"):
             make_backend(config)
+
+
+def test_a_training_build_whose_teacher_stops_answering_is_one_error_line(serve, tmp_path):
+    """Before: a TeacherUnavailable traceback from `tooltrain train` (entry.py did not list it among user errors)."""
+    server = serve(BAD_STATUS)
+    done, seconds = tooltrain(
+        "train", "recipe=toolgt_tiny", "data.builder_args.teacher.kind=http",
+        f"+data.builder_args.teacher.base_url={server.url}", "+data.builder_args.teacher.model=m",
+        f"output_dir={tmp_path / 'run'}", limit=120,
+    )  # fmt: skip
+    line = one_error_line(done)
+    assert line.startswith(f"error: the http teacher {server.url}/chat/completions (model m) failed 3 questions")
+    assert seconds < 90

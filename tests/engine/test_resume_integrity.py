@@ -350,7 +350,7 @@ def test_an_unchanged_input_touched_since_the_run_started_resumes(engine, traine
 
 
 # What Hydra writes into output_dir once CheckBeforeLaunch.on_run_start lets the job start: its record and the
-# job's log. Left out here; the xfail test below asserts them too (it needs the train/entry.py change).
+# job's log. Left out here; the test after this one asserts that the refusal (in on_run_start) leaves them too.
 HYDRA_WRITES = (".hydra", "entry.log")
 
 
@@ -380,11 +380,6 @@ def test_another_recipe_into_a_completed_run_is_refused_with_the_differences(eng
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs train/entry.py (not this branch's): CheckBeforeLaunch.on_run_start must call "
-    "train.resume_config.check_rerun before Hydra writes output_dir/.hydra (issue #24 item 8, see the report)",
-)
 def test_another_recipe_into_a_completed_run_leaves_even_hydra_s_record_untouched(engine, trained, tmp_path):
     run_dir, _, _ = trained
     copy = tmp_path / "run"
