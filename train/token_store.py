@@ -21,6 +21,15 @@ Layout, one set of files per split (``train``, ``eval``), all little-endian, nex
   0/1); float32 is what the loss multiplies with (``train.packing.weights_tensor``);
 * ``SPLIT.offsets.i64``: ``rows + 1`` token offsets (row ``i`` is ``[offsets[i], offsets[i+1])``);
 * ``SPLIT.ids.utf8`` and ``SPLIT.id_offsets.i64``: the conversation ids, concatenated UTF-8 with their offsets.
+
+``layout.json`` also records every other file of the folder (the columns, the eval conversations, the report) with
+its size and an xxh3-128 checksum; ``verify_layout`` checks them before the folder is mapped, so a truncated,
+garbled or missing file is found and named instead of crashing a memory map (``mmap length is greater than file
+size``) or, same size, training on garbage. Why xxh3-128 (the ``xxhash`` package, a dependency of ``datasets``):
+the checksum guards against accidental damage, not an adversary, so a non-cryptographic hash is enough, and it is
+the one that keeps verifying cheap: 4.5 GB/s on one core here against 0.33 GB/s for hashlib's blake2b and 0.2 for
+sha256, i.e. about a second for a 5 GB cache where blake2b would take 15 (every run, every rank that opens it);
+128 bits make an accidental match of a damaged file negligible.
 """
 
 from __future__ import annotations
@@ -31,10 +40,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xxhash
 
 IGNORE_INDEX = -100  # train.formats.tokenize.IGNORE_INDEX: the label of a token that is not trained
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: layout.json records each file's size and checksum
 SPLITS = ("train", "eval")
+CHECKSUM = "xxh3_128"  # recorded with each digest: a layout of another algorithm is not trusted
+HASH_CHUNK = 8 << 20  # bytes read at a time: verifying holds one chunk, whatever the size of the cache
+# bytes per token and per row of each column, to check that the sizes the layout records fit its row counts
+COLUMN_BYTES = {"tokens.i32": (4, 0), "trained.u8": (1, 0), "weights.f32": (4, 0), "offsets.i64": (0, 8)}
+COLUMN_BYTES["id_offsets.i64"] = (0, 8)
 
 
 class StoreWriter:
@@ -72,9 +87,70 @@ class StoreWriter:
         return {"rows": self.rows, "tokens": self.tokens, "weighted": self.weighted}
 
 
+def file_checksum(path: Path) -> str:
+    """The file's xxh3-128 digest, read a chunk at a time."""
+    digest, buffer = xxhash.xxh3_128(), bytearray(HASH_CHUNK)
+    view = memoryview(buffer)
+    with path.open("rb") as handle:
+        while count := handle.readinto(buffer):
+            digest.update(view[:count])
+    return digest.hexdigest()
+
+
 def write_layout(folder: Path, splits: dict[str, dict[str, Any]]) -> None:
-    layout = {"version": LAYOUT_VERSION, "splits": splits}
+    """Written last: the splits' counts, and the size and checksum of every other file in ``folder``."""
+    files = {
+        path.name: {"bytes": path.stat().st_size, CHECKSUM: file_checksum(path)}
+        for path in sorted(folder.iterdir())
+        if path.is_file() and path.name != "layout.json"
+    }
+    layout = {"version": LAYOUT_VERSION, "splits": splits, "files": files}
     (folder / "layout.json").write_text(json.dumps(layout, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def verify_layout(folder: Path, checksums: bool = True) -> str | None:
+    """What is wrong with the cache in ``folder`` (the file and why), or None when every file the layout records is
+    there with its size and (with ``checksums``) its checksum, and the column sizes fit the rows the layout counts."""
+    try:
+        layout = json.loads((folder / "layout.json").read_text(encoding="utf-8"))
+        version, splits, files = layout.get("version"), layout["splits"], layout["files"]
+    except FileNotFoundError:
+        return "layout.json is missing"
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+        return f"layout.json is unreadable ({type(err).__name__}: {err})"
+    if version != LAYOUT_VERSION:
+        return f"layout.json is version {version!r}, this tooltrain reads version {LAYOUT_VERSION}"
+    problem = _sizes_fit_rows(splits, files)
+    if problem:
+        return problem
+    for name, entry in sorted(files.items()):
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        size = path.stat().st_size
+        if size != entry.get("bytes"):
+            return f"{name} has {size:,} bytes, the layout records {entry.get('bytes')!r} (truncated or overwritten)"
+        if checksums and file_checksum(path) != entry.get(CHECKSUM):
+            return f"{name} does not match its {CHECKSUM} checksum (same size, other bytes: changed after the build)"
+    return None
+
+
+def _sizes_fit_rows(splits: Any, files: Any) -> str | None:
+    """A layout whose recorded sizes do not fit its own row and token counts (an edited layout.json) is damaged."""
+    try:
+        for split in SPLITS:
+            rows, tokens, weighted = int(splits[split]["rows"]), int(splits[split]["tokens"]), splits[split]["weighted"]
+            for column, (per_token, per_row) in COLUMN_BYTES.items():
+                if column == "weights.f32" and not weighted:
+                    continue
+                expected = per_token * tokens + per_row * (rows + 1)
+                recorded = files[f"{split}.{column}"]["bytes"]
+                if recorded != expected:
+                    need = f"{rows} rows of {tokens} tokens take {expected}"
+                    return f"layout.json records {split}.{column} as {recorded!r} bytes; {need}"
+    except (KeyError, TypeError, ValueError) as err:
+        return f"layout.json is incomplete ({type(err).__name__}: {err})"
+    return None
 
 
 def _map(path: Path, dtype: str, count: int) -> np.ndarray:
