@@ -27,14 +27,18 @@ its size and an xxh3-128 checksum; ``verify_layout`` checks them before the fold
 garbled or missing file is found and named instead of crashing a memory map (``mmap length is greater than file
 size``) or, same size, training on garbage. Why xxh3-128 (the ``xxhash`` package, a dependency of ``datasets``):
 the checksum guards against accidental damage, not an adversary, so a non-cryptographic hash is enough, and it is
-the one that keeps verifying cheap: 4.5 GB/s on one core here against 0.33 GB/s for hashlib's blake2b and 0.2 for
-sha256, i.e. about a second for a 5 GB cache where blake2b would take 15 (every run, every rank that opens it);
+the one that keeps verifying cheap: 4.5 GB/s from memory on one core here against 0.33 GB/s for hashlib's blake2b and
+0.2 for sha256. Measured (``train.cache_bench.measure_verify``, 2 shared cores): a 978 MB cache (a 2,000-conversation
+build replicated 100 times) verifies in 0.45 s from the page cache (2.1 GB/s, hashed from a read-only map), where
+blake2b would take about 5 s, on every run and every rank that opens it; checking the sizes alone takes 0.5 ms.
 128 bits make an accidental match of a damaged file negligible.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +50,7 @@ IGNORE_INDEX = -100  # train.formats.tokenize.IGNORE_INDEX: the label of a token
 LAYOUT_VERSION = 2  # 2: layout.json records each file's size and checksum
 SPLITS = ("train", "eval")
 CHECKSUM = "xxh3_128"  # recorded with each digest: a layout of another algorithm is not trusted
-HASH_CHUNK = 8 << 20  # bytes read at a time: verifying holds one chunk, whatever the size of the cache
+HASH_CHUNK = 8 << 20  # bytes hashed at a time
 # bytes per token and per row of each column, to check that the sizes the layout records fit its row counts
 COLUMN_BYTES = {"tokens.i32": (4, 0), "trained.u8": (1, 0), "weights.f32": (4, 0), "offsets.i64": (0, 8)}
 COLUMN_BYTES["id_offsets.i64"] = (0, 8)
@@ -88,12 +92,19 @@ class StoreWriter:
 
 
 def file_checksum(path: Path) -> str:
-    """The file's xxh3-128 digest, read a chunk at a time."""
-    digest, buffer = xxhash.xxh3_128(), bytearray(HASH_CHUNK)
-    view = memoryview(buffer)
+    """The file's xxh3-128 digest, a chunk at a time from a read-only map: no copy into this process (twice the speed
+    of reading into a buffer here: 1.8-2.2 GB/s against 0.8-1.1 on a warm 775 MB column) and no memory held."""
+    digest = xxhash.xxh3_128()
     with path.open("rb") as handle:
-        while count := handle.readinto(buffer):
-            digest.update(view[:count])
+        if os.fstat(handle.fileno()).st_size == 0:  # an empty file cannot be mapped
+            return digest.hexdigest()
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                for start in range(0, len(view), HASH_CHUNK):
+                    digest.update(view[start : start + HASH_CHUNK])
+            finally:
+                view.release()  # before the map closes
     return digest.hexdigest()
 
 
