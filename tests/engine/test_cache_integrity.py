@@ -147,3 +147,38 @@ def test_the_layout_records_every_file_with_its_size_and_checksum(tokenizer, tmp
     for name, entry in layout["files"].items():
         assert entry["bytes"] == (folder / name).stat().st_size
         assert len(entry["xxh3_128"]) == 32
+
+
+@pytest.mark.slow
+def test_tooltrain_train_with_a_cache_folder_that_is_a_file_is_one_error_line(tmp_path):
+    """Through the CLI: one ``error:`` line, exit 2, no traceback, the file untouched (before: FileExistsError)."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    cache.write_text("a file\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "train",
+            "train",
+            "recipe=tiny",
+            f"data.cache_dir={cache}",
+            f"output_dir={tmp_path / 'run'}",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == f"error: the dataset cache folder {cache} is not a folder (data.cache_dir)"
+    )
+    assert "Traceback" not in done.stderr and cache.read_text() == "a file\n"
