@@ -12,7 +12,12 @@ The cache is memory-mapped columns (``train.token_store``: why numpy arrays with
 builder as one stream, cuts it into chunks of ``BUILD_CHUNK`` conversations, workers validate and tokenize each
 chunk (``tokenize_conversations``, as the single-process build did), and the main process writes the rows in input
 order. Chunks, their order and each chunk's report do not depend on the number of workers, so neither do the bytes
-of the cache or its report.
+of the cache or its report. A worker that dies (the out-of-memory killer) ends the build with one ``CacheError``
+naming it; nothing is cached.
+
+A cache is trusted only once it verifies (``train.token_store.verify_layout``: every file of its recorded size and
+checksum); a damaged one is named on stderr and rebuilt. A cache folder that cannot be used, and a wait for another
+process's build that runs out, are one ``CacheError`` each (``tooltrain train`` prints it as one ``error:`` line).
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import os
 import re
 import shutil
 import sys
-import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -44,7 +48,22 @@ from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
-from train.token_store import SPLITS, StoreWriter, TokenizedRows, trained_mask, verify_layout, write_layout
+from train.token_store import (
+    IDLE_WAIT_S,
+    SPLITS,
+    TOTAL_WAIT_S,
+    CacheError,
+    StoreWriter,
+    TokenizedRows,
+    exists,
+    holding,
+    remove_cache,
+    trained_mask,
+    usable_cache_root,
+    verify_layout,
+    wait_for_cache,
+    write_layout,
+)
 from train.validate import check_conversation
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
@@ -60,16 +79,7 @@ BUILD_CHUNK = 256  # conversations per worker task (and per batched encode): fix
 # data config keys that say how the build runs, not what it builds: left out of the cache key
 BUILD_ONLY_KEYS = ("num_workers",)
 EXAMPLES = 3  # ids kept per reason, for the console
-# A process that may not build waits for the one that may: bounded while nobody holds the cache's lock (the builder
-# has not started, or died: a lock dies with its process) and bounded in all (a builder that hangs).
-IDLE_WAIT_S = 900.0
-TOTAL_WAIT_S = 24 * 3600.0
 SOURCE_PREFIX = re.compile(r"s[0-9]+/")  # what read_conversations puts before an id an earlier source used
-
-
-class CacheError(SourceError):
-    """The dataset cache cannot be used or built (its folder is a file or unwritable, a wait ran out, a build worker
-    died): one ``error:`` line."""
 
 
 @dataclass
@@ -545,19 +555,20 @@ def build_dataset(
 
     key = cache_key(data_cfg, format_name, tokenizer, extra=key_extra)
     target = cache_root / f"{data_cfg.get('name', 'data')}-{key}"
-    _usable_cache_root(cache_root)
+    usable_cache_root(cache_root)
     lock = FileLock(str(target) + ".lock")
     if not may_build:
-        return BuiltDataset(target, _wait_for_cache(target, lock, idle_wait_s, total_wait_s), True)
-    with _holding(lock, target, total_wait_s):
-        if _exists(target):
+        wait_for_cache(target, lock, idle_wait_s, total_wait_s, _cache_problem)
+        return BuiltDataset(target, _read_report(target), True)
+    with holding(lock, target, total_wait_s):
+        if exists(target):
             problem = _cache_problem(target)
             if problem is None:
                 return BuiltDataset(target, _read_report(target), True)
             print(f"warning: dataset cache {target} is damaged ({problem}); rebuilding it", file=sys.stderr, flush=True)
-            _remove(target)
+            remove_cache(target)
         tmp = target.with_name(target.name + ".tmp")
-        _remove(tmp)
+        remove_cache(tmp)
         try:
             tmp.mkdir(parents=True)
             report = write_cache(tmp, data_cfg, format_name, tokenizer, transform)
@@ -578,24 +589,6 @@ def build_dataset(
     return BuiltDataset(target, report, False)
 
 
-def _usable_cache_root(cache_root: Path) -> None:
-    """The cache folder exists (made if need be) and this process may write in it, else one CacheError line."""
-    try:
-        cache_root.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise CacheError(f"the dataset cache folder {cache_root} is not a folder (data.cache_dir)") from None
-    except OSError as err:
-        raise CacheError(
-            f"cannot make the dataset cache folder {cache_root}: {err.strerror} (data.cache_dir)"
-        ) from None
-    if not os.access(cache_root, os.W_OK | os.X_OK):
-        raise CacheError(f"the dataset cache folder {cache_root} is not writable (data.cache_dir)")
-
-
-def _exists(path: Path) -> bool:
-    return path.exists() or path.is_symlink()
-
-
 def _cache_problem(target: Path) -> str | None:
     """What is wrong with the cache at ``target``, or None when it is complete and verifies."""
     if not target.is_dir():
@@ -611,73 +604,6 @@ def _cache_problem(target: Path) -> str | None:
 
 def _read_report(target: Path) -> BuildReport:
     return BuildReport(**json.loads((target / "report.json").read_text(encoding="utf-8")))
-
-
-def _remove(path: Path) -> None:
-    """A damaged cache or a partial build, gone; one that cannot be removed is a CacheError naming it."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif _exists(path):
-            path.unlink()
-    except OSError as err:
-        raise CacheError(f"cannot remove the damaged dataset cache {path}: {err.strerror}") from None
-
-
-class _holding:
-    """The cache's file lock, acquired within ``timeout`` seconds, else a CacheError naming the lock."""
-
-    def __init__(self, lock: Any, target: Path, timeout: float):
-        self.lock, self.target, self.timeout = lock, target, timeout
-
-    def __enter__(self) -> None:
-        from filelock import Timeout
-
-        try:
-            self.lock.acquire(timeout=self.timeout)
-        except Timeout:
-            raise CacheError(
-                f"waited {self.timeout:.0f} s for the lock {self.lock.lock_file}: another process is still building "
-                f"the dataset cache {self.target} (remove the lock file if no process is)"
-            ) from None
-        except OSError as err:
-            raise CacheError(f"cannot lock the dataset cache {self.target}: {err.strerror}") from None
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
-
-
-def _wait_for_cache(target: Path, lock: Any, idle_wait_s: float, total_wait_s: float) -> BuildReport:
-    """For a process that may not build: waits for the builder's complete, verified cache and returns its report.
-    While a process holds the lock, a builder is alive; nobody holding it for ``idle_wait_s`` (the builder never
-    came, or died: the lock goes with its process) or ``total_wait_s`` in all ends the wait with a CacheError."""
-    from filelock import Timeout
-
-    started = idle_since = time.monotonic()
-    problem = "it has not been built"
-    while True:
-        now = time.monotonic()
-        if now - started > total_wait_s:
-            raise CacheError(f"waited {total_wait_s:.0f} s for the dataset cache {target}: {problem}")
-        if now - idle_since > idle_wait_s:
-            raise CacheError(
-                f"waited {idle_wait_s:.0f} s for the dataset cache {target} with no process building it ({problem}): "
-                "the process that builds it (each node's local rank 0) failed or never started"
-            )
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:  # a builder is at work
-            idle_since = time.monotonic()
-        else:
-            try:
-                if _exists(target):
-                    problem = _cache_problem(target) or ""
-                    if not problem:
-                        return _read_report(target)
-                    problem = f"it is damaged: {problem}"
-            finally:
-                lock.release()
-        time.sleep(0.5)
 
 
 def _load_conversations(path: Path) -> list[Conversation]:

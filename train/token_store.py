@@ -36,15 +36,20 @@ blake2b would take about 5 s, on every run and every rank that opens it; checkin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
-from collections.abc import Iterator
+import shutil
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xxhash
+
+from train.sources import SourceError
 
 IGNORE_INDEX = -100  # train.formats.tokenize.IGNORE_INDEX: the label of a token that is not trained
 LAYOUT_VERSION = 2  # 2: layout.json records each file's size and checksum
@@ -54,6 +59,10 @@ HASH_CHUNK = 8 << 20  # bytes hashed at a time
 # bytes per token and per row of each column, to check that the sizes the layout records fit its row counts
 COLUMN_BYTES = {"tokens.i32": (4, 0), "trained.u8": (1, 0), "weights.f32": (4, 0), "offsets.i64": (0, 8)}
 COLUMN_BYTES["id_offsets.i64"] = (0, 8)
+# A process that may not build waits for the one that may: bounded while nobody holds the cache's lock (the builder
+# has not started, or died: a lock dies with its process) and bounded in all (a builder that hangs).
+IDLE_WAIT_S = 900.0
+TOTAL_WAIT_S = 24 * 3600.0
 
 
 class StoreWriter:
@@ -241,3 +250,96 @@ def trained_mask(conv_id: str, input_ids: list[int], labels: list[int]) -> np.nd
     if ids.shape != labs.shape or not np.array_equal(labs[trained], ids[trained]):
         raise ValueError(f"conversation {conv_id!r}: labels are not the input ids where trained; cannot store them")
     return trained.astype(np.uint8)
+
+
+# ---- the cache folder: usable, locked, removed when damaged, waited for (every wait bounded) ----------------
+
+
+class CacheError(SourceError):
+    """The dataset cache cannot be used or built (its folder is a file or unwritable, a wait ran out, a build worker
+    died): one ``error:`` line."""
+
+
+def usable_cache_root(cache_root: Path) -> None:
+    """The cache folder exists (made if need be) and this process may write in it, else one CacheError line."""
+    try:
+        cache_root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CacheError(f"the dataset cache folder {cache_root} is not a folder (data.cache_dir)") from None
+    except OSError as err:
+        raise CacheError(
+            f"cannot make the dataset cache folder {cache_root}: {err.strerror} (data.cache_dir)"
+        ) from None
+    if not os.access(cache_root, os.W_OK | os.X_OK):
+        raise CacheError(f"the dataset cache folder {cache_root} is not writable (data.cache_dir)")
+
+
+def exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def remove_cache(path: Path) -> None:
+    """A damaged cache or a partial build, gone; one that cannot be removed is a CacheError naming it."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif exists(path):
+            path.unlink()
+    except OSError as err:
+        raise CacheError(f"cannot remove the damaged dataset cache {path}: {err.strerror}") from None
+
+
+@contextlib.contextmanager
+def holding(lock: Any, target: Path, timeout: float) -> Iterator[None]:
+    """The cache's file lock, acquired within ``timeout`` seconds, else a CacheError naming the lock."""
+    from filelock import Timeout
+
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise CacheError(
+            f"waited {timeout:.0f} s for the lock {lock.lock_file}: another process is still building the dataset "
+            f"cache {target} (remove the lock file if no process is)"
+        ) from None
+    except OSError as err:
+        raise CacheError(f"cannot lock the dataset cache {target}: {err.strerror}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def wait_for_cache(
+    target: Path, lock: Any, idle_wait_s: float, total_wait_s: float, problem_of: Callable[[Path], str | None]
+) -> None:
+    """For a process that may not build: waits until the builder's cache at ``target`` is there and ``problem_of``
+    finds nothing wrong with it.
+    While a process holds the lock, a builder is alive; nobody holding it for ``idle_wait_s`` (the builder never
+    came, or died: the lock goes with its process) or ``total_wait_s`` in all ends the wait with a CacheError."""
+    from filelock import Timeout
+
+    started = idle_since = time.monotonic()
+    problem = "it has not been built"
+    while True:
+        now = time.monotonic()
+        if now - started > total_wait_s:
+            raise CacheError(f"waited {total_wait_s:.0f} s for the dataset cache {target}: {problem}")
+        if now - idle_since > idle_wait_s:
+            raise CacheError(
+                f"waited {idle_wait_s:.0f} s for the dataset cache {target} with no process building it ({problem}): "
+                "the process that builds it (each node's local rank 0) failed or never started"
+            )
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:  # a builder is at work
+            idle_since = time.monotonic()
+        else:
+            try:
+                if exists(target):
+                    problem = problem_of(target) or ""
+                    if not problem:
+                        return
+                    problem = f"it is damaged: {problem}"
+            finally:
+                lock.release()
+        time.sleep(0.5)
