@@ -14,10 +14,12 @@ For ``tooltrain bench data`` (and anyone else):
 * ``measure_build(data_cfg, format_name, tokenizer_name, cache_root, workers) -> dict``;
 * ``measure_reader(cache_dir, max_seq_len, micro_batch=8) -> dict``;
 * ``replicated_cache(cache_dir, out, times)``: the train split of a built cache ``times`` over (new ids), to measure
-  a reader at a scale whose build takes too long on the machine at hand (the reader sees only the columns).
+  a reader at a scale whose build takes too long on the machine at hand (the reader sees only the columns);
+* ``measure_verify(cache_dir) -> dict``: what opening a cache costs for its integrity check (``verify_layout``: sizes
+  only, and sizes with every file's checksum), in a fresh process.
 
 As a script: ``python -m train.cache_bench --conversations 2000 20000 --workers 1 2 [--replicate 10] --out-dir DIR``
-(``--replicate N``: also measure a reader on the largest build's train split N times over).
+(``--replicate N``: also measure a reader, and the verification, on the largest build's train split N times over).
 """
 
 from __future__ import annotations
@@ -95,6 +97,34 @@ def measure_reader(cache_dir: Path, max_seq_len: int, micro_batch: int = 8) -> d
     batches. Returns rows, batches, seconds and memory in MiB: ``rss_anon_peak`` (private, sampled), ``rss_file``
     (mapped cache pages at the end) and ``rss_anon_opened`` (after imports and opening, before packing)."""
     return _child("read", {"cache_dir": str(cache_dir), "max_seq_len": max_seq_len, "micro_batch": micro_batch})
+
+
+def measure_verify(cache_dir: Path) -> dict[str, Any]:
+    """Seconds ``verify_layout`` takes on ``cache_dir`` with sizes only and with checksums, and the bytes it hashes.
+    The files are read once before timing: a cache opened right after its build (or by a second rank) is in the page
+    cache; a cold read adds the disk's time for the same bytes, which training then reads anyway."""
+    return _child("verify", {"cache_dir": str(cache_dir)})
+
+
+def _verify(settings: dict[str, Any]) -> dict[str, Any]:
+    from train.token_store import verify_layout
+
+    folder = Path(settings["cache_dir"])
+    total = sum(path.stat().st_size for path in folder.iterdir() if path.name != "layout.json")
+    verify_layout(folder)  # warm the page cache
+    started = time.perf_counter()
+    sizes = verify_layout(folder, checksums=False)
+    sized = time.perf_counter() - started
+    started = time.perf_counter()
+    problem = verify_layout(folder)
+    hashed = time.perf_counter() - started
+    return {
+        "bytes": total,
+        "sizes_only_s": round(sized, 4),
+        "with_checksums_s": round(hashed, 3),
+        "gb_per_s": round(total / hashed / 1e9, 2),
+        "problem": problem or sizes,
+    }
 
 
 def _status_mib(field: str) -> float:
@@ -190,8 +220,14 @@ def run_benchmark(
         largest = results[-1]
         copies = replicated_cache(Path(largest["build"]["cache_dir"]), out_dir / f"replicated-x{replicate}", replicate)
         reader = measure_reader(copies, corpus_config(out_dir)["max_seq_len"])
+        verify = measure_verify(copies)
         results.append(
-            {"conversations": largest["conversations"] * replicate, "replicated": replicate, "reader": reader}
+            {
+                "conversations": largest["conversations"] * replicate,
+                "replicated": replicate,
+                "reader": reader,
+                "verify": verify,
+            }
         )
         print(json.dumps(results[-1]), flush=True)
     return results
@@ -207,11 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=Path("cache-bench"))
     parser.add_argument("--build", help=argparse.SUPPRESS)  # internal: one measurement in this fresh process
     parser.add_argument("--read", help=argparse.SUPPRESS)
+    parser.add_argument("--verify", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.build or args.read:
-        result = _build(json.loads(args.build)) if args.build else _read(json.loads(args.read))
-        print(json.dumps(result))
-        return 0
+    internal = {"build": _build, "read": _read, "verify": _verify}
+    for mode, measure in internal.items():
+        if getattr(args, mode):
+            print(json.dumps(measure(json.loads(getattr(args, mode)))))
+            return 0
     args.out_dir.mkdir(parents=True, exist_ok=True)
     results = run_benchmark(args.conversations, args.workers, args.out_dir, args.format, args.tokenizer, args.replicate)
     (args.out_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

@@ -12,18 +12,24 @@ The cache is memory-mapped columns (``train.token_store``: why numpy arrays with
 builder as one stream, cuts it into chunks of ``BUILD_CHUNK`` conversations, workers validate and tokenize each
 chunk (``tokenize_conversations``, as the single-process build did), and the main process writes the rows in input
 order. Chunks, their order and each chunk's report do not depend on the number of workers, so neither do the bytes
-of the cache or its report.
+of the cache or its report. A worker that dies (the out-of-memory killer) ends the build with one ``CacheError``
+naming it; nothing is cached.
+
+A cache is trusted only once it verifies (``train.token_store.verify_layout``: every file of its recorded size and
+checksum); a damaged one is named on stderr and rebuilt. A cache folder that cannot be used, and a wait for another
+process's build that runs out, are one ``CacheError`` each (``tooltrain train`` prints it as one ``error:`` line).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
 import os
 import re
 import shutil
-import time
+import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -36,13 +42,28 @@ from train.formats.base import ChatFormat, trained_segments
 from train.formats.expansion import expand_many, resolve_turns
 from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
-from train.ordered_pool import ordered_map
+from train.ordered_pool import WorkerDied, ordered_map
 from train.progress import progress
 from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
-from train.token_store import SPLITS, StoreWriter, TokenizedRows, trained_mask, write_layout
+from train.token_store import (
+    IDLE_WAIT_S,
+    SPLITS,
+    TOTAL_WAIT_S,
+    CacheError,
+    StoreWriter,
+    TokenizedRows,
+    exists,
+    holding,
+    remove_cache,
+    trained_mask,
+    usable_cache_root,
+    verify_layout,
+    wait_for_cache,
+    write_layout,
+)
 from train.validate import check_conversation
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
@@ -51,10 +72,14 @@ from train.validate import check_conversation
 # 4: a conversation whose id an earlier one used is left out (invalid: duplicate-id); records are read as
 #    strict JSON (no NaN, 1e400 or duplicate keys), lone surrogates and records over data.max_record_bytes refused.
 # 5: the cache is memory-mapped columns (train.token_store), not JSON Lines rows; a JSONL cache is rebuilt.
-PIPELINE_VERSION = "5"
+# 6: a conversation whose id an earlier source used is kept, renamed s<i>/<id>, not left out; the eval split goes by
+#    the id its source gave it; layout.json records each file's size and checksum (verified when opened).
+PIPELINE_VERSION = "6"
 BUILD_CHUNK = 256  # conversations per worker task (and per batched encode): fixed, so the bytes never depend on it
 # data config keys that say how the build runs, not what it builds: left out of the cache key
 BUILD_ONLY_KEYS = ("num_workers",)
+EXAMPLES = 3  # ids kept per reason, for the console
+SOURCE_PREFIX = re.compile(r"s[0-9]+/")  # what read_conversations puts before an id an earlier source used
 
 
 @dataclass
@@ -73,13 +98,22 @@ class BuildReport:
     eval_rows: int = 0
     trained_tokens: int = 0
     masked_tokens: int = 0
+    renamed_ids: int = 0  # kept under s<i>/<id>: an earlier source used the id (read_conversations)
     reasons: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> its first EXAMPLES ids
 
-    def reject(self, counter: str, reason: str) -> None:
+    def reject(self, counter: str, reason: str, example: str | None = None) -> None:
         setattr(self, counter, getattr(self, counter) + 1)
         # group by the reason's shape: "1956 > 512 tokens" and "969 > 512 tokens" are one reason
         key = f"{counter}: {re.sub(r'[0-9]+', 'N', reason)[:160]}"
         self.reasons[key] = self.reasons.get(key, 0) + 1
+        if example is not None:
+            self.example(key, example)
+
+    def example(self, key: str, conv_id: str) -> None:
+        kept = self.examples.setdefault(key, [])
+        if len(kept) < EXAMPLES:
+            kept.append(conv_id)
 
     @property
     def accepted(self) -> int:
@@ -88,16 +122,19 @@ class BuildReport:
     def merge(self, other: BuildReport) -> None:
         """Adds ``other``'s counts (its reasons after this one's, in their order)."""
         for item in fields(self):
-            if item.name != "reasons":
+            if item.name not in ("reasons", "examples"):
                 setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
         for key, count in other.reasons.items():
             self.reasons[key] = self.reasons.get(key, 0) + count
+        for key, ids in other.examples.items():
+            for conv_id in ids:
+                self.example(key, conv_id)
 
     def take(self) -> BuildReport:
         """What was counted so far, as a new report; this one starts again from zero."""
-        taken = BuildReport(**{**self.to_dict(), "reasons": dict(self.reasons)})
+        taken = BuildReport(**{**self.to_dict(), "reasons": dict(self.reasons), "examples": dict(self.examples)})
         for item in fields(self):
-            setattr(self, item.name, {} if item.name == "reasons" else 0)
+            setattr(self, item.name, {} if item.name in ("reasons", "examples") else 0)
         return taken
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,15 +152,18 @@ def resolve_input(path: str) -> Path:
 def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[Conversation]:
     """Each source spec (``name``, ``inputs``, ``limit``) through its reader; rejects are counted.
 
-    Ids must be unique across all sources: the eval split and the held-out conversations go by id,
-    so a second conversation with an id already read is left out (counted ``invalid``, reason
-    ``duplicate-id``) rather than trained under an id that names two records. The first one is
-    kept: it is the one ``data validate`` reports the later lines against."""
-    first_source: dict[str, int] = {}  # id -> index in data.sources of the source that read it first
+    Ids are unique across the sources by construction: the eval split, the held-out conversations and the recipes'
+    builders go by id. A conversation whose id an earlier source already used is kept under ``s<i>/<id>``, ``i``
+    its own source's position in data.sources (two Hugging Face exports numbered 0, 1, 2 ..., or one file listed
+    twice, both train); ids no earlier source used stay as their source wrote them, so a build whose sources never
+    collided keeps its ids, its rows and its recipes' goldens. Renamings are counted (``renamed_ids``, with
+    examples). An id repeated inside one source names two records: the later one is left out (``invalid``,
+    ``duplicate-id``, the id among the reason's examples); the first is kept, as ``data validate`` reports it."""
+    used: set[str] = set()  # every id given out so far, renamed or not
     for index, spec in enumerate(sources):
         inputs = [resolve_input(p) for p in spec["inputs"]]
         records = get_reader(spec["name"])(inputs)  # "canonical": train.sources.canonical
-        taken = 0
+        taken, own = 0, set()  # own: this source's ids as it wrote them
         for item in records:
             if spec.get("limit") is not None and taken >= spec["limit"]:
                 break
@@ -133,12 +173,30 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
             elif isinstance(item, Conversation):
                 report.read += 1
                 taken += 1
-                if item.id in first_source:
-                    earlier = f"data.sources.{first_source[item.id]}"
-                    report.reject("invalid", f"duplicate-id: id {item.id!r} was already read from {earlier}")
+                if item.id in own:
+                    report.reject("invalid", f"duplicate-id: repeated within data.sources.{index}", example=item.id)
                     continue
-                first_source[item.id] = index
+                own.add(item.id)
+                conv_id = item.id if item.id not in used else f"s{index}/{item.id}"
+                if conv_id in used:  # an earlier source holds both ID and s<i>/ID: no name is left for this one
+                    taken_too = f"used by an earlier source, renamed s<i>/<id> is taken too (data.sources.{index})"
+                    reason = f"duplicate-id: {taken_too}"
+                    report.reject("invalid", reason, example=conv_id)
+                    continue
+                used.add(conv_id)
+                if conv_id != item.id:
+                    report.renamed_ids += 1
+                    report.example("renamed", conv_id)
+                    item = dataclasses.replace(item, id=conv_id)
                 yield item
+
+
+def split_id(conv_id: str) -> str:
+    """The id the eval split goes by: the one the conversation's source gave it (``s1/7`` -> ``7``), so the two
+    copies of a file listed twice are on the same side (never one trained, the other held out), and renaming never
+    moves a conversation across the split."""
+    prefix = SOURCE_PREFIX.match(conv_id)
+    return conv_id[prefix.end() :] if prefix else conv_id
 
 
 def length_policy(
@@ -249,8 +307,9 @@ def _batched(items: Iterable[Any], size: int) -> Iterator[tuple]:
 
 
 def is_eval(conv_id: str, fraction: float) -> bool:
-    """A stable split: the same id is always on the same side, whatever else is in the data."""
-    return fraction > 0 and zlib.crc32(conv_id.encode("utf-8")) % 10_000 < fraction * 10_000
+    """A stable split: the same id is always on the same side, whatever else is in the data. It goes by
+    ``split_id``: a conversation renamed for its source (``s1/<id>``) is on the side of ``<id>``."""
+    return fraction > 0 and zlib.crc32(split_id(conv_id).encode("utf-8")) % 10_000 < fraction * 10_000
 
 
 @dataclass
@@ -465,8 +524,9 @@ def write_cache(
                     else:
                         report.train_rows += 1
         report.merge(reading.take())  # rejects after the last conversation
-    write_layout(folder, {split: writer.close() for split, writer in writers.items()})
+    splits = {split: writer.close() for split, writer in writers.items()}
     (folder / "report.json").write_text(json.dumps(report.to_dict(), indent=1))
+    write_layout(folder, splits)  # last: it records the size and checksum of every other file
     return report
 
 
@@ -478,31 +538,72 @@ def build_dataset(
     transform: Any = None,
     key_extra: dict[str, Any] | None = None,
     may_build: bool = True,
+    idle_wait_s: float = IDLE_WAIT_S,
+    total_wait_s: float = TOTAL_WAIT_S,
 ) -> BuiltDataset:
     """Build (or load) the tokenized rows. ``transform(conversations, on_drop)`` maps the conversation
     stream (a recipe's data builder bound to its seed and arguments, ``train.builders.bind``); each
     conversation it drops is counted as ``dropped_by_builder``. Its name and arguments are part of the
     cache key through data_cfg; what data_cfg cannot see (the seed, the builder's version) goes in
     ``key_extra``. With ``may_build=False`` (the caller says so: a rank that is not its node's rank 0)
-    nothing is built: it waits until a process that may build has written the cache, then maps it."""
+    nothing is built: it waits until a process that may build has written the cache, then maps it.
+
+    A cache is opened only once its layout verifies (``train.token_store.verify_layout``: every file there, of its
+    recorded size and checksum); a damaged one is rebuilt, saying on stderr which file was wrong and why. Every wait
+    is bounded (``idle_wait_s`` while no process holds the cache's lock, ``total_wait_s`` in all)."""
     from filelock import FileLock
 
     key = cache_key(data_cfg, format_name, tokenizer, extra=key_extra)
     target = cache_root / f"{data_cfg.get('name', 'data')}-{key}"
-    cache_root.mkdir(parents=True, exist_ok=True)
-    while not may_build and not (target / "report.json").exists():
-        time.sleep(0.5)  # the builder holds the lock until the complete cache appears (one rename)
-    with FileLock(str(target) + ".lock"):
-        from_cache = (target / "report.json").exists()
-        if from_cache:
-            report = BuildReport(**json.loads((target / "report.json").read_text()))
-        else:
-            tmp = target.with_name(target.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
+    usable_cache_root(cache_root)
+    lock = FileLock(str(target) + ".lock")
+    if not may_build:
+        wait_for_cache(target, lock, idle_wait_s, total_wait_s, _cache_problem)
+        return BuiltDataset(target, _read_report(target), True)
+    with holding(lock, target, total_wait_s):
+        if exists(target):
+            problem = _cache_problem(target)
+            if problem is None:
+                return BuiltDataset(target, _read_report(target), True)
+            print(f"warning: dataset cache {target} is damaged ({problem}); rebuilding it", file=sys.stderr, flush=True)
+            remove_cache(target)
+        tmp = target.with_name(target.name + ".tmp")
+        remove_cache(tmp)
+        try:
             tmp.mkdir(parents=True)
             report = write_cache(tmp, data_cfg, format_name, tokenizer, transform)
             tmp.rename(target)  # the report appears only with complete rows
-    return BuiltDataset(target, report, from_cache)
+        except BaseException as err:
+            shutil.rmtree(tmp, ignore_errors=True)  # a partial build is never left behind
+            if not isinstance(err, (WorkerDied, PermissionError)):
+                raise
+            if isinstance(err, PermissionError):
+                raise CacheError(
+                    f"cannot write the dataset cache in {cache_root}: {err.strerror}: {err.filename}"
+                ) from None
+            workers = build_workers(data_cfg)
+            raise CacheError(
+                f"building the dataset cache {target}: {err}; nothing was cached (data.num_workers={workers}: "
+                "fewer workers need less memory)"
+            ) from None
+    return BuiltDataset(target, report, False)
+
+
+def _cache_problem(target: Path) -> str | None:
+    """What is wrong with the cache at ``target``, or None when it is complete and verifies."""
+    if not target.is_dir():
+        return "it is not a folder"
+    problem = verify_layout(target)
+    if problem is None:
+        try:
+            BuildReport(**json.loads((target / "report.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError) as err:  # its checksum matched: a report of another version
+            problem = f"report.json is unreadable ({type(err).__name__}: {err})"
+    return problem
+
+
+def _read_report(target: Path) -> BuildReport:
+    return BuildReport(**json.loads((target / "report.json").read_text(encoding="utf-8")))
 
 
 def _load_conversations(path: Path) -> list[Conversation]:

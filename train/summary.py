@@ -56,6 +56,33 @@ def data_line(data: dict[str, Any]) -> str:
     return line
 
 
+REASONS_SHOWN = 5  # the commonest reasons a conversation was left out, on the console
+
+
+def _examples(ids: list[str]) -> str:
+    return " (e.g. " + ", ".join(repr(i) for i in ids) + ")" if ids else ""
+
+
+def data_detail_lines(data: dict[str, Any]) -> list[str]:
+    """Under the data line: why conversations were left out (the commonest reasons, with the first ids where the
+    build kept them: a repeated id), and the ids renamed because an earlier source used them. summary.json has all."""
+    counted = {key for key, _ in LEFT_OUT}
+    reasons = [(count, key) for key, count in (data.get("reasons") or {}).items() if key.split(":")[0] in counted]
+    examples = data.get("examples") or {}
+    lines = [
+        f"  left out  {count:,} {key}{_examples(examples.get(key, []))}"
+        for count, key in sorted(reasons, key=lambda item: -item[0])[:REASONS_SHOWN]
+    ]
+    if len(reasons) > REASONS_SHOWN:
+        lines.append(f"  left out  ... {len(reasons) - REASONS_SHOWN} more reasons in summary.json (data.reasons)")
+    if data.get("renamed_ids"):
+        lines.append(
+            f"  ids       {data['renamed_ids']:,} renamed s<i>/<id>: an earlier data.sources entry used the id; "
+            f"both are trained{_examples(examples.get('renamed', []))}"
+        )
+    return lines
+
+
 # how the summary names a benchmark's top-level metrics, in the order it prints them; others keep their key
 METRIC_NAMES = {
     "exact_match": "call exact match",
@@ -160,6 +187,7 @@ def format_summary(
     data = summary.get("data") or {}
     if data:
         lines.append(f"  data      {data_line(data)}")
+        lines += data_detail_lines(data)
     trained, masked = summary.get("trained_tokens"), summary.get("masked_tokens")
     if trained is not None and masked is not None:
         share = trained / (trained + masked) if trained + masked else 0.0
