@@ -183,9 +183,9 @@ def test_validate_flags_a_duplicate_id_naming_both_lines(tmp_path, capsys):
     assert "duplicate-id" not in capsys.readouterr().out.split("records read")[-1]
 
 
-def test_the_training_build_leaves_out_a_second_conversation_with_a_used_id(tmp_path):
-    """Before: both were trained; the eval split and the held-out conversations go by id, so the
-    second was counted as the first's eval conversation. Now the later one is an ``invalid`` reject."""
+def test_the_training_build_keeps_a_second_sources_used_id_renamed(tmp_path):
+    """An id an earlier source used is not a duplicate (two exports numbered alike are two sources): the later
+    conversation is kept as ``s<i>/<id>``, so ids stay unique for the eval split and the held-out set."""
     first = write(tmp_path / "one.jsonl", conv("a"), conv("b"))
     second = write(tmp_path / "two.jsonl", conv("c"), conv("a", user="Another question entirely"))
     report = BuildReport()
@@ -195,9 +195,10 @@ def test_the_training_build_leaves_out_a_second_conversation_with_a_used_id(tmp_
         ("a", "Weather in Paris?"),
         ("b", "Weather in Paris?"),
         ("c", "Weather in Paris?"),
+        ("s1/a", "Another question entirely"),
     ]
-    assert (report.read, report.invalid) == (4, 1)
-    assert report.reasons == {"invalid: duplicate-id: id 'a' was already read from data.sources.N": 1}
+    assert (report.read, report.invalid, report.renamed_ids) == (4, 0, 1)
+    assert report.reasons == {}
 
 
 # ---- item 3: empty tool names; a conversation opening with an assistant turn --------------------------

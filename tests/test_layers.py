@@ -38,6 +38,7 @@ LAYER_OF: dict[str, str] = {
     "train": "base",
     "train.console": "base",  # the console noise policy: the CLI sets it before importing anything heavy
     "train.progress": "base",  # a progress bar any long loop may show
+    "train.errors": "base",  # ConfigError: a user error any layer may raise
     "train.registry": "base",  # name -> object (or module:attr) lookup every concept registers through
     "train.schema": "schema",
     "train.validate": "schema",  # the record contract every reader checks its output against
@@ -63,6 +64,8 @@ LAYER_OF: dict[str, str] = {
     "train.recommend.*": "evaluation",
     "train.evaluation.callback": "run",  # the Trainer callback that runs the eval tasks: run machinery
     "train.config": "run",  # the composed run config; it checks task and format names against their registries
+    "train.config_ranges": "run",  # every numeric field's valid range, checked by train.config.check
+    "train.model_folder": "run",  # a model folder's own tokenizer and chat format, applied at compose time
     "train.distributed": "run",
     "train.model": "run",
     "train.loss": "run",

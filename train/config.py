@@ -23,6 +23,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, MissingMandatoryValue, OmegaConf
 from omegaconf.errors import ConfigTypeError, OmegaConfBaseException
 
+from train.errors import ConfigError
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
 # YAML inside the package as plain files (package-data follows the links), so an installed
@@ -301,10 +303,6 @@ def register() -> None:
 def choice(value: Any) -> str:
     """An enum-typed config value as its plain name (``Strategy.zero3`` -> "zero3"); a plain string stays."""
     return str(value.value if isinstance(value, Enum) else value)
-
-
-class ConfigError(ValueError):
-    pass
 
 
 def check(cfg: DictConfig) -> None:

@@ -44,7 +44,6 @@ from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
 from train.ordered_pool import WorkerDied, ordered_map
 from train.progress import progress
-from train.retrieval.special import with_retrieved_tools
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
 from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
@@ -248,7 +247,7 @@ def tokenize_conversations(
         valid = []
         for conv in batch:
             # tools a meta_tool result returned are defined from then on (open-world Meta-Tool dialogues)
-            errors = [p for p in check_conversation(with_retrieved_tools(conv)) if p.severity == "error"]
+            errors = [p for p in check_conversation(conv) if p.severity == "error"]
             if errors:
                 report.reject("invalid", str(errors[0]))
             else:

@@ -75,7 +75,7 @@ def _main(cfg: DictConfig) -> None:
     _output_dir = Path(cfg.output_dir)
 
     from train.distributed import StrategyError, World, requeue_submitit_job
-    from train.model import check_model_tokenizer
+    from train.export import check_model_tokenizer
     from train.run import run
     from train.sources import SourceError
     from train.summary import format_summary

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from train.config import ConfigError
+from train.errors import ConfigError
 
 # Files a saved tokenizer leaves (transformers' save_pretrained, sentencepiece, tiktoken, Mistral's tekken).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "tekken.json")
