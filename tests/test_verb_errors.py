@@ -285,8 +285,6 @@ EVALS = {
     "run-model-not-a-run": Case(lambda w: s("eval", "run", "heldout", w.not_a_run, "--data", w.conv)),
     "run-model-fake-run": Case(
         lambda w: s("eval", "run", "heldout", w.fake_run, "--data", w.conv),
-        owner=EVAL + ": a garbled RUN/.hydra/config.yaml is a yaml.parser.ParserError traceback "
-        "(train/export.py load_run_config): ExportError naming the file",
     ),
     "run-model-is-a-file": Case(lambda w: s("eval", "run", "heldout", w.conv, "--data", w.conv)),
     "run-data-missing": Case(lambda w: s("eval", "run", "heldout", "tiny", "--data", w.missing)),
@@ -404,8 +402,6 @@ OTHERS = {
     "export-not-a-run": Case(lambda w: s("export", w.not_a_run)),
     "export-garbled-config": Case(
         lambda w: s("export", w.fake_run, "--out-dir", w.root / "merged"),
-        owner=EVAL + ": a garbled RUN/.hydra/config.yaml is a yaml.parser.ParserError traceback "
-        "(train/export.py load_run_config): ExportError naming the file",
     ),
     "export-damaged-weights": Case(
         lambda w: s("export", w.damaged_run(), "--out-dir", w.root / "merged"),
@@ -416,8 +412,6 @@ OTHERS = {
     "export-out-dir-is-a-file": Case(
         lambda w: s("export", w.damaged_run(), "--out-dir", w.blocker),
         says=lambda w: w.blocker,
-        owner=EVAL + ": item 16, --out-dir is checked only when it is written (FileExistsError traceback after the "
-        "model is loaded): check it first, as the data verbs do (outputs.make_folder)",
     ),
     "export-out-dir-is-the-run": Case(
         lambda w: s("export", w.damaged_run(), "--out-dir", w.root / "damaged_run"),
@@ -444,11 +438,9 @@ OTHERS = {
     ),
     "launch-job-name-with-a-newline": Case(
         lambda w: s("launch", "recipe=tiny", f"output_dir={w.root}", "launcher.job_name='a\nrm -rf /'", "--dry-run"),
-        owner=LAUNCH + ": item 18, a newline in launcher.job_name goes into #SBATCH --job-name= and the script's name",
     ),
     "launch-micro-batch-zero": Case(
         lambda w: s("launch", "recipe=tiny", f"output_dir={w.root / 'l'}", "train.micro_batch_size=0", "--dry-run"),
-        owner=LAUNCH + ": item 14, ZeroDivisionError traceback in train/config.py check(): typed ranges at compose",
     ),
 }
 
@@ -556,12 +548,9 @@ NON_REGULAR = {
     "bench-render": lambda w, f: s("bench", "render", f, "--format", "chatml"),
     "bench-data": lambda w, f: s("bench", "data", f, "--format", "chatml"),
 }
-# item 10: sources/_common.py opens a FIFO (and reads /dev/zero) like a file
-WAITS = pytest.mark.xfail(strict=True, reason=INPUTS + ": item 10, open() waits for a writer for good")
-BLOCKS = {"stats", "validate", "convert-glaive"}
 
 
-@pytest.mark.parametrize("verb", [pytest.param(v, marks=[WAITS] if v in BLOCKS else []) for v in NON_REGULAR])
+@pytest.mark.parametrize("verb", list(NON_REGULAR))
 def test_a_fifo_given_as_an_input_is_refused_not_waited_on(verb, ws, capsys):
     fifo = ws.root / "fifo.jsonl"
     os.mkfifo(fifo)
@@ -606,7 +595,6 @@ def finish(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
-@pytest.mark.xfail(strict=True, reason=INPUTS + ": item 10, /dev/zero is read as a file: one line that never ends")
 def test_an_endless_device_is_refused(tmp_path):
     process = tooltrain("data", "validate", "/dev/zero", cwd=tmp_path, memory=2 << 30)
     out, err = finish(process, timeout=15)  # ~3 s of imports, then a refusal takes no time
