@@ -80,6 +80,7 @@ LAYER_OF: dict[str, str] = {
     "train.run_dir": "run",
     "train.resume_config": "run",
     "train.resume_data": "run",  # what a run's build read (content hashes), compared on resume
+    "train.overrides": "run",  # a command line's overrides checked before Hydra runs them (one error line)
     "train.run": "run",
     "train.training_args": "run",  # the config -> TrainingArguments mapping run() and bench train share
     "train.export": "run",  # merges a run's adapter into its model: the run's model and checkpoint code
@@ -88,6 +89,7 @@ LAYER_OF: dict[str, str] = {
     "train.launch": "run",  # plans a multi-node run from its config (Slurm script, torchrun, deepspeed)
     "train.commands": "command_helpers",
     "train.commands.outputs": "command_helpers",
+    "train.commands.arg_types": "command_helpers",  # the verbs' number types (counts, temperatures)
     "train.commands.rejects": "command_helpers",
     "train.commands.score_report": "command_helpers",
     "train.commands.chat_setup": "command_helpers",

@@ -27,6 +27,7 @@ from omegaconf import DictConfig
 from train.checkpoints import completed_run
 from train.config import CONF_DIR, ConfigError, check, register
 from train.model_folder import apply_model_folder
+from train.overrides import override_problem
 from train.run_dir import (
     RunSetupError,
     check_inputs,
@@ -174,6 +175,10 @@ def _fail(err: Exception | str, code: int = USER_ERROR_EXIT_CODE, mid_line: bool
 def hydra_main(overrides: list[str]) -> int:
     EarlySignals.install()
     register()
+    problem = override_problem("train", overrides)  # Hydra's own report is several lines and no error:
+    if problem:
+        _fail(problem)
+        return _exit_code
     sys.argv = ["tooltrain train", *overrides]
     try:
         _main()

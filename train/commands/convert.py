@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
                         m.role == "assistant" for m in item.messages
                     )
                     out.write(line + b"\n")
-            if rejects.count and not written:
+            if not written:
                 outputs.discard()  # a wrong reader rejects everything: keep whatever was there before
             elif libraries and library_path:
                 library_file = outputs.open(library_path)
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"read {written + rejects.count}, written {written}, rejected {rejects.count}", file=report_to)
     for line in rejects.lines():
         print(line, file=report_to)
-    if rejects.count and not written:
+    if not written:
         hint = (
             f"is {args.source} the right source for these files, and are they in the order it reads? "
             f"{args.source} reads: {source_inputs(args.source)}"

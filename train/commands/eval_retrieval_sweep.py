@@ -33,6 +33,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from train.commands.eval_retrieval_core import Settings, UsageError, evaluate_settings, report, write_outputs
 from train.commands.outputs import OutputError, open_output
 from train.config import CONF_DIR
+from train.overrides import override_problem
 from train.retrieval.evaluate import HYPOTHESES, KEYWORD_SCORING, METHODS
 from train.retrieval.teacher import TEACHER_SETTINGS, select_teacher_settings
 
@@ -148,6 +149,10 @@ def main(args: argparse.Namespace, option_defaults: dict[str, Any]) -> int:
         print(f"error: {options}: with Hydra overrides, give every setting as retrieval.KEY=VALUE", file=sys.stderr)
         return 2
     register()
+    problem = override_problem("retrieval", list(args.overrides))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     _exit_code = 0
     argv = sys.argv
     overrides = [item for item in args.overrides if item not in ("-m", "--multirun")]

@@ -179,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
             references.append(rows)
             ref_where.update({key: value for key, value in where.items() if key not in ref_where})
             bad += bad_refs
+        if not any(references):  # a score over nothing is no score: '-' for every metric would look like one
+            given = ", ".join(map(str, args.references))
+            raise SourceError(f"no reference to score against: {given} holds no readable row")
         result = run_scorer(args, predictions, references)
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -159,11 +159,27 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | None] 
                 raise OutputError(
                     f"refusing to write {path}: it is inside the input folder {given}; write it outside that folder"
                 )
+        placement = _placement_problem(path)
+        if placement:
+            raise OutputError(placement)
         key = file_id or os.path.realpath(path)
         if key in seen:
             twice = "" if str(seen[key]) == str(path) else f" (also given as {seen[key]})"
             raise OutputError(f"refusing to write {path} twice{twice}")
         seen[key] = path
+
+
+def _placement_problem(path: Path) -> str | None:
+    """Why ``path`` could never be written, seen without creating anything: it is a folder, or the nearest
+    existing folder above it is a file. Found before the work (a model's generation, a build), not after it."""
+    if path.is_dir():
+        return f"cannot write {path}: {os.strerror(errno.EISDIR)}"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if ancestor.exists() and not ancestor.is_dir():
+        return f"cannot create the folder {path.parent} for {path}: {ancestor} is a file, not a folder"
+    return None
 
 
 # ---------------------------------------------------------------- staged writing

@@ -70,9 +70,11 @@ def where_rejects_are(rejects_path: Path | None) -> str:
 
 
 def nothing_written(read: int, output: Path, hint: str, stream: TextIO | None = None) -> int:
-    """Every one of ``read`` records rejected: one ``error:`` line, a ``hint:`` line, exit code 1."""
+    """Every one of ``read`` records rejected, or none read at all (an empty input): one ``error:`` line, a
+    ``hint:`` line, exit code 1. An earlier output is kept either way: an empty file never replaces it."""
     stream = stream or sys.stderr
     unchanged = "" if str(output) == "-" else f"; {output} is unchanged"
-    print(f"error: nothing written: all {read} records were rejected{unchanged}", file=stream)
+    what = f"all {read} records were rejected" if read else "the input holds no record"
+    print(f"error: nothing written: {what}{unchanged}", file=stream)
     print(f"hint: {hint}", file=stream)
     return 1

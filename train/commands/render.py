@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from train.commands.arg_types import count
 from train.commands.chat_setup import load_format_and_tokenizer
 from train.commands.outputs import Outputs, is_stdout, output_path, side_file
 from train.commands.rejects import RejectReport, nothing_written, where_rejects_are
@@ -85,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--text", action="store_true", help="also write the rendered string of each conversation")
     parser.add_argument(
-        "--show", type=int, default=0, metavar="N", help="print the first N conversations with trained tokens marked"
+        "--show", type=count(0), default=0, metavar="N", help="print the first N conversations, trained tokens marked"
     )
     parser.add_argument(
         "--last-turn-only", action="store_true", help="train only each conversation's last assistant turn"
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 if len(shown) < args.show:
                     calls = call_turns(conv)  # their text is "reasoning", as data.part_weights names it
                     shown.append((conv.id, tokens, [replace(s, part=weight_part(s, calls)) for s in fmt.render(conv)]))
-            if rejects.count and not rendered:
+            if not rendered:
                 outputs.discard()  # nothing renderable: keep whatever was there before
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"read {rendered + rejects.count}, rendered {rendered}, rejected {rejects.count}", file=report_to)
     for line in rejects.lines():
         print(line, file=report_to)
-    if rejects.count and not rendered:
+    if not rendered:
         hint = f"is {args.file} canonical conversations (tooltrain data convert writes them)?"
         return nothing_written(rejects.count, args.output, hint)
     if rejects.count:

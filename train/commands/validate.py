@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from train.commands.arg_types import count
 from train.progress import progress
 from train.schema import Conversation, SchemaError, ToolLibrary, ToolQuery, record_from_dict
 from train.sources._common import BLANK, NotRegularFile, RecordError, decode_line, iter_lines, open_input
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="set one check to error, warning or ignore; repeatable",
     )
     parser.add_argument(
-        "--max-report", type=int, default=50, metavar="N", help="print at most N problem lines (default 50)"
+        "--max-report", type=count(0), default=50, metavar="N", help="print at most N problem lines (default 50)"
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document (problems and summary) instead of text"
