@@ -111,6 +111,23 @@ def test_a_folder_whose_chat_format_cannot_be_told_is_refused_with_the_valid_cho
     assert "set model.chat_format to one of: llama3_1, " in message and "qwen2_5" in message
 
 
+def test_a_recipes_own_layout_stays_with_a_model_folder(folders, unknown_folder):
+    """toolselect_text is plain text (any tokenizer): the README's `recipe=toolverifier model.path=...` keeps it,
+    even for a folder that says nothing of its format (a base model)."""
+    for folder in (folders["llama"], unknown_folder):
+        cfg = compose(["recipe=toolverifier_tiny", f"model.path={folder}"])
+        assert (cfg.model.tokenizer, cfg.model.chat_format) == (str(folder), "toolselect_text")
+
+
+def test_a_papers_variant_of_another_family_is_refused_not_dropped(folders):
+    """mt_llama's llama3_1_metatool is Meta-Tool's layout of Llama 3.1: on a Qwen folder neither keeping it (Llama
+    control tokens) nor quietly switching to qwen2_5 (the paper's layout lost) is right."""
+    with pytest.raises(ConfigError) as err:
+        compose(["recipe=mt_llama_tiny", f"model.path={folders['qwen2']}"])
+    assert "chat format llama3_1_metatool is its paper's layout for llama3_1 models" in str(err.value)
+    assert "set model.chat_format=qwen2_5" in str(err.value)
+
+
 def test_a_path_that_is_not_a_folder_or_holds_no_tokenizer_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="is not a folder"):
         compose(["recipe=tiny", f"model.path={tmp_path / 'nope'}"])
