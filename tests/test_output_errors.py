@@ -44,7 +44,8 @@ def test_a_file_in_the_way_of_the_output_folder(verb, tmp_path, capsys):
     blocker.write_text("x")
     out = blocker / "x.jsonl"
     assert main(verbs(out)[verb]) == 2
-    assert capsys.readouterr().err == f"error: cannot create the folder {blocker} for {out}: File exists\n"
+    err = f"error: cannot create the folder {blocker} for {out}: it is a file, not a folder\n"  # before reading
+    assert capsys.readouterr().err == err
     assert blocker.read_text() == "x"
 
 

@@ -362,9 +362,15 @@ def test_render_of_nothing_renderable_exits_1(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_an_empty_input_is_no_failure(tmp_path, capsys):
+def test_an_empty_input_writes_nothing_and_keeps_an_earlier_output(tmp_path, capsys):
+    """An empty input renders nothing: as when every record is rejected (issue #24 item 23's rule), exit 1 and an
+    earlier output stays, rather than an empty file over it."""
     inp = tmp_path / "empty.jsonl"
     inp.write_text("")
-    assert main(render(inp, tmp_path / "out.jsonl")) == 0
-    assert capsys.readouterr().out == "read 0, rendered 0, rejected 0\n"
-    assert (tmp_path / "out.jsonl").read_text() == ""
+    out = tmp_path / "out.jsonl"
+    out.write_text("an earlier render\n")
+    assert main(render(inp, out)) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "read 0, rendered 0, rejected 0\n"
+    assert captured.err.startswith(f"error: nothing written: the input holds no record; {out} is unchanged\n")
+    assert out.read_text() == "an earlier render\n"

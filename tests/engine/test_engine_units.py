@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -214,8 +213,9 @@ def test_export_of_a_folder_without_weights_is_a_clear_error(tmp_path, capsys):
 def test_export_without_the_run_config_is_a_clear_error(tmp_path, capsys):
     from train.cli import main
 
-    (tmp_path / "checkpoint-2").mkdir()
-    (tmp_path / "checkpoint-2" / COMPLETE_MARKER).write_text("{}")
-    assert main(["export", str(tmp_path), "--out-dir", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err == f"error: {tmp_path} has no config.yaml: is it a tooltrain run directory?\n"
-    assert not Path(tmp_path / "out").exists()
+    run, out = tmp_path / "run", tmp_path / "out"  # the export outside the run it reads (issue #24 item 7)
+    (run / "checkpoint-2").mkdir(parents=True)
+    (run / "checkpoint-2" / COMPLETE_MARKER).write_text("{}")
+    assert main(["export", str(run), "--out-dir", str(out)]) == 2
+    assert capsys.readouterr().err == f"error: {run} has no config.yaml: is it a tooltrain run directory?\n"
+    assert not out.exists()

@@ -274,7 +274,7 @@ def test_unreadable_inputs_exit_2(capsys, tmp_path):
     code, _, err = score(capsys, "tracc", "-o", str(tmp_path / "file" / "m.json"))
     assert (code, err) == (
         2,
-        f"error: cannot create the folder {tmp_path}/file for {tmp_path}/file/m.json: File exists\n",
+        f"error: cannot create the folder {tmp_path}/file for {tmp_path}/file/m.json: it is a file, not a folder\n",
     )
     (tmp_path / "array.json").write_text('[{"id": "q2", "tools": ["Search"]}, 3')
     code, _, err = score(capsys, "tracc", predictions=tmp_path / "array.json")

@@ -260,13 +260,17 @@ def test_the_recipe_is_named_as_tooltrain_train_names_it(capsys):
     assert (code, err) == (0, "") and "recipe=tiny" in out
 
 
-def test_a_dry_run_that_cannot_write_the_script_says_so(capsys, tmp_path):
+def test_an_output_dir_under_a_file_is_refused_before_any_script(capsys, tmp_path):
+    """`tooltrain train` refuses this output_dir; a launch of it would spend a queue wait to fail the same way.
+    (Before: the script was printed, `# not written: ...`, exit 0.)"""
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     code, out, err = launch(capsys, "recipe=tiny", "--dry-run", f"output_dir={blocker}/run")
-    assert (code, err) == (0, "")
-    assert out.splitlines()[-1].startswith(f"# not written: {blocker}/run/tiny.sbatch: ")
-    assert out.splitlines()[-1].endswith("(--dry-run; nothing submitted)")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: output_dir={blocker}/run cannot be created: {blocker} is a file, not a folder; "
+        "choose another output_dir\n"
+    )
 
 
 def test_data_files_that_do_not_exist_are_warned_about(capsys, tmp_path):

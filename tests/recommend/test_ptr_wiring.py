@@ -188,7 +188,7 @@ def test_the_ptr_tiny_recipe_runs_stages_2_3(tmp_path: Path):
 def test_a_run_folder_without_weights_is_one_error_line(shared_data: Path, tmp_path: Path, capsys):
     from train.cli import main
 
-    (tmp_path / "config.yaml").write_text("run_name: x\n")
+    (tmp_path / "config.yaml").write_text("run_name: x\nmodel: {source: config}\n")  # a run config, no weights
     argv = ["eval", "recommend", "metatool", "--data", str(shared_data), "--stages", "1,2,3", "--llm", str(tmp_path)]
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == (

@@ -30,7 +30,6 @@ import json
 import sys
 from pathlib import Path
 
-from train.commands.arg_types import count
 from train.commands.outputs import Outputs, check_outputs, output_file
 
 # The --llm-* options: train.teacher.backends.BACKEND_SETTINGS' keys for http and hf (None: not given).
@@ -51,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--stages", default="1", metavar="1,2,3", help="the stages to run (1: bundle acquisition alone)")
     arg("--clean-queries", action="store_true",
         help="cut each query at its first blank line (RecTools' generator leftovers; off: as published)")  # fmt: skip
-    arg("--limit", type=count(1), metavar="N", help="the first N test queries of each run (default: all)")
+    arg("--limit", type=int, metavar="N", help="the first N test queries of each run (default: all)")
     llm = parser.add_argument_group("stage 2's LLM").add_argument
     llm("--llm", default="offline", metavar="offline|http|hf|RUN_DIR",
         help="offline (default, no network), http, hf, or a tooltrain run folder")  # fmt: skip
@@ -61,14 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm("--llm-timeout", type=float, metavar="S", help="http: seconds per attempt, the whole answer (60)")
     llm("--llm-path", metavar="DIR", help="hf: the local model folder")
     llm("--llm-chat-format", metavar="F", help="hf: the chat format to prompt it with (chatml)")
-    llm("--batch-size", type=count(1), default=8, metavar="N",
+    llm("--batch-size", type=int, default=8, metavar="N",
         help="hf / RUN_DIR: questions per batched generate, N queries' questions asked ahead at a time (8; 1: one "
              "by one); the answers are the same")  # fmt: skip
-    llm("--max-new-tokens", type=count(1), metavar="N",
+    llm("--max-new-tokens", type=int, metavar="N",
         help="stage 2's answer cap in tokens (default 1024, the paper's max_tokens)")  # fmt: skip
     arg("--protocol", choices=PROTOCOLS, default="random20",
         help="random20: seeded 20%% test, bundles from the rest (default); first100: the released code's")  # fmt: skip
-    arg("--seeds", type=count(1), default=5, metavar="N", help="random20: seeds 0..N-1, mean ± std (5)")
+    arg("--seeds", type=int, default=5, metavar="N", help="random20: seeds 0..N-1, mean ± std (5)")
     arg("--device", metavar="DEV", help="embedder device (cpu, cuda)")
     arg("--no-cache", action="store_true", help="embed everything anew and write no cache file")
     arg("--per-item", type=output_file, metavar="OUT.jsonl", help="one JSON line per (seed, test query)")

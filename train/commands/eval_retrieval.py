@@ -17,7 +17,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from train.commands.arg_types import count
 from train.commands.eval_retrieval_core import (
     OPTION_NAMES,
     Settings,
@@ -78,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--hypothesis", choices=HYPOTHESES, default="teacher", help="where meta_tool queries come from (teacher)")
     arg("--keyword-scoring", choices=KEYWORD_SCORING, default="bm25", help="keyword retrieval: BM25 or embeddings")
     arg("--split", metavar="NAME", help="only queries whose meta.split is NAME (ToolLens: train, test)")
-    arg("--sample", type=count(1), metavar="N", help="a deterministic sample of N queries (lowest id hashes)")
+    arg("--sample", type=int, metavar="N", help="a deterministic sample of N queries (lowest id hashes)")
     arg("--device", metavar="DEV", help="embedder device (cpu, cuda; default: the library's choice)")
     arg("--no-cache", action="store_true", help="embed everything anew and write no cache file")
     arg("--per-item", type=output_file, metavar="OUT.jsonl", help="one JSON line per (query, gold tool) pair and α")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from train.commands.arg_types import count, non_negative_number
+from train.commands.arg_types import non_negative_number
 from train.commands.outputs import check_outputs, output_file, write_results
 from train.evaluation.tasks import task_names
 
@@ -91,9 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the meta_tool retriever)",
     )
-    arg("--limit", type=count(1), metavar="N", help="evaluate the first N usable references")
-    arg("--max-new-tokens", type=count(1), default=256, metavar="N", help="tokens generated per turn (default 256)")
-    arg("--batch-size", type=count(1), default=8, metavar="N", help="prompts per generate call (default 8)")
+    arg("--limit", type=int, metavar="N", help="evaluate the first N usable references")
+    arg("--max-new-tokens", type=int, default=256, metavar="N", help="tokens generated per turn (default 256)")
+    arg("--batch-size", type=int, default=8, metavar="N", help="prompts per generate call (default 8)")
     arg("--temperature", type=non_negative_number, default=0.0, metavar="T", help="0 (default): greedy")
     arg("--backend", choices=("hf", "vllm"), default="hf", help="hf (default) or vllm (GPU, when installed)")
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
@@ -111,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="toolbench: ToolVerifier's self-verification (seed 003): tool,params (all four Table 1 rows), tool, "
         "params or none; MODEL is the tool selector, the --teacher writes questions, parameters and calls",
     )
-    arg("--limit-per-task", type=count(1), metavar="N", help="with --verify: score each task's first N cases")
+    arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
     from train.retrieval.teacher import add_teacher_arguments
 
     add_teacher_arguments(parser)

@@ -178,7 +178,8 @@ def _placement_problem(path: Path) -> str | None:
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if ancestor.exists() and not ancestor.is_dir():
-        return f"cannot create the folder {path.parent} for {path}: {ancestor} is a file, not a folder"
+        what = "it is a file" if ancestor == path.parent else f"{ancestor} is a file"
+        return f"cannot create the folder {path.parent} for {path}: {what}, not a folder"
     return None
 
 
