@@ -33,6 +33,7 @@ or an argument is wrong.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -157,7 +158,16 @@ def run(args: argparse.Namespace) -> int:
     if not inputs:
         print("error: no INPUT given (canonical JSON Lines, or SOURCE:PATH[,PATH...])", file=sys.stderr)
         return 2
+    created = not args.out_dir.exists()
     make_folder(args.out_dir)  # before the build: a bad --out-dir costs nothing
+    code = _build(args, spec, inputs, arguments)
+    if code and created:
+        with contextlib.suppress(OSError):  # a refused build leaves no empty folder it made (never one with files)
+            args.out_dir.rmdir()
+    return code
+
+
+def _build(args: argparse.Namespace, spec: Any, inputs: list[str], arguments: Any) -> int:
     names = [*spec.outputs, "report.json"]
     rejected: Counter = Counter()
     per_input: list[dict[str, Any]] = []
