@@ -582,6 +582,7 @@ def test_an_endless_device_is_refused(tmp_path):
     assert "/dev/zero" in assert_one_error(process.returncode, out, err)
 
 
+@pytest.mark.slow  # waits 8 s for the benchmark to start before the SIGINT
 def test_ctrl_c_is_one_error_line_and_exit_130(ws):
     """SIGINT while a verb works (a benchmark with a pass count that would take hours)."""
     process = tooltrain("bench", "render", ws.conv, "--format", "chatml", "--repeat", "1000000", cwd=ws.root)

@@ -320,6 +320,7 @@ def test_an_answer_between_failures_keeps_the_teacher_and_bad_settings_are_refus
             make_backend(config)
 
 
+@pytest.mark.slow  # a whole command's start-up: the default tier keeps the cheaper cases
 def test_a_training_build_whose_teacher_stops_answering_is_one_error_line(serve, tmp_path):
     """Before: a TeacherUnavailable traceback from `tooltrain train` (entry.py did not list it among user errors)."""
     server = serve(BAD_STATUS)

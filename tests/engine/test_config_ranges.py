@@ -44,6 +44,7 @@ def test_a_number_outside_its_range_fails_at_compose_time_with_the_range(overrid
     assert str(err.value) == f"invalid configuration:\n  - {message}"
 
 
+@pytest.mark.slow  # composes every recipe (4 s): the default tier checks the ranges on the cases above
 def test_every_recipe_default_is_inside_its_range():
     from train.config_ranges import range_problems
 
