@@ -28,6 +28,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 COMPLETE_MARKER = "tooltrain_complete.json"
 DAMAGED_PREFIX = "damaged-"  # a damaged checkpoint set aside on resume: damaged-checkpoint-N (never resumed from)
@@ -198,31 +199,57 @@ def _verify(folder_name: str, stats: tuple, marker_stat: tuple | None) -> str | 
     if marker is None:
         return f"{COMPLETE_MARKER}: unreadable (not a JSON object)"
     recorded = marker.get("files")
-    if recorded is not None and not (
-        isinstance(recorded, dict) and all(isinstance(v, list) and len(v) == 2 for v in recorded.values())
-    ):
+    if recorded is not None and not _is_file_list(recorded):
         return f"{COMPLETE_MARKER}: its file list is unreadable"
     try:
         if isinstance(recorded, dict):
-            for name, (size, _) in sorted(recorded.items()):
-                if name not in sizes:
-                    return f"{name}: missing (the checkpoint was saved with it)"
-                if sizes[name] != size:
-                    how = "cut short" if sizes[name] < size else "grown"
-                    return f"{name}: {sizes[name]:,} bytes, {size:,} when it was saved ({how})"
+            problem = size_problem(recorded, sizes, sorted(recorded))
+            if problem:
+                return problem
         for name in sizes:
             problem = format_problem(folder / name)
             if problem:
                 return f"{name}: {problem}"
         if isinstance(recorded, dict):
-            names = sorted(recorded)
-            with ThreadPoolExecutor(_HASH_THREADS) as pool:
-                crcs = list(pool.map(lambda name: file_crc32(folder / name), names))
-            for name, crc in zip(names, crcs):
-                if crc != recorded[name][1]:
-                    return f"{name}: its bytes changed since it was saved (CRC-32 {crc}, saved {recorded[name][1]})"
+            return crc_problem(folder, recorded, sorted(recorded))
     except OSError as err:
         return f"{Path(err.filename or folder).name}: cannot be read ({_reason(err)})"
+    return None
+
+
+def recorded_files(folder: Path) -> dict[str, list] | None:
+    """name -> [size, CRC-32] as the completion marker recorded them (``mark_complete``); None when the marker
+    lists none (``final/``, a checkpoint of an older run) or its list is unreadable."""
+    recorded = (read_marker(folder) or {}).get("files")
+    return recorded if _is_file_list(recorded) else None
+
+
+def _is_file_list(recorded: Any) -> bool:
+    """The marker's ``files`` as ``mark_complete`` writes it: name -> [size, CRC-32]."""
+    return isinstance(recorded, dict) and all(isinstance(v, list) and len(v) == 2 for v in recorded.values())
+
+
+def size_problem(recorded: dict[str, list], sizes: dict[str, int], names: list[str]) -> str | None:
+    """The first of ``names`` missing from ``sizes`` (name -> bytes now) or of another size than it was saved
+    with; cheap, so checked before anything is read."""
+    for name in names:
+        size = recorded[name][0]
+        if name not in sizes:
+            return f"{name}: missing (the checkpoint was saved with it)"
+        if sizes[name] != size:
+            how = "cut short" if sizes[name] < size else "grown"
+            return f"{name}: {sizes[name]:,} bytes, {size:,} when it was saved ({how})"
+    return None
+
+
+def crc_problem(folder: Path, recorded: dict[str, list], names: list[str]) -> str | None:
+    """The first of ``names`` whose bytes no longer have the CRC-32 they were saved with (a same-size corruption
+    every header check passes); the files are hashed in parallel threads."""
+    with ThreadPoolExecutor(_HASH_THREADS) as pool:
+        crcs = list(pool.map(lambda name: file_crc32(folder / name), names))
+    for name, crc in zip(names, crcs):
+        if crc != recorded[name][1]:
+            return f"{name}: its bytes changed since it was saved (CRC-32 {crc}, saved {recorded[name][1]})"
     return None
 
 

@@ -109,20 +109,18 @@ def _check_saved_sums(folder: Path) -> None:
     """A checkpoint's completion marker lists each file's size and CRC-32 (``train.checkpoints.mark_complete``):
     the files a load reads must still match them, which also catches a same-size corruption that every header
     check passes. Files only a resume reads (optimizer, rng) are resume's concern, not the export's."""
-    from train.checkpoints import file_crc32, read_marker
+    from train.checkpoints import crc_problem, recorded_files, size_problem
 
-    listed = (read_marker(folder) or {}).get("files")
-    if not isinstance(listed, dict):
+    recorded = recorded_files(folder)
+    if recorded is None:
         return  # final/, or a checkpoint of an older run: the header checks above are all there is
-    for name in [*(p.name for p in sorted(folder.glob("*.safetensors"))), *LOADED_JSON]:
-        path, saved = folder / name, listed.get(name)
-        if not (path.is_file() and isinstance(saved, list) and len(saved) == 2):
-            continue
-        size = path.stat().st_size
-        if size != saved[0]:
-            raise damaged(path, f"{size:,} bytes, {saved[0]:,} when it was saved")
-        if file_crc32(path) != saved[1]:
-            raise damaged(path, f"its CRC-32 is not the one it was saved with ({saved[1]}): changed since the save")
+    loaded = [*(path.name for path in sorted(folder.glob("*.safetensors"))), *LOADED_JSON]
+    names = [name for name in loaded if name in recorded and (folder / name).is_file()]
+    sizes = {name: (folder / name).stat().st_size for name in names}
+    problem = size_problem(recorded, sizes, names) or crc_problem(folder, recorded, names)
+    if problem:
+        name, _, reason = problem.partition(": ")
+        raise damaged(folder / name, reason)
 
 
 def read_json(path: Path) -> Any:
