@@ -59,15 +59,30 @@ class RunSetupError(Exception):
 
 def check_output_dir(out: Path) -> None:
     """Refuse an ``output_dir`` that is a file, lies under a file, or cannot be written; creates nothing."""
-    if out.exists() and not out.is_dir():
-        raise RunSetupError(f"output_dir={out} is a file, not a folder; choose another output_dir")
-    existing = out
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing != out and not existing.is_dir():
-        raise RunSetupError(f"output_dir={out} cannot be created: {existing} is a file; choose another output_dir")
+    problem = output_dir_placement(out)
+    if problem:
+        raise RunSetupError(problem)
+    existing = nearest_existing(out)
     if not os.access(existing, os.W_OK | os.X_OK):
         raise RunSetupError(f"output_dir={out}: {existing} is not writable; choose another output_dir")
+
+
+def output_dir_placement(out: Path) -> str | None:
+    """Why ``output_dir`` can never be a folder (it is a file, or lies under one), or None. ``tooltrain launch``
+    asks only this: whether the job can write there is for the nodes, which may mount what this machine does not."""
+    if out.exists() and not out.is_dir():
+        return f"output_dir={out} is a file, not a folder; choose another output_dir"
+    existing = nearest_existing(out)
+    if existing != out and not existing.is_dir():
+        return f"output_dir={out} cannot be created: {existing} is a file; choose another output_dir"
+    return None
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` itself, or the nearest folder above it that exists (the one a ``mkdir -p`` would start from)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def make_output_dir(out: Path) -> None:

@@ -268,8 +268,7 @@ def test_an_output_dir_under_a_file_is_refused_before_any_script(capsys, tmp_pat
     code, out, err = launch(capsys, "recipe=tiny", "--dry-run", f"output_dir={blocker}/run")
     assert (code, out) == (2, "")
     assert err == (
-        f"error: output_dir={blocker}/run cannot be created: {blocker} is a file, not a folder; "
-        "choose another output_dir\n"
+        f"error: output_dir={blocker}/run cannot be created: {blocker} is a file; choose another output_dir\n"
     )
 
 

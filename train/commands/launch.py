@@ -101,30 +101,19 @@ def make_plan(args: argparse.Namespace) -> tuple[Plan, list[str]]:
     from omegaconf.errors import OmegaConfBaseException
 
     from train.config import REPO_ROOT, ConfigError, compose
+    from train.run_dir import output_dir_placement
 
     try:
         cfg = compose(compose_overrides(args))
     except (HydraException, OmegaConfBaseException, ConfigError) as err:
         raise LaunchError(f"the configuration does not compose: {err}") from None
-    problem = output_dir_problem(Path(str(cfg.output_dir)).expanduser())
+    problem = output_dir_placement(Path(str(cfg.output_dir)).expanduser())  # as `tooltrain train` refuses it
     if problem:
         raise LaunchError(problem)
     launch_plan = plan(
         cfg, args.launcher, args.recipe, args.overrides, REPO_ROOT, sys.executable, Path.cwd(), command_line(args)
     )
     return launch_plan, missing_inputs(cfg, launch_plan.job_cwd or Path.cwd())
-
-
-def output_dir_problem(out: Path) -> str | None:
-    """An ``output_dir`` that is a file, or lies under one, as ``tooltrain train`` would refuse it. Whether it can
-    be written is left to the job: the nodes may mount what this machine does not."""
-    existing = out
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        where = "is a file" if existing == out else f"cannot be created: {existing} is a file"
-        return f"output_dir={out} {where}, not a folder; choose another output_dir"
-    return None
 
 
 def missing_inputs(cfg, job_cwd: Path) -> list[str]:

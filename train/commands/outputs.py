@@ -174,9 +174,9 @@ def _placement_problem(path: Path) -> str | None:
     existing folder above it is a file. Found before the work (a model's generation, a build), not after it."""
     if path.is_dir():
         return f"cannot write {path}: {os.strerror(errno.EISDIR)}"
-    ancestor = path.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
+    from train.run_dir import nearest_existing
+
+    ancestor = nearest_existing(path.parent)
     if ancestor.exists() and not ancestor.is_dir():
         what = "it is a file" if ancestor == path.parent else f"{ancestor} is a file"
         return f"cannot create the folder {path.parent} for {path}: {what}, not a folder"
