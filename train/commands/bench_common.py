@@ -27,15 +27,15 @@ class Rate:
 
 
 def file_problem(path: Path) -> str | None:
-    """Why ``path`` is no conversations file to read, or None. A FIFO or a device is refused before it is opened:
-    reading one could wait, or run, for ever."""
-    if path.is_file():
+    """Why ``path`` is no conversations file to read, or None: the readers' own check (``input_problem``), so a
+    FIFO or a device is refused before it is opened (reading one could wait, or run, for ever)."""
+    from train.sources._common import input_problem
+
+    problem = input_problem(path)
+    if problem is None:
         return None
-    if path.is_dir():
-        return f"{path}: is a folder; expected a JSON Lines file of canonical conversations"
-    if path.exists():
-        return f"{path}: not a regular file (a FIFO or a device); expected a JSON Lines file of canonical conversations"
-    return f"{path}: no such file"
+    hint = "" if problem == "no such file" else "; expected a JSON Lines file of canonical conversations"
+    return f"{path}: {problem}{hint}"
 
 
 def positive_options(args: Any, names: tuple[str, ...]) -> str | None:
