@@ -46,7 +46,7 @@ from train.ordered_pool import WorkerDied, ordered_map
 from train.progress import progress
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
-from train.sources._common import DEFAULT_MAX_RECORD_BYTES, record_size_limit
+from train.sources._common import DEFAULT_MAX_RECORD_BYTES, file_sha256, input_files, record_size_limit
 from train.token_store import (
     IDLE_WAIT_S,
     SPLITS,
@@ -361,11 +361,9 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     digest.update(json.dumps(tokenizer.special_tokens_map, sort_keys=True, default=str).encode())
     for spec in data_cfg.get("sources", []):
         for path in spec["inputs"]:
-            resolved = resolve_input(path)
-            files = sorted(p for p in resolved.rglob("*") if p.is_file()) if resolved.is_dir() else [resolved]
-            for file in files:
+            for file in input_files(resolve_input(path)):
                 digest.update(str(file.name).encode())
-                digest.update(hashlib.sha256(file.read_bytes()).digest() if file.exists() else b"missing")
+                digest.update(bytes.fromhex(file_sha256(file)) if file.exists() else b"missing")
     return digest.hexdigest()[:20]
 
 

@@ -8,40 +8,28 @@ inputs differ is refused, naming the input, the file and how it changed. To resu
 anyway, the user deletes data_inputs.json: an explicit act, no config key needed; the resume then says it
 has no record and records the inputs as they are now, which later resumes are checked against.
 
-SHA-256, as the cache key: the same identity of content, from the standard library. Each file is read once
-per process (memoized on its path, size and modification time).
+SHA-256, as the cache key, and from the same function (``train.sources._common.file_sha256``): a fresh run
+reads each input once for both, memoized on its path, size and modification time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from train.sources._common import file_sha256, input_files
+
 RECORD_NAME = "data_inputs.json"
-_CHUNK = 8 << 20
-
-
-@lru_cache(maxsize=1024)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def describe_input(path: Path) -> dict[str, list]:
     """file name (relative to an input folder; the file's own name for a file) -> [size, SHA-256]."""
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     described = {}
-    for file in files:
-        stat = file.stat()
+    for file in input_files(path):
         name = file.relative_to(path).as_posix() if path.is_dir() else file.name
-        described[name] = [stat.st_size, _sha256(str(file), stat.st_size, stat.st_mtime_ns)]
+        described[name] = [file.stat().st_size, file_sha256(file)]
     return described
 
 

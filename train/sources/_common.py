@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -113,6 +115,27 @@ def check_arity(inputs: list[Path], names: tuple[str, ...], optional: int = 0) -
         if not path.exists():
             raise SourceError(f"{path}: no such file or directory")
         refuse_special(path)
+
+
+def input_files(path: Path) -> list[Path]:
+    """The files an input names: itself, or every file under an input folder (sorted: a stable order)."""
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes, read in chunks and computed once per process for a given size and
+    modification time: the dataset's cache key and a run's record of its inputs both identify content by it."""
+    info = path.stat()
+    return _sha256(str(path), info.st_size, info.st_mtime_ns)
+
+
+@lru_cache(maxsize=1024)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_text(path: Path) -> str:
