@@ -76,7 +76,6 @@ def _main(cfg: DictConfig) -> None:
     _output_dir = Path(cfg.output_dir)
 
     from train.distributed import StrategyError, World, requeue_submitit_job
-    from train.export import check_model_tokenizer
     from train.run import run
     from train.sources import SourceError
     from train.summary import format_summary
@@ -84,7 +83,6 @@ def _main(cfg: DictConfig) -> None:
 
     world = World.from_env()
     try:
-        check_model_tokenizer(cfg)  # before the data build: a tokenizer the model's embeddings cannot hold
         result = run(cfg)
     except (ConfigError, StrategyError, RunSetupError, SourceError, TeacherUnavailable) as err:  # a message
         _fail(err)

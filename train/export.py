@@ -530,30 +530,6 @@ def export_folder(output_dir: Path) -> Iterator[Path]:
         raise
 
 
-def check_model_tokenizer(cfg: Any) -> None:
-    """Before anything is built: a pretrained model in a local folder against the run's tokenizer, by the folder's
-    config.json (``vocab_size``: the embeddings' rows). ConfigError naming both sizes. A hub id is checked when
-    the weights load (``build_model``)."""
-    from train.config import choice
-    from train.errors import ConfigError
-    from train.model import largest_token_id, tokenizer_fit_problem
-
-    if choice(cfg.model.source) != "pretrained" or not cfg.model.path:
-        return
-    config_file = Path(str(cfg.model.path)).expanduser() / "config.json"
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-        rows = int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size"))
-    except (OSError, ValueError, TypeError, AttributeError):  # not a local folder, or no size in it: build_model checks
-        return
-    tokenizer = run_tokenizer(cfg)
-    problem = tokenizer_fit_problem(
-        cfg.model, len(tokenizer), largest_token_id(tokenizer), rows, f"model.path={cfg.model.path} (config.json)"
-    )
-    if problem:
-        raise ConfigError(problem)
-
-
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
     from train.config import choice
     from train.formats.serving import chat_template

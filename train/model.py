@@ -73,6 +73,30 @@ def tokenizer_fit_problem(model_cfg: Any, tokens: int, largest_id: int, rows: in
     )
 
 
+def check_model_tokenizer(cfg: Any, tokenizer: Any) -> None:
+    """Before the data build: a pretrained model in a local folder against the run's tokenizer, by the folder's
+    config.json (``vocab_size``: the embeddings' rows). ConfigError naming both sizes. A hub id is checked when
+    the weights load (``build_model``)."""
+    import json
+    from pathlib import Path
+
+    from train.errors import ConfigError
+
+    if choice(cfg.model.source) != "pretrained" or not cfg.model.path:
+        return
+    config_file = Path(str(cfg.model.path)).expanduser() / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        rows = int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size"))
+    except (OSError, ValueError, TypeError, AttributeError):  # not a local folder, or no size in it: build_model checks
+        return
+    problem = tokenizer_fit_problem(
+        cfg.model, len(tokenizer), largest_token_id(tokenizer), rows, f"model.path={cfg.model.path} (config.json)"
+    )
+    if problem:
+        raise ConfigError(problem)
+
+
 def build_model(
     model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implementation: str, seed: int | None = None
 ) -> Any:

@@ -33,6 +33,7 @@ from train.model import (
     AdapterSaveError,
     apply_lora,
     build_model,
+    check_model_tokenizer,
     count_parameters,
     expected_adapter_shapes,
     resolve_attn_implementation,
@@ -236,6 +237,7 @@ def prepare_data(cfg: DictConfig, env: Environment) -> Data:
     their collator. Exits with the build report when no training row is left."""
     # a random-init model gains the format's missing control tokens (recipe=tiny model.chat_format=qwen3)
     tokenizer = run_tokenizer(cfg)
+    check_model_tokenizer(cfg, tokenizer)  # before the data build: a tokenizer the model's embeddings cannot hold
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     transform, key_extra = data_builder(cfg)
     # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
