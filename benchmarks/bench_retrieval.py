@@ -32,9 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from train.retrieval import metatool
+from train.papers.metatool import retrieve as metatool
+from train.papers.metatool.hypothesis import RuleTeacher
 from train.retrieval.embed import DEFAULT_EMBEDDER, load_embedder
-from train.retrieval.hypothesis import RuleTeacher
 from train.retrieval.index import ToolIndex, description_text, required_param_texts
 from train.schema import Conversation, Tool, ToolLibrary, ToolQuery
 

@@ -6,7 +6,8 @@
 Datasets (../shared/data, read by tooltrain's own readers):
 * ToolLens test split: 1,877 requests over its 464 tools, about 2.7 gold tools each;
 * MetaTool single-tool queries (``all_clean_data.csv``): 20,614 requests over its 199 tools.
-Methods, as ``tooltrain eval retrieval`` runs them (``train/retrieval/evaluate.py``): dialogue-history retrieval
+Methods, as ``tooltrain eval retrieval`` runs them (``train/papers/metatool/retrieval_eval.py``): dialogue-history
+retrieval
 (the request against each tool's JSON), keyword retrieval (the request's ToolSearcher keywords, BM25 over
 "name description"), and meta_tool retrieval (Algorithm 1) with hypotheses from the offline teacher (its
 rule-based reading of the request), at every ``--alpha``; ``--gold`` adds the gold-hypothesis upper bound.
@@ -29,10 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from train.papers.metatool.retrieval_eval import evaluate, sample_queries
+from train.papers.metatool.teacher import OfflineTeacher
 from train.retrieval.embed import DEFAULT_EMBEDDER, load_embedder
-from train.retrieval.evaluate import evaluate, sample_queries
 from train.retrieval.index import ToolIndex
-from train.retrieval.teacher import OfflineTeacher
 from train.schema import ToolLibrary, ToolQuery
 
 DATA = Path(os.environ.get("TOOLTRAIN_SHARED_DATA", REPO.parent / "shared" / "data"))

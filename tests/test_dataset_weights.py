@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from train.dataset import BuildReport, build_rows
+from train.data.dataset import BuildReport, build_rows
 from train.formats import get_format
 from train.formats.tokenize import tokenize
 from train.schema import Conversation

@@ -1,4 +1,4 @@
-"""The eval split is decided once (``train.dataset.split_eval``), on each conversation together with
+"""The eval split is decided once (``train.data.dataset.split_eval``), on each conversation together with
 its row: the held-out conversations never reach training, and each eval row's conversation is the
 one it was built from, exactly as the build paired them before the split was made in one place."""
 
@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from train.dataset import build_dataset, split_eval
+from train.data.dataset import build_dataset, split_eval
 from train.schema import Conversation, Message, dumps
 from train.tokenizers import load_tokenizer
 

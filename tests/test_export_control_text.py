@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from train.export import serving_metadata, write_serving_readme
+from train.engine.export import serving_metadata, write_serving_readme
 from train.formats import get_format
 
 

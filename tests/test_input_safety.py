@@ -1,7 +1,7 @@
 """What tooltrain accepts when it reads data (issue 11, items 3, 4 and 9).
 
 Every reader of records (the source readers, ``data validate``, ``data stats``, ``data render`` and the
-training build) decodes a record through ``train.sources._common``: standard JSON only (no NaN or
+training build) decodes a record through ``train.base.records``: standard JSON only (no NaN or
 Infinity, no number that overflows to Infinity, no duplicate key), Unicode text only (no lone
 surrogate), and no record over the size limit (``data.max_record_bytes``, 8 MiB for the data verbs).
 A record that fails is one counted reject naming its file:line (file#index in an array) and why.
@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from train.base.records import DEFAULT_MAX_RECORD_BYTES, iter_json_records, iter_lines, record_size_limit
 from train.cli import main
-from train.dataset import BuildReport, build_dataset, read_conversations
+from train.data.dataset import BuildReport, build_dataset, read_conversations
 from train.formats import FORMATS, get_format
 from train.schema import Conversation, SchemaError
 from train.sources import Rejected
-from train.sources._common import DEFAULT_MAX_RECORD_BYTES, iter_json_records, iter_lines, record_size_limit
 from train.sources.glaive import read as read_glaive
 
 PARAMS = {
@@ -448,7 +448,7 @@ def test_the_data_verbs_refuse_a_record_over_8_mib(tmp_path, capsys):
 
 
 def test_the_limit_is_a_data_key_checked_at_compose_time():
-    from train.config import ConfigError, compose
+    from train.engine.config import ConfigError, compose
 
     assert compose(["recipe=tiny"]).data.max_record_bytes == DEFAULT_MAX_RECORD_BYTES
     with pytest.raises(
@@ -458,8 +458,8 @@ def test_the_limit_is_a_data_key_checked_at_compose_time():
 
 
 def test_the_training_build_applies_data_max_record_bytes_and_shows_progress(tmp_path, monkeypatch):
-    from train import dataset
-    from train.dataset import resolve_input
+    from train.data import dataset
+    from train.data.dataset import resolve_input
     from train.tokenizers import load_tokenizer
 
     sample = json.loads(resolve_input("pkg://train/assets/demo/glaive_sample.json").read_text(encoding="utf-8"))[:6]

@@ -36,83 +36,83 @@ LAYERS = (
 # over a pattern. A module in no entry fails test_every_module_has_a_layer: place it here when you add it.
 LAYER_OF: dict[str, str] = {
     "train": "base",
-    "train.console": "base",  # the console noise policy: the CLI sets it before importing anything heavy
-    "train.progress": "base",  # a progress bar any long loop may show
-    "train.errors": "base",  # ConfigError: a user error any layer may raise
+    "train.engine.console": "base",  # the console noise policy: the CLI sets it before importing anything heavy
+    "train.base.progress": "base",  # a progress bar any long loop may show
+    "train.base.errors": "base",  # ConfigError: a user error any layer may raise
     "train.registry": "base",  # name -> object (or module:attr) lookup every concept registers through
     "train.schema": "schema",
     "train.validate": "schema",  # the record contract every reader checks its output against
-    "train.json_schema": "schema",  # bounded patterns and local-only references for tool schemas
+    "train.base.json_schema": "schema",  # bounded patterns and local-only references for tool schemas
     "train.sources.*": "sources",
     "train.sources.call_markers": "schema",  # the call-markup markers train.validate checks text for
-    "train.stats": "sources",  # counts canonical records with the readers' JSON helpers; no format, no model
+    "train.data.stats": "sources",  # counts canonical records with the readers' JSON helpers; no format, no model
     "train.formats.*": "formats",
     "train.formats.expansion": "formats",  # per-target-turn expansion: renders and tokenizes, knows no dataset
     "train.formats.mask_checks": "formats",  # a sample's mask against the format's norm; the build calls it
     "train.tokenizers.*": "formats",
     "train.models.*": "formats",  # SmolLM2's GGUF is both its tokenizer and its weights: fetched for either
-    "train.retrieval.*": "retrieval",  # teacher (train.retrieval.teacher) and PoolRetriever included
+    "train.retrieval.*": "retrieval",  # teacher (train.papers.metatool.teacher) and PoolRetriever included
     "train.teacher.*": "retrieval",  # the prompted teacher (backends, response cache, ToolGT questions) builders ask
     "train.builders.*": "builders",
-    "train.dataset": "dataset",
-    "train.packing": "dataset",
-    "train.token_store": "dataset",  # the built dataset's memory-mapped columns: numpy only
-    "train.ordered_pool": "base",  # an ordered, bounded process-pool map: no tooltrain import
+    "train.data.dataset": "dataset",
+    "train.data.packing": "dataset",
+    "train.data.token_store": "dataset",  # the built dataset's memory-mapped columns: numpy only
+    "train.data.ordered_pool": "base",  # an ordered, bounded process-pool map: no tooltrain import
     "train.evaluation.*": "evaluation",
     # PTR (seed 001): library/history/splits, stage 1 and its evaluation; it uses retrieval, the teacher and the
     # recommendation metrics, and nothing of a training run
-    "train.recommend.*": "evaluation",
-    "train.evaluation.callback": "run",  # the Trainer callback that runs the eval tasks: run machinery
-    "train.config": "run",  # the composed run config; it checks task and format names against their registries
-    "train.config_ranges": "run",  # every numeric field's valid range, checked by train.config.check
-    "train.model_folder": "run",  # a model folder's own tokenizer and chat format, applied at compose time
-    "train.distributed": "run",
-    "train.model": "run",
-    "train.loss": "run",
-    "train.flops": "run",
-    "train.callbacks": "run",
-    "train.checkpoints": "run",
-    "train.signals": "run",
-    "train.report": "run",
-    "train.summary": "run",
-    "train.step_lines": "run",
-    "train.tracking": "run",
-    "train.run_dir": "run",
-    "train.resume_config": "run",
-    "train.resume_data": "run",  # what a run's build read (content hashes), compared on resume
-    "train.overrides": "run",  # a command line's overrides checked before Hydra runs them (one error line)
-    "train.run": "run",
-    "train.training_args": "run",  # the config -> TrainingArguments mapping run() and bench train share
-    "train.export": "run",  # merges a run's adapter into its model: the run's model and checkpoint code
-    "train.recommend_backbone": "run",  # a tooltrain run as PTR's backbone: loads it as train.export does
-    "train.cache_bench": "run",  # the tokenized cache at corpus scale: build time, build and per-rank memory
-    "train.launch": "run",  # plans a multi-node run from its config (Slurm script, torchrun, deepspeed)
+    "train.papers.ptr.*": "evaluation",
+    "train.engine.eval_callback": "run",  # the Trainer callback that runs the eval tasks: run machinery
+    "train.engine.config": "run",  # the composed run config; it checks task and format names against their registries
+    "train.engine.config_ranges": "run",  # every numeric field's valid range, checked by train.engine.config.check
+    "train.engine.model_folder": "run",  # a model folder's own tokenizer and chat format, applied at compose time
+    "train.engine.distributed": "run",
+    "train.engine.model": "run",
+    "train.engine.loss": "run",
+    "train.engine.flops": "run",
+    "train.engine.callbacks": "run",
+    "train.engine.checkpoints": "run",
+    "train.engine.signals": "run",
+    "train.engine.report": "run",
+    "train.engine.summary": "run",
+    "train.engine.step_lines": "run",
+    "train.engine.tracking": "run",
+    "train.engine.run_dir": "run",
+    "train.engine.resume_config": "run",
+    "train.engine.resume_data": "run",  # what a run's build read (content hashes), compared on resume
+    "train.engine.overrides": "run",  # a command line's overrides checked before Hydra runs them (one error line)
+    "train.engine.run": "run",
+    "train.engine.training_args": "run",  # the config -> TrainingArguments mapping run() and bench train share
+    "train.engine.export": "run",  # merges a run's adapter into its model: the run's model and checkpoint code
+    "train.papers.ptr.backbone": "run",  # a tooltrain run as PTR's backbone: loads it as train.engine.export does
+    "train.data.cache_bench": "run",  # the tokenized cache at corpus scale: build time, build and per-rank memory
+    "train.engine.launch": "run",  # plans a multi-node run from its config (Slurm script, torchrun, deepspeed)
     "train.commands": "command_helpers",
     "train.commands.outputs": "command_helpers",
     "train.commands.arg_types": "command_helpers",  # the verbs' number types (counts, temperatures)
-    "train.commands.rejects": "command_helpers",
-    "train.commands.score_report": "command_helpers",
+    "train.commands.data.rejects": "command_helpers",
+    "train.commands.eval.score_report": "command_helpers",
     "train.commands.chat_setup": "command_helpers",
-    "train.commands.bench_common": "command_helpers",  # what bench render and bench data share
-    "train.commands.eval_retrieval_core": "command_helpers",
-    "train.commands.eval_retrieval_sweep": "command_helpers",  # the Hydra form of eval retrieval, not a verb
-    "train.commands.eval_score_bfcl": "command_helpers",  # the BFCL-folders form of eval score, not a verb
-    "train.commands.eval_run_verify": "command_helpers",  # the toolbench --verify form of eval run, not a verb
-    "train.entry": "commands",  # tooltrain train: the Hydra main around run(cfg)
+    "train.commands.bench.common": "command_helpers",  # what bench render and bench data share
+    "train.commands.eval.retrieval_core": "command_helpers",
+    "train.commands.eval.retrieval_sweep": "command_helpers",  # the Hydra form of eval retrieval, not a verb
+    "train.commands.eval.score_bfcl": "command_helpers",  # the BFCL-folders form of eval score, not a verb
+    "train.commands.eval.run_verify": "command_helpers",  # the toolbench --verify form of eval run, not a verb
+    "train.engine.entry": "commands",  # tooltrain train: the Hydra main around run(cfg)
     "train.commands.launch": "commands",
     "train.commands.demo": "commands",
-    "train.commands.convert": "commands",
-    "train.commands.validate": "commands",
-    "train.commands.stats": "commands",
-    "train.commands.render": "commands",
-    "train.commands.data_build": "commands",
-    "train.commands.eval_score": "commands",
-    "train.commands.eval_run": "commands",
-    "train.commands.eval_retrieval": "commands",
-    "train.commands.eval_recommend": "commands",
-    "train.commands.bench_render": "commands",
-    "train.commands.bench_data": "commands",
-    "train.commands.bench_train": "commands",
+    "train.commands.data.convert": "commands",
+    "train.commands.data.validate": "commands",
+    "train.commands.data.stats": "commands",
+    "train.commands.data.render": "commands",
+    "train.commands.data.build": "commands",
+    "train.commands.eval.score": "commands",
+    "train.commands.eval.run": "commands",
+    "train.commands.eval.retrieval": "commands",
+    "train.commands.eval.recommend": "commands",
+    "train.commands.bench.render": "commands",
+    "train.commands.bench.data": "commands",
+    "train.commands.bench.train": "commands",
     "train.commands.export": "commands",
     "train.cli": "cli",
     "train.__main__": "cli",
@@ -125,7 +125,7 @@ SIBLINGS_APART = {
 
 # Imports the layer order allows but the design does not: (importer, imported prefix) -> why.
 FORBIDDEN = {
-    ("train.dataset", "train.builders"): "the generic dataset never imports a recipe's builder: run.py binds one "
+    ("train.data.dataset", "train.builders"): "the generic dataset never imports a recipe's builder: run.py binds one "
     "and hands it in as the conversation transform",
 }
 
@@ -283,7 +283,7 @@ def test_the_commands_layer_is_exactly_the_verbs_the_cli_runs():
 
     verbs = {f"train.commands.{module}" for verbs in VERBS.values() for module, _ in verbs.values()}
     verbs |= {f"train.commands.{module}" for module, _ in TOP_VERBS.values()}
-    verbs |= {"train.commands.launch", "train.commands.demo", "train.entry"}  # dispatched by main itself
+    verbs |= {"train.commands.launch", "train.commands.demo", "train.engine.entry"}  # dispatched by main itself
     assert {module for module, layer in LAYER_OF.items() if layer == "commands"} == verbs
 
 
@@ -319,14 +319,15 @@ def test_a_lazy_import_inside_a_function_is_an_edge_and_closes_a_circle(tmp_path
 
 def test_an_upward_import_and_a_verb_importing_a_verb_are_reported():
     edges = {
-        "train.schema": {"train.dataset"},
-        "train.dataset": {"train.builders.metatool"},
-        "train.commands.eval_run": {"train.commands.eval_score", "train.commands.outputs"},
+        "train.schema": {"train.data.dataset"},
+        "train.data.dataset": {"train.papers.metatool.builder"},
+        "train.commands.eval.run": {"train.commands.eval.score", "train.commands.outputs"},
     }
     assert layering_problems(edges) == [
-        "train.commands.eval_run imports train.commands.eval_score, both commands: " + SIBLINGS_APART["commands"],
-        "train.dataset imports train.builders.metatool: " + FORBIDDEN[("train.dataset", "train.builders")],
-        "train.schema (schema) imports train.dataset (dataset): upward",
+        "train.commands.eval.run imports train.commands.eval.score, both commands: " + SIBLINGS_APART["commands"],
+        "train.data.dataset imports train.papers.metatool.builder: " + FORBIDDEN[("train.data.dataset",
+        "train.builders")],
+        "train.schema (schema) imports train.data.dataset (dataset): upward",
     ]
 
 

@@ -1,4 +1,4 @@
-"""The per-token weighted loss (train.loss): exact values on a hand-built batch, the unweighted loss
+"""The per-token weighted loss (train.engine.loss): exact values on a hand-built batch, the unweighted loss
 when every weight is 1.0, and the Trainer path (compute_loss_func + the hook that takes the weights)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from train.loss import WeightedLoss, weighted_causal_lm_loss
-from train.packing import IGNORE_INDEX, PackedCollator, PaddedCollator, pack_samples
+from train.data.packing import IGNORE_INDEX, PackedCollator, PaddedCollator, pack_samples
+from train.engine.loss import WeightedLoss, weighted_causal_lm_loss
 
 # One row of 4 positions over a vocabulary of 3. Position i predicts labels[i + 1].
 LOGITS = torch.tensor([[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [5.0, 5.0, 5.0]]])

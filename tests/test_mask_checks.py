@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from train.dataset import BuildReport, MaskError, build_rows
+from train.data.dataset import BuildReport, MaskError, build_rows
 from train.formats import FORMATS, get_format
 from train.formats.base import MaskPolicy, Segment, trained_segments
 from train.formats.chatml import ChatMLFormat

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from train.config import compose
+from train.engine.config import compose
 
 # name -> (hub id, chat format, tokenizer, LoRA targets)
 FAMILY_MODELS = {
@@ -42,7 +42,7 @@ def test_config_composes_with_its_format_tokenizer_and_lora_targets(name):
 def meta_model(name):
     import torch
 
-    from train.model import build_model
+    from train.engine.model import build_model
 
     model_cfg = compose(["recipe=tiny", f"model={name}", "model.source=config"]).model
     with torch.device("meta"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from train.config import compose
+from train.engine.config import compose
 
 # name -> (hub id, chat format, tokenizer, parameters in billions as the model card rounds them)
 ITC_MODELS = {
@@ -43,10 +43,11 @@ def test_each_itc_model_config_composes_with_its_format_and_tokenizer(name):
 
 
 def meta_model(name):
-    """What ``model=NAME model.source=config`` trains: train.model.build_model, on the meta device (no memory)."""
+    """What ``model=NAME model.source=config`` trains: train.engine.model.build_model, on the meta device (no
+    memory)."""
     import torch
 
-    from train.model import build_model
+    from train.engine.model import build_model
 
     model_cfg = compose(["recipe=tiny", f"model={name}", "model.source=config"]).model
     attention = "sdpa" if model_cfg.attn_implementation == "auto" else model_cfg.attn_implementation  # gpt-oss: eager
@@ -86,7 +87,7 @@ def test_the_deepseek_shapes_are_their_own_not_coder_6_7bs():
 
 
 def model_configs_with_an_arch() -> list[str]:
-    from train.config import CONF_DIR
+    from train.engine.config import CONF_DIR
 
     names = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
     return [name for name in names if compose(["recipe=tiny", f"model={name}"]).model.arch]

@@ -1,5 +1,5 @@
 """A non-editable install (``pip install .``) finds its configs: the wheel ships conf/ and recipes/ inside
-the package as plain files (train/_conf), and ``train.config`` looks there. It also ships the chat-template
+the package as plain files (train/_conf), and ``train.engine.config`` looks there. It also ships the chat-template
 files ``tooltrain export`` builds its templates from (train/formats/templates)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CHECK = """
 import json
-from train.config import CONF_DIR, compose
+from train.engine.config import CONF_DIR, compose
 from train.formats import FORMATS, get_format
 from train.formats.serving import chat_template
 cfg = compose(["recipe=tiny"])

@@ -3,7 +3,7 @@ import random
 import pytest
 import torch
 
-from train.packing import (
+from train.data.packing import (
     IGNORE_INDEX,
     PackedCollator,
     PaddedCollator,

@@ -252,8 +252,8 @@ SLOW_TIER = {"itc_qwen3_8b", "toolgt_qwen3_8b"}
 def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_path, monkeypatch):
     import torch
 
-    from train.config import compose
-    from train.run import run
+    from train.engine.config import compose
+    from train.engine.run import run
 
     golden = GOLDEN[recipe] if recipe in GOLDEN else GOLDEN_FULL_SIZE[recipe]
     cfg = compose([f"recipe={recipe}", *SMALL, *golden["overrides"], f"output_dir={tmp_path / 'run'}"])

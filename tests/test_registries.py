@@ -13,7 +13,7 @@ import pytest
 
 from train.builders import BUILDERS
 from train.cli import main
-from train.config import ConfigError, compose
+from train.engine.config import ConfigError, compose
 from train.evaluation import SCORERS
 from train.evaluation.tasks import task_names
 from train.formats import FORMATS
@@ -199,7 +199,7 @@ def test_a_source_reader_from_outside(plugin, tmp_path, capsys):
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["line1", "line3"]
     assert "read 3, written 2, rejected 1" in capsys.readouterr().out
     cfg = compose(["recipe=tiny", "data.sources.0.name=my_readers:read", f"data.sources.0.inputs=[{pairs}]"])
-    from train.dataset import BuildReport, read_conversations
+    from train.data.dataset import BuildReport, read_conversations
 
     report = BuildReport()
     read = [
@@ -340,7 +340,7 @@ def test_a_builder_from_outside(plugin, tmp_path, conversations, capsys):
 def test_the_three_canonical_readers_are_one(tmp_path, plugin):
     """Training data, ``data build`` inputs and eval references read a canonical file alike: the same
     conversations, and every other line a counted reject (a tool query was silently skipped by the dataset)."""
-    from train.dataset import BuildReport, read_conversations
+    from train.data.dataset import BuildReport, read_conversations
     from train.evaluation.tasks import get_task, read_references
 
     path = tmp_path / "mixed.jsonl"

@@ -319,8 +319,8 @@ def test_convert_openai_counts_every_record(broken, tmp_path, capsys):
 
 
 def test_stats_counts_every_record(broken, capsys):
-    if importlib.util.find_spec("train.commands.stats") is None:
-        pytest.skip("train.commands.stats not written yet")
+    if importlib.util.find_spec("train.commands.data.stats") is None:
+        pytest.skip("train.commands.data.stats not written yet")
     assert main(["data", "stats", str(broken), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["records"] == RECORDS

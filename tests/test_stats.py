@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from train.cli import main
-from train.commands.stats import print_rich
-from train.commands.stats import sections as report_sections
+from train.commands.data.stats import print_rich
+from train.commands.data.stats import sections as report_sections
+from train.data.stats import count_lines
 from train.schema import ToolLibrary, dumps
 from train.sources import get_reader
-from train.stats import count_lines
 
 # conversations.jsonl, counted by hand:
 #   line 1 "parallel": 2 tools; system, user, assistant(2 calls), tool, tool, assistant            -> 6 messages

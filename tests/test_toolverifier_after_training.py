@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from train.config import ConfigError, compose
+from train.engine.config import ConfigError, compose
 from train.sources.toolbench import read
 
 TOOLBENCH = Path(__file__).resolve().parents[1] / "train" / "assets" / "toolverifier_tiny" / "toolbench"
@@ -105,8 +105,8 @@ TINY_RUN = [
 def test_a_completed_run_verifies_on_toolbench_and_writes_summary_traces_and_tables(
     tooltrain_cache, tmp_path, monkeypatch, capsys
 ):
-    import train.evaluation.toolverifier as pipeline
-    from train.run import run
+    import train.papers.toolverifier.verify as pipeline
+    from train.engine.run import run
 
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
     monkeypatch.setattr(pipeline, "text_selector", lambda complete: gold_selector())
@@ -135,7 +135,7 @@ def test_a_completed_run_verifies_on_toolbench_and_writes_summary_traces_and_tab
 
 
 def test_the_trained_tiny_model_itself_is_the_selector_when_nothing_is_scripted(tooltrain_cache, tmp_path, monkeypatch):
-    from train.run import run
+    from train.engine.run import run
 
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
     out = tmp_path / "run"
@@ -147,7 +147,7 @@ def test_the_trained_tiny_model_itself_is_the_selector_when_nothing_is_scripted(
 
 
 def test_a_missing_toolbench_folder_fails_before_any_training(tmp_path):
-    from train.run_dir import RunSetupError, check_inputs
+    from train.engine.run_dir import RunSetupError, check_inputs
 
     cfg = compose(["recipe=toolverifier_tiny", f"eval.toolbench_verify.data={tmp_path / 'nowhere'}"])
     with pytest.raises(RunSetupError, match=r"eval.toolbench_verify.data: .*nowhere: "):
@@ -155,7 +155,7 @@ def test_a_missing_toolbench_folder_fails_before_any_training(tmp_path):
 
 
 def test_on_several_ranks_the_summary_says_why_and_names_the_command(tmp_path, capsys):
-    from train.evaluation.toolverifier_run import verify_after_training
+    from train.papers.toolverifier.after_training import verify_after_training
 
     node = {"cases_per_task": 5, "verify": ["tool"]}
     verified = verify_after_training(node, None, None, tmp_path, world_size=16)
@@ -171,7 +171,7 @@ def test_on_several_ranks_the_summary_says_why_and_names_the_command(tmp_path, c
 
 
 def test_unreadable_toolbench_data_is_an_error_line_in_the_summary_not_a_traceback(tmp_path, capsys):
-    from train.evaluation.toolverifier_run import verify_after_training
+    from train.papers.toolverifier.after_training import verify_after_training
 
     (tmp_path / "empty").mkdir()
     verified = verify_after_training({"data": str(tmp_path / "empty")}, None, None, tmp_path, 1, gold_selector())

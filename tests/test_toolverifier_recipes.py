@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from train.config import compose
-from train.sources._common import SourceError, read_text
+from train.base.records import SourceError, read_text
+from train.engine.config import compose
 from train.sources.toolselect import read
 
 ASSETS = Path(__file__).resolve().parents[1] / "train" / "assets" / "toolverifier_tiny"

@@ -25,7 +25,7 @@ from typing import ClassVar
 import pytest
 
 from train.cli import main
-from train.retrieval.special import with_retrieved_tools
+from train.papers.metatool.special import with_retrieved_tools
 from train.schema import Conversation
 from train.validate import check_conversation
 
@@ -98,7 +98,7 @@ def test_data_validate_accepts_exactly_what_the_metatool_training_build_accepts(
     assert main(["data", "validate", str(data), "--json", "--max-report", "1000"]) == 1
     report = json.loads(capsys.readouterr().out)
     refused_by_validate = {r["id"] for r in report["reports"] if r["severity"] == "error"}
-    # what the training build keeps (train/dataset.py: errors of check_conversation(with_retrieved_tools(conv)))
+    # what the training build keeps (train/data/dataset.py: errors of check_conversation(with_retrieved_tools(conv)))
     everything = [*convs, Conversation.from_dict(bad)]
     refused_by_build = {
         c.id for c in everything if any(p.severity == "error" for p in check_conversation(with_retrieved_tools(c)))
@@ -194,13 +194,13 @@ def test_a_catastrophic_pattern_is_a_counted_reject_and_validation_ends(tmp_path
 
 
 def test_the_training_builds_check_ends_on_a_catastrophic_pattern(tmp_path):
-    # train/dataset.py refuses a conversation with check_conversation(with_retrieved_tools(conv)): same budget
+    # train/data/dataset.py refuses a conversation with check_conversation(with_retrieved_tools(conv)): same budget
     params = {"type": "object", "properties": {"code": {"type": "string", "pattern": EVIL}}}
     data = write_jsonl(tmp_path / "one.jsonl", [record("evil", params, {"code": SUBJECT})])
     script = (
         "import json, sys\n"
         "from train.schema import Conversation\n"
-        "from train.retrieval.special import with_retrieved_tools\n"
+        "from train.papers.metatool.special import with_retrieved_tools\n"
         "from train.validate import check_conversation\n"
         "conv = Conversation.from_dict(json.loads(open(sys.argv[1]).read()))\n"
         "print(json.dumps([p.code for p in check_conversation(with_retrieved_tools(conv))]))\n"
@@ -263,10 +263,10 @@ def test_render_and_convert_refuse_a_device_and_a_fifo(tmp_path, fifo):
 
 
 def test_training_sources_refuse_a_fifo_and_a_device(fifo):
-    # the training build reads data.sources through train.dataset.read_conversations
+    # the training build reads data.sources through train.data.dataset.read_conversations
     script = (
         "import sys\n"
-        "from train.dataset import BuildReport, read_conversations\n"
+        "from train.data.dataset import BuildReport, read_conversations\n"
         "from train.sources import SourceError\n"
         "for name, path in (('glaive', sys.argv[1]), ('metatool', '/dev/zero'), ('bfcl', '/dev/zero')):\n"
         "    try:\n"

@@ -109,7 +109,7 @@ class Ws:
 
 @functools.cache
 def tiny_config() -> str:
-    from train.config import compose, to_yaml
+    from train.engine.config import compose, to_yaml
 
     return to_yaml(compose(["recipe=tiny"]))
 

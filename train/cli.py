@@ -2,7 +2,7 @@
 
 ``tooltrain train recipe=NAME key=value ...`` hands its arguments to Hydra untouched; every other
 verb is ``tooltrain GROUP VERB ...`` (or ``tooltrain VERB ...`` for the few in TOP_VERBS) and lives
-in ``train/commands/<module>.py`` exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+in ``train/commands/<group>/<verb>.py`` exposing ``add_arguments(parser)`` and ``run(args) -> int``.
 Modules are imported only when their verb runs, so ``tooltrain data stats`` never pays for
 importing torch.
 """
@@ -13,32 +13,32 @@ import argparse
 import importlib
 import sys
 
-# group -> verb -> (module under train.commands, one-line help)
+# group -> verb -> (module under train.commands: GROUP.VERB, one-line help)
 VERBS: dict[str, dict[str, tuple[str, str]]] = {
     "data": {
-        "convert": ("convert", "convert a source dataset into canonical JSON Lines"),
-        "validate": ("validate", "check canonical conversations against their tools"),
-        "stats": ("stats", "count conversations, turns, calls and tools"),
-        "render": ("render", "render conversations to token ids and loss labels"),
-        "build": ("data_build", "build a recipe's training set and benchmark (metatool: MT-LLaMA data + Meta-Bench)"),
+        "convert": ("data.convert", "convert a source dataset into canonical JSON Lines"),
+        "validate": ("data.validate", "check canonical conversations against their tools"),
+        "stats": ("data.stats", "count conversations, turns, calls and tools"),
+        "render": ("data.render", "render conversations to token ids and loss labels"),
+        "build": ("data.build", "build a recipe's training set and benchmark (metatool: MT-LLaMA data + Meta-Bench)"),
     },
     "eval": {
-        "score": ("eval_score", "score model predictions against a benchmark's references"),
-        "run": ("eval_run", "generate a benchmark's answers with a model or a run, then score them"),
-        "retrieval": ("eval_retrieval", "HR@k of meta_tool, history and keyword tool retrieval on tool-query files"),
-        "recommend": ("eval_recommend", "PTR tool recommendation: TRACC, Recall, NDCG (RecTools, MetaTool, ToolLens)"),
+        "score": ("eval.score", "score model predictions against a benchmark's references"),
+        "run": ("eval.run", "generate a benchmark's answers with a model or a run, then score them"),
+        "retrieval": ("eval.retrieval", "HR@k of meta_tool, history and keyword tool retrieval on tool-query files"),
+        "recommend": ("eval.recommend", "PTR tool recommendation: TRACC, Recall, NDCG (RecTools, MetaTool, ToolLens)"),
     },
     "bench": {
         "render": (
-            "bench_render",
+            "bench.render",
             "conversations/s of tooltrain's render+tokenize+mask next to trl's chat-template path",
         ),
         "data": (
-            "bench_data",
+            "bench.data",
             "the data path at scale: render+tokenize+mask rates next to trl's, build and read RSS",
         ),
         "train": (
-            "bench_train",
+            "bench.train",
             "training tokens/s, padding efficiency and peak memory: packed, padded and trl's SFTTrainer",
         ),
     },
@@ -109,12 +109,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_verb(argv: list[str]) -> int:
-    from train.console import quiet_libraries, take_verbose_flag
+    from train.engine.console import quiet_libraries, take_verbose_flag
 
     argv = take_verbose_flag(argv)
     quiet_libraries()  # before any verb imports transformers; --verbose / TOOLTRAIN_VERBOSE=1 keep the noise
     if argv[:1] == ["train"]:
-        from train.entry import hydra_main
+        from train.engine.entry import hydra_main
 
         return hydra_main(argv[1:])
     if argv[:1] == ["launch"]:  # its own parser: options and Hydra overrides may interleave

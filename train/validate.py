@@ -50,7 +50,7 @@ from typing import Any, Literal
 import jsonschema
 import referencing.exceptions
 
-from train.json_schema import (
+from train.base.json_schema import (
     LOCAL_ONLY,
     REGEX_BUDGET_S,
     BoundedValidator,
@@ -244,7 +244,7 @@ def schema_fault(parameters: dict[str, Any]) -> tuple[list[str | int], str] | No
     return ([], "schema nested too deeply to check") if key is None else _schema_fault(key)
 
 
-META_TOOL_NAME = "meta_tool"  # the Meta-Tool paper's retrieval call; train.retrieval.special defines the tool
+META_TOOL_NAME = "meta_tool"  # the Meta-Tool paper's retrieval call; train.papers.metatool.special defines the tool
 
 
 @dataclass(frozen=True)

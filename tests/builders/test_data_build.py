@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from train.cli import main
-from train.config import compose
+from train.engine.config import compose
 
 OUTPUTS = ("train.jsonl", "bench.jsonl", "library.jsonl", "report.json")
 ASSETS = Path(__file__).resolve().parents[2] / "train" / "assets" / "metatool_tiny"
@@ -125,7 +125,7 @@ def test_shipped_tiny_bench_is_what_the_command_builds(tmp_path):
 def test_the_recipe_trains_on_exactly_the_commands_training_rows(tmp_path):
     """builder: metatool over the tiny data config == the CLI's train.jsonl; its held-out dialogues == the bench's."""
     from train.builders import bind
-    from train.dataset import BuildReport, read_conversations
+    from train.data.dataset import BuildReport, read_conversations
     from train.schema import dumps
 
     cfg = compose(["recipe=mt_llama_tiny"])

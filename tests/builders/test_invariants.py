@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from train.builders.metatool import MetaToolBuilder, MetaToolOptions, first_definitions, invoked_names
 from train.formats import get_format
 from train.formats.tokenize import tokenize_many
+from train.papers.metatool.builder import MetaToolBuilder, MetaToolOptions, first_definitions, invoked_names
 from train.schema import Conversation, dumps
 from train.sources import get_reader
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from train.builders import make_args
-from train.builders.itc import ITCBuilder, ITCOptions, build
 from train.cli import main
 from train.formats import get_format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
+from train.papers.itc import teacher as prompts
+from train.papers.itc.builder import ITCBuilder, ITCOptions, build
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.itc import parse_answer, tools_of_record
-from train.teacher import itc as prompts
 from train.validate import check_conversation
 
 ASSETS = Path(__file__).resolve().parents[2] / "train" / "assets"
@@ -86,7 +86,7 @@ def test_every_answer_parses_and_its_action_is_the_written_call_list(tiny):
 
 
 def test_the_offline_thought_is_in_the_querys_language_for_en_and_zh(tiny):
-    from train.builders.itc import langid_of
+    from train.papers.itc.builder import langid_of
 
     identify = langid_of()
     seen = set()

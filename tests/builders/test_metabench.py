@@ -6,11 +6,17 @@ import json
 
 import pytest
 
-from train.builders.metabench import BenchOptions, MetaBenchBuilder, consecutive_assistant, library_record, tool_library
-from train.builders.metatool import SYSTEM_INSTRUCTION, MetaToolOptions
-from train.evaluation.metabench import score_metabench
-from train.retrieval.special import with_retrieved_tools
-from train.retrieval.teacher import OfflineTeacher
+from train.papers.metatool.builder import SYSTEM_INSTRUCTION, MetaToolOptions
+from train.papers.metatool.metabench import score_metabench
+from train.papers.metatool.metabench_build import (
+    BenchOptions,
+    MetaBenchBuilder,
+    consecutive_assistant,
+    library_record,
+    tool_library,
+)
+from train.papers.metatool.special import with_retrieved_tools
+from train.papers.metatool.teacher import OfflineTeacher
 from train.schema import Conversation, Message, Tool
 from train.validate import check_conversation
 
@@ -155,7 +161,7 @@ def test_rows_validate_and_their_gold_scores_perfectly(dialogues):
 
 
 def test_pool_retriever_ranks_only_the_pool(dialogues):
-    from train.retrieval.pool import PoolRetriever
+    from train.papers.metatool.pool import PoolRetriever
     from train.schema import ToolCall
 
     library, _ = tool_library(dialogues.values())

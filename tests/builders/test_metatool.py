@@ -7,7 +7,7 @@ import json
 import pytest
 
 from train.builders import bind, get_builder
-from train.builders.metatool import (
+from train.papers.metatool.builder import (
     SYSTEM_INSTRUCTION,
     BuildReport,
     MetaToolBuilder,
@@ -24,8 +24,8 @@ from train.builders.metatool import (
     with_get_user_input,
     with_instruction,
 )
-from train.retrieval.special import parse_rewrite, verify_meta_call, with_retrieved_tools
-from train.retrieval.teacher import TeacherError
+from train.papers.metatool.special import parse_rewrite, verify_meta_call, with_retrieved_tools
+from train.papers.metatool.teacher import TeacherError
 from train.schema import Conversation, Tool
 from train.validate import check_conversation
 

@@ -39,7 +39,7 @@ def test_default_holdout_builds_meta_bench(tmp_path, fixtures, capsys):
 
 def test_command_default_is_the_recipes_holdout():
     """The command and the paper's recipe hold out the same share of dialogues, so they split alike."""
-    from train.builders.metatool_spec import CommandOptions
+    from train.papers.metatool.builder_spec import CommandOptions
 
     recipe = OmegaConf.load(CONF / "mt_llama.yaml")
     assert CommandOptions().holdout_fraction == recipe.builder_args.holdout_fraction == 0.18

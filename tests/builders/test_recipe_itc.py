@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from train.config import ConfigError, compose
-from train.resume_config import rule_for
+from train.engine.config import ConfigError, compose
+from train.engine.resume_config import rule_for
 
 
 @pytest.mark.parametrize("recipe", ["itc_tiny", "itc_qwen2_5_7b"])

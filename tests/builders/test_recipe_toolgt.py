@@ -15,12 +15,12 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from train.builders.toolgt import ToolGTBuilder, ToolGTOptions
-from train.builders.toolgt_checks import normal_query
-from train.config import ConfigError, compose
-from train.dataset import BuildReport, cache_key, read_conversations
-from train.evaluation.callback import load_benchmarks
-from train.run import data_builder
+from train.data.dataset import BuildReport, cache_key, read_conversations
+from train.engine.config import ConfigError, compose
+from train.engine.eval_callback import load_benchmarks
+from train.engine.run import data_builder
+from train.papers.toolgt.builder import ToolGTBuilder, ToolGTOptions
+from train.papers.toolgt.checks import normal_query
 from train.sources import get_reader
 from train.tokenizers import load_tokenizer
 

@@ -10,9 +10,9 @@ from typing import ClassVar
 
 import pytest
 
-from train.builders.metatool import MetaToolBuilder, MetaToolOptions
 from train.formats.tokenize import tokenize_prompt
-from train.retrieval.teacher import (
+from train.papers.metatool.builder import MetaToolBuilder, MetaToolOptions
+from train.papers.metatool.teacher import (
     REASONING_PROMPT,
     REWRITE_PROMPT,
     CallTurn,
@@ -240,7 +240,7 @@ def test_hf_teacher_generates_through_the_chat_format():
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from train.retrieval.teacher import HFTeacher
+    from train.papers.metatool.teacher import HFTeacher
     from train.tokenizers.tiny import build_tiny_chatml
 
     tokenizer = build_tiny_chatml()

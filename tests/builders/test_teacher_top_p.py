@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 
+from train.papers.toolverifier import teacher as tv
 from train.teacher import (
     HFBackend,
     HttpBackend,
@@ -18,7 +19,6 @@ from train.teacher import (
     TeacherRequest,
     cache_key,
 )
-from train.teacher import toolverifier as tv
 
 # The cache key's canonical JSON as it was written before StageParams had top_p (tests/builders/test_toolgt_teacher).
 OLD_CANONICAL = (

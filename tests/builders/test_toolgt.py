@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from train.base.pysyntax import parse_call_list
 from train.builders import BUILDERS, make_args, parse_args
-from train.builders.toolgt import ToolGTBuilder, ToolGTOptions, build
-from train.builders.toolgt_checks import equivalent, leaks
 from train.cli import main
+from train.papers.toolgt import teacher as prompts
+from train.papers.toolgt.builder import ToolGTBuilder, ToolGTOptions, build
+from train.papers.toolgt.checks import equivalent, leaks
 from train.schema import Conversation, Tool, ToolCall
 from train.sources import get_reader
-from train.sources.pysyntax import parse_call_list
 from train.teacher import OfflineBackend, ResponseCache, Teacher, TeacherRequest
-from train.teacher import toolgt as prompts
 
 ASSETS = Path(__file__).resolve().parents[2] / "train" / "assets"
 INPUTS = [f"toolace:{ASSETS}/metatool_tiny/toolace_tiny.json", f"glaive:{ASSETS}/demo/glaive_sample.json"]

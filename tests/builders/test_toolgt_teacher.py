@@ -10,10 +10,10 @@ import urllib.error
 
 import pytest
 
-from train.builders.toolgt import ToolGTBuilder, ToolGTOptions
+from train.papers.toolgt import teacher as prompts
+from train.papers.toolgt.builder import ToolGTBuilder, ToolGTOptions
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.teacher import HttpBackend, StageParams, Teacher, TeacherError, TeacherRequest, cache_key, make_backend
-from train.teacher import toolgt as prompts
 
 URL = "http://teacher.invalid/v1"
 

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from train.builders import bind, make_args, parse_args
-from train.builders.toolselect import ToolSelectArgs, build, shorten
 from train.cli import main
+from train.papers.toolverifier.builder import ToolSelectArgs, build, shorten
 from train.schema import Conversation
 from train.sources.toolselect import read
 

@@ -109,15 +109,15 @@ class Engine:
                 os.environ["TOOLTRAIN_CACHE"] = saved_env
 
     def run(self, out: Path, *extra: str, callbacks: list | None = None):
-        from train.config import compose
-        from train.run import run
+        from train.engine.config import compose
+        from train.engine.run import run
 
         with self.in_process():
             return run(compose([*OVERRIDES, f"output_dir={out}", *extra]), extra_callbacks=callbacks)
 
     @staticmethod
     def metrics(run_dir: Path) -> list[dict]:
-        from train.report import read_metrics
+        from train.engine.report import read_metrics
 
         return read_metrics(run_dir / "metrics.jsonl")
 

@@ -3,7 +3,7 @@ numbers are timings, which no test can pin)."""
 
 from __future__ import annotations
 
-from train.commands.bench_train import Measurement, ratio, table
+from train.commands.bench.train import Measurement, ratio, table
 
 
 def test_table_and_ratios_from_measurements():

@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 MAP = """
 import os, signal, time
-from train.ordered_pool import ordered_map
-from train.signals import EarlySignals
+from train.data.ordered_pool import ordered_map
+from train.engine.signals import EarlySignals
 
 EarlySignals.install()
 
@@ -43,8 +43,8 @@ except Exception as err:
 BUILD = """
 import json, os, signal, sys
 from pathlib import Path
-from train import dataset
-from train.signals import EarlySignals
+from train.data import dataset
+from train.engine.signals import EarlySignals
 from train.sources import SourceError
 from train.tokenizers import load_tokenizer
 
@@ -67,7 +67,7 @@ root = Path(sys.argv[1])
 try:
     dataset.build_dataset(cfg, "chatml", load_tokenizer("tiny_chatml"), root)
     print("no error")
-except SourceError as err:  # tooltrain train prints it as one error: line (train/entry.py)
+except SourceError as err:  # tooltrain train prints it as one error: line (train/engine/entry.py)
     print(f"{type(err).__name__}: {err}")
 print(json.dumps(sorted(p.name for p in root.iterdir())))
 """

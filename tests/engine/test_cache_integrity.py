@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.dataset import build_dataset
+from train.data.dataset import build_dataset
 from train.sources import SourceError
 from train.tokenizers import load_tokenizer
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from train.callbacks import COMPLETE_MARKER, latest_complete_checkpoint, rotate_checkpoints
+from train.engine.callbacks import COMPLETE_MARKER, latest_complete_checkpoint, rotate_checkpoints
 
 # Runs ``tooltrain train ...`` with a SIGKILL planted at one point of the save of checkpoint-STEP:
 #   mid-write:     the weights are written, the optimizer, scheduler, RNG and trainer state not yet;

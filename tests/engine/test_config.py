@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
-from train.config import CONF_DIR, REPO_ROOT, ConfigError, check, compose
+from train.engine.config import CONF_DIR, REPO_ROOT, ConfigError, check, compose
 
 MODELS = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
 STRATEGIES = sorted(p.stem for p in (CONF_DIR / "distributed").glob("*.yaml"))

@@ -1,5 +1,6 @@
 """Issue 24 item 14: a number outside its range fails when the config is composed, with the range in the message
-(train/config_ranges.py), instead of reaching the Trainer (a ZeroDivisionError, a negative learning rate, NaN)."""
+(train/engine/config_ranges.py), instead of reaching the Trainer (a ZeroDivisionError, a negative learning rate,
+NaN)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from train.config import ConfigError, compose
-from train.config_ranges import CHECKED_ELSEWHERE, RANGES
+from train.engine.config import ConfigError, compose
+from train.engine.config_ranges import CHECKED_ELSEWHERE, RANGES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +47,7 @@ def test_a_number_outside_its_range_fails_at_compose_time_with_the_range(overrid
 
 @pytest.mark.slow  # composes every recipe (4 s): the default tier checks the ranges on the cases above
 def test_every_recipe_default_is_inside_its_range():
-    from train.config_ranges import range_problems
+    from train.engine.config_ranges import range_problems
 
     for recipe in sorted(p.stem for p in (REPO / "recipes").glob("*.yaml")):
         assert range_problems(compose([f"recipe={recipe}"])) == [], recipe
@@ -57,7 +58,7 @@ def test_every_numeric_field_of_the_schema_has_a_range():
     import dataclasses
     import typing
 
-    from train import config
+    from train.engine import config
 
     def numeric(hint) -> bool:
         args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]

@@ -12,8 +12,8 @@ import warnings
 
 import pytest
 
-from train.config import REPO_ROOT
-from train.console import VERBOSE_ENV, eval_line, quiet_libraries, step_line, take_verbose_flag
+from train.engine.config import REPO_ROOT
+from train.engine.console import VERBOSE_ENV, eval_line, quiet_libraries, step_line, take_verbose_flag
 
 NOISE_ENV = (
     "TRANSFORMERS_VERBOSITY",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from train.config import REPO_ROOT, compose
-from train.summary import data_line, eval_before_after, format_duration, format_summary, loss_line
+from train.engine.config import REPO_ROOT, compose
+from train.engine.summary import data_line, eval_before_after, format_duration, format_summary, loss_line
 
 SUMMARY = {
     "status": "completed",

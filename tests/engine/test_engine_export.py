@@ -13,10 +13,10 @@ import torch
 from omegaconf import OmegaConf
 
 from train.cli import main
+from train.engine.model import apply_lora, build_model, expected_adapter_shapes
 from train.formats import get_format
 from train.formats.hf import to_hf_messages
 from train.formats.tokenize import tokenize
-from train.model import apply_lora, build_model, expected_adapter_shapes
 from train.schema import Conversation
 
 PROMPT = (

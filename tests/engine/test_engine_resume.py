@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from train.callbacks import COMPLETE_MARKER, REQUEUE_EXIT_CODE, latest_complete_checkpoint
+from train.engine.callbacks import COMPLETE_MARKER, REQUEUE_EXIT_CODE, latest_complete_checkpoint
 
 
 @pytest.mark.slow

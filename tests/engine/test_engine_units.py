@@ -11,10 +11,16 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from train import distributed
-from train.callbacks import COMPLETE_MARKER, MetricsFile, Preemption, completed_run
-from train.config import compose
-from train.model import AdapterSaveError, apply_lora, build_model, expected_adapter_shapes, saved_adapter_problems
+from train.engine import distributed
+from train.engine.callbacks import COMPLETE_MARKER, MetricsFile, Preemption, completed_run
+from train.engine.config import compose
+from train.engine.model import (
+    AdapterSaveError,
+    apply_lora,
+    build_model,
+    expected_adapter_shapes,
+    saved_adapter_problems,
+)
 
 WORLD_1 = distributed.World(rank=0, local_rank=0, world_size=1, local_world_size=1, node_rank=0)
 WORLD_2 = distributed.World(rank=0, local_rank=0, world_size=2, local_world_size=2, node_rank=0)
@@ -134,7 +140,7 @@ def test_a_missing_or_partial_adapter_is_reported(lora_model, tmp_path):
 
 
 def test_the_engine_raises_on_an_unusable_adapter(lora_model, tmp_path):
-    from train.run import check_saved_adapter
+    from train.engine.run import check_saved_adapter
 
     expected = expected_adapter_shapes(lora_model)
     lora_model.save_pretrained(str(tmp_path))

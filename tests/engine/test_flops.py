@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from train.flops import flops_counter, matmul_parameters, sample_lengths, training_flops
-from train.packing import PackedCollator, pack_samples
+from train.data.packing import PackedCollator, pack_samples
+from train.engine.flops import flops_counter, matmul_parameters, sample_lengths, training_flops
 
 
 def test_training_flops_by_hand():
@@ -57,7 +57,7 @@ def test_n_counts_every_matmul_weight_and_the_lm_head_but_not_the_embedding_look
 def test_the_counter_reads_the_model_shape_through_peft():
     from omegaconf import OmegaConf
 
-    from train.model import apply_lora
+    from train.engine.model import apply_lora
 
     peft_cfg = OmegaConf.create({"kind": "lora", "r": 2, "alpha": 4, "dropout": 0.0, "target_modules": None})
     model = apply_lora(_model(False), peft_cfg, ["q_proj", "v_proj"])
@@ -68,16 +68,16 @@ def test_the_counter_reads_the_model_shape_through_peft():
 def test_mfu_counts_the_samples_the_model_ran_over_the_interval(monkeypatch):
     from types import SimpleNamespace
 
-    import train.callbacks
-    from train.callbacks import Throughput, TokenMeter
-    from train.run import MeteredCollator
+    import train.engine.callbacks
+    from train.engine.callbacks import Throughput, TokenMeter
+    from train.engine.run import MeteredCollator
 
     meter, model = TokenMeter(), torch.nn.Linear(1, 1)
     meter.attach(model)
     collate = MeteredCollator(PackedCollator(pad_token_id=0, pad_to=16), meter, 16)
     samples = [{"input_ids": [1] * n, "labels": [1] * n} for n in (3, 5, 2)]
     clock = iter([100.0, 102.0])  # train begin, first log: 2 s
-    monkeypatch.setattr(train.callbacks.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(train.engine.callbacks.time, "perf_counter", lambda: next(clock))
     throughput = Throughput(meter, lambda lengths: training_flops(lengths, 100, 2, 4, lora=False), 1000.0, 1)
     throughput.on_train_begin(None, None, None)
     collate([pack_samples(samples, [0, 1]), pack_samples(samples, [2])])

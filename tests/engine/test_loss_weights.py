@@ -20,7 +20,7 @@ def test_weighting_every_part_by_two_doubles_the_first_step_loss(engine, tmp_pat
 
 
 def test_part_weights_are_checked_at_compose_time():
-    from train.config import ConfigError, compose
+    from train.engine.config import ConfigError, compose
 
     cfg = compose(["recipe=tiny", "+data.part_weights.reasoning=0.5", "+data.part_weights.call_args=2"])
     assert dict(cfg.data.part_weights) == {"reasoning": 0.5, "call_args": 2.0}

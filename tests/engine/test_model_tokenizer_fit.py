@@ -12,8 +12,8 @@ import sys
 import pytest
 import yaml
 
-from train.config import ConfigError, compose
-from train.model import build_model, tokenizer_fit_problem
+from train.engine.config import ConfigError, compose
+from train.engine.model import build_model, tokenizer_fit_problem
 
 CHATML_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -89,7 +89,7 @@ def test_a_model_folder_brings_its_own_tokenizer_and_chat_format(folders, name, 
         str(folders[name]),
         chat_format,
     )
-    from train.export import run_tokenizer
+    from train.engine.export import run_tokenizer
 
     assert len(run_tokenizer(cfg)) == 1024 + EXTRA  # the folder's, not the recipe's tiny_chatml
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from train.report import Panel, ema, report_panels, report_title, write_report
+from train.engine.report import Panel, ema, report_panels, report_title, write_report
 
 ROWS = [
     {

@@ -1,4 +1,4 @@
-"""What a resume may change (train/resume_config.py): the table, the diff, the records it writes."""
+"""What a resume may change (train/engine/resume_config.py): the table, the diff, the records it writes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from train.checkpoints import COMPLETE_MARKER
-from train.config import CONF_DIR, Config, compose
-from train.resume_config import (
+from train.engine.checkpoints import COMPLETE_MARKER
+from train.engine.config import CONF_DIR, Config, compose
+from train.engine.resume_config import (
     FIXED,
     FREE,
     IGNORED,
@@ -27,7 +27,7 @@ from train.resume_config import (
     resume_records,
     rule_for,
 )
-from train.run_dir import RunSetupError
+from train.engine.run_dir import RunSetupError
 
 SINGLE = SimpleNamespace(is_main=True, world_size=1)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from train import checkpoints
-from train.checkpoints import COMPLETE_MARKER
+from train.engine import checkpoints
+from train.engine.checkpoints import COMPLETE_MARKER
 
 STEPS = 6  # tests/engine/conftest.py: 6 steps, a checkpoint every 2
 
@@ -47,7 +47,7 @@ def snapshot(folder: Path, skip: tuple[str, ...] = (), times: bool = True) -> di
 @pytest.fixture(scope="module")
 def trained(engine, tmp_path_factory) -> tuple[Path, Path, tuple[str, ...]]:
     """(RUN_DIR of a completed 6-step run, its input file, the overrides every command here adds)."""
-    from train.dataset import resolve_input
+    from train.data.dataset import resolve_input
 
     folder = tmp_path_factory.mktemp("integrity")
     data = folder / "glaive.json"
@@ -243,7 +243,7 @@ def test_a_newest_checkpoint_without_a_file_a_resume_needs_is_passed_over_saying
 
 
 def test_with_no_intact_checkpoint_the_resume_is_refused_naming_each_file(engine, trained, tmp_path):
-    from train.run_dir import RunSetupError
+    from train.engine.run_dir import RunSetupError
 
     run_dir, _, extra = trained
     copy = engine.copy_run(run_dir, tmp_path / "run", keep_through_step=4)
@@ -308,7 +308,7 @@ def _changed_data_error(copy: Path, data: Path, edited: Path) -> str:
 def test_a_resume_on_an_input_edited_since_the_run_started_is_refused_unless_its_record_is_deleted(
     engine, trained, tmp_path, capsys
 ):
-    from train.run_dir import RunSetupError
+    from train.engine.run_dir import RunSetupError
 
     copy, edited, extra = _edited_input(engine, trained, tmp_path)
     before = snapshot(copy)
@@ -392,7 +392,7 @@ def test_another_recipe_into_a_completed_run_leaves_even_hydra_s_record_untouche
 
 
 def test_in_process_too_a_completed_run_of_other_settings_is_refused(engine, trained, tmp_path):
-    from train.run_dir import RunSetupError
+    from train.engine.run_dir import RunSetupError
 
     run_dir, _, extra = trained
     copy = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""RUN_DIR around a run (train/run_dir.py): the lock and who holds it, the checks before a run, what a
+"""RUN_DIR around a run (train/engine/run_dir.py): the lock and who holds it, the checks before a run, what a
 failed save and a second Ctrl-C say. Unit tests; tests/engine/test_train_errors.py runs the command."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from train import run_dir
-from train.checkpoints import COMPLETE_MARKER
-from train.config import compose
-from train.run_dir import (
+from train.engine import run_dir
+from train.engine.checkpoints import COMPLETE_MARKER
+from train.engine.config import compose
+from train.engine.run_dir import (
     HOLDER_NAME,
     RunSetupError,
     check_inputs,
@@ -30,7 +30,7 @@ from train.run_dir import (
     write_failure_message,
     write_failure_reason,
 )
-from train.signals import EarlySignals
+from train.engine.signals import EarlySignals
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = SimpleNamespace(is_main=True, world_size=1)
@@ -39,7 +39,7 @@ HOLD = """
 import sys, time
 from types import SimpleNamespace
 from pathlib import Path
-from train.run_dir import claim_run_dir
+from train.engine.run_dir import claim_run_dir
 claim_run_dir(Path(sys.argv[1]), SimpleNamespace(is_main=True, world_size=1))
 print("held", flush=True)
 time.sleep(600)
@@ -204,11 +204,11 @@ def test_a_failed_save_names_the_checkpoint_removes_it_and_names_the_one_kept(tm
 
 
 def test_a_second_ctrl_c_stops_at_once_but_not_the_same_keypress_twice(monkeypatch):
-    import train.callbacks
-    from train.callbacks import Preemption
+    import train.engine.callbacks
+    from train.engine.callbacks import Preemption
 
     clock = iter([100.0, 100.5, 103.0])
-    monkeypatch.setattr(train.callbacks, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr(train.engine.callbacks, "time", SimpleNamespace(monotonic=lambda: next(clock)))
     preemption = Preemption(lambda flag: flag)
     try:
         preemption._handle(signal.SIGINT, None)  # Ctrl-C: save after this step

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from train import dataset
-from train.dataset import BuildReport, build_dataset, build_rows, cache_key, read_conversations
+from train.data import dataset
+from train.data.dataset import BuildReport, build_dataset, build_rows, cache_key, read_conversations
+from train.data.ordered_pool import ordered_map
+from train.data.packing import PackedCollator, PackedRows, best_fit_pack, pack_samples
+from train.data.token_store import TokenizedRows
 from train.formats import get_format
 from train.formats.tokenize import IGNORE_INDEX
-from train.ordered_pool import ordered_map
-from train.packing import PackedCollator, PackedRows, best_fit_pack, pack_samples
-from train.token_store import TokenizedRows
 from train.tokenizers import load_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -130,7 +130,7 @@ def test_packing_from_lengths_gives_the_rows_and_batches_the_lists_gave(weights,
 def test_training_rows_are_cut_from_the_maps_never_all_materialised(tmp_path, monkeypatch):
     from omegaconf import OmegaConf
 
-    from train.run import make_rows
+    from train.engine.run import make_rows
 
     cfg = data_config(max_seq_len=1024, overlong="truncate", num_workers=1, part_weights={})
     cfg["sources"] = cfg["sources"][:1]
@@ -176,8 +176,8 @@ def test_recipe_tiny_trains_to_the_same_losses_from_the_json_lines_rows(
     (Python lists, packed by pack_samples, collated by the old collator): the same losses, exactly."""
     from omegaconf import OmegaConf
 
-    import train.run as run_module
-    from train.config import compose
+    import train.engine.run as run_module
+    from train.engine.config import compose
 
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
     overrides = [*SMALL_TINY, "train.max_steps=3", "train.save_steps=100", *weights]
@@ -222,7 +222,7 @@ def test_recipe_tiny_trains_to_the_same_losses_from_the_json_lines_rows(
 
 
 def test_the_cache_benchmark_measures_a_build_and_a_reader(tmp_path):
-    from train.cache_bench import corpus_config, measure_build, measure_reader, replicated_cache, synthetic_corpus
+    from train.data.cache_bench import corpus_config, measure_build, measure_reader, replicated_cache, synthetic_corpus
 
     corpus = synthetic_corpus(tmp_path / "corpus.jsonl", 70, inputs=("pkg://train/assets/demo/glaive_sample.json",))
     ids = [json.loads(line)["id"] for line in corpus.open(encoding="utf-8")]
@@ -238,8 +238,8 @@ def test_the_cache_benchmark_measures_a_build_and_a_reader(tmp_path):
 
 
 def test_data_num_workers_is_checked_at_compose_time_and_free_on_resume():
-    from train.config import ConfigError, compose
-    from train.resume_config import FREE, rule_for
+    from train.engine.config import ConfigError, compose
+    from train.engine.resume_config import FREE, rule_for
 
     assert compose(["recipe=tiny", "data.num_workers=3"]).data.num_workers == 3
     assert compose(["recipe=tiny"]).data.num_workers is None  # every available core

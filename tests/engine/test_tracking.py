@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from train.config import REPO_ROOT
+from train.engine.config import REPO_ROOT
 
 STEPS = ["train.max_steps=2", "train.save_steps=2"]
 SMALL = ["recipe=tiny", "data.sources.0.limit=16", "data.max_seq_len=384"]  # as the engine fixture's runs
@@ -87,7 +87,7 @@ def test_summary_json_paths_are_relative_to_the_run_folder(tensorboard_run):
 
 
 def test_the_report_of_a_run_holds_loss_lr_and_tokens_per_s(tensorboard_run):
-    from train.report import read_metrics, report_panels
+    from train.engine.report import read_metrics, report_panels
 
     panels = {panel.title: panel for panel in report_panels(read_metrics(tensorboard_run / "metrics.jsonl"))}
     assert list(panels) == ["training loss", "learning rate", "real tokens/s (per device, padding excluded)"]

@@ -15,8 +15,8 @@ import time
 import pytest
 import yaml
 
-from train.callbacks import COMPLETE_MARKER, latest_complete_checkpoint
-from train.run_dir import HOLDER_NAME
+from train.engine.callbacks import COMPLETE_MARKER, latest_complete_checkpoint
+from train.engine.run_dir import HOLDER_NAME
 
 # `tooltrain train` with the file size limit (ulimit -f) dropped to LIMIT bytes when the Trainer starts to
 # save checkpoint-STEP: its optimizer state (~115 KB for the tiny model) cannot be written, as on a full disk.
@@ -219,7 +219,7 @@ HOLD = """
 import sys, time
 from pathlib import Path
 from types import SimpleNamespace
-from train.run_dir import claim_run_dir
+from train.engine.run_dir import claim_run_dir
 claim_run_dir(Path(sys.argv[1]), SimpleNamespace(is_main=True, world_size=1))
 print("held", flush=True)
 time.sleep(600)
@@ -326,7 +326,7 @@ def test_a_ctrl_c_during_setup_is_recorded_and_acted_on_between_stages_never_los
     import, a lock, a loader), it was lost and the run trained on (a CI run reached step 5,644 of 100,000)."""
     import os
 
-    from train.signals import EarlySignals
+    from train.engine.signals import EarlySignals
 
     monkeypatch.setattr(EarlySignals, "received", None)
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from train.config import compose
-from train.training_args import training_arguments
+from train.engine.config import compose
+from train.engine.training_args import training_arguments
 
 
 def test_every_field_comes_from_the_config():

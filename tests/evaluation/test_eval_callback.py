@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from train import distributed
-from train.config import ConfigError, compose
+from train.engine import distributed
+from train.engine.config import ConfigError, compose
 
 REPO = Path(__file__).resolve().parents[2]
 OVERRIDES = [
@@ -48,7 +48,7 @@ HELDOUT_KEYS = {
 
 
 def metrics(run_dir: Path) -> list[dict]:
-    from train.report import read_metrics
+    from train.engine.report import read_metrics
 
     return read_metrics(run_dir / "metrics.jsonl")
 
@@ -97,7 +97,7 @@ def test_rng_states_and_module_modes_are_restored():
     import numpy as np
     import torch
 
-    from train.evaluation.callback import inference_mode_of, preserved_rng
+    from train.engine.eval_callback import inference_mode_of, preserved_rng
 
     torch.manual_seed(3), np.random.seed(3), random.seed(3)
     expected = (torch.rand(2).tolist(), np.random.rand(2).tolist(), random.random())
@@ -114,7 +114,7 @@ def test_rng_states_and_module_modes_are_restored():
 
 
 def test_evaluation_is_due_every_n_steps_and_at_the_end():
-    from train.evaluation.callback import GenerationEval
+    from train.engine.eval_callback import GenerationEval
 
     def steps(every: int, at_end: bool) -> list[int]:
         callback = GenerationEval.__new__(GenerationEval)
@@ -171,7 +171,7 @@ def test_every_recipe_composes_with_and_without_the_heldout_eval():
 def train_in_process(out: Path, cache: Path, *extra: str):
     import torch
 
-    from train.run import run
+    from train.engine.run import run
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -282,9 +282,9 @@ def base_model_evaluation(cfg, cache: Path) -> tuple[list[dict], dict]:
     import torch
     from omegaconf import OmegaConf
 
-    from train.dataset import build_dataset
-    from train.evaluation.callback import build_eval_callback
-    from train.model import build_model
+    from train.data.dataset import build_dataset
+    from train.engine.eval_callback import build_eval_callback
+    from train.engine.model import build_model
     from train.tokenizers import load_tokenizer
 
     threads = torch.get_num_threads()
@@ -334,8 +334,8 @@ def test_an_evaluations_time_is_kept_out_of_training_tokens_per_s(monkeypatch):
 
     import torch
 
-    from train import callbacks
-    from train.evaluation.callback import GenerationEval
+    from train.engine import callbacks
+    from train.engine.eval_callback import GenerationEval
 
     # the clock at: training begins, the evaluation begins, it ends (60 s later), the first step is logged (10 s later)
     ticks = iter([100.0, 100.0, 160.0, 170.0])
@@ -368,7 +368,7 @@ def test_the_itc_benchmark_logs_every_metric_under_a_readable_name(monkeypatch):
 
     import torch
 
-    from train.evaluation import callback
+    from train.engine import eval_callback as callback
     from train.evaluation.generate import Generation
     from train.evaluation.tasks import get_task
     from train.schema import Conversation

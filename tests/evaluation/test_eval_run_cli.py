@@ -260,8 +260,8 @@ def test_references_that_are_not_conversations_are_listed(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A finished 2-step run of the tiny recipe with a 20 % eval split, and its cache."""
-    from train.config import compose
-    from train.run import run
+    from train.engine.config import compose
+    from train.engine.run import run
 
     root = tmp_path_factory.mktemp("eval_run")
     with pytest.MonkeyPatch.context() as patch:
@@ -456,8 +456,8 @@ def test_unusable_inputs_exit_2_with_the_reason(capsys, tmp_path, monkeypatch, a
 
 
 def test_a_runs_format_options_are_the_evaluation_prompts_options():
-    from train.commands.eval_run import run_format_options
-    from train.config import compose
+    from train.commands.eval.run import run_format_options
+    from train.engine.config import compose
 
     cfg = compose(["recipe=tiny", "model.chat_format=llama3_1", "+data.format_options.tools_in_user_message=false"])
     assert run_format_options(cfg) == {"tools_in_user_message": False}

@@ -305,9 +305,9 @@ def tiny(tmp_path_factory):
     """The tiny recipe's model (random init, seed 42) and tokenizer, and the demo conversations."""
     import torch
 
-    from train.config import compose
-    from train.dataset import resolve_input
-    from train.model import build_model
+    from train.data.dataset import resolve_input
+    from train.engine.config import compose
+    from train.engine.model import build_model
     from train.sources import get_reader
     from train.tokenizers import load_tokenizer
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from train.cli import main as cli_main
-from train.evaluation.itc_paper import COLUMNS, MODELS, paper_model
+from train.papers.itc.paper_tables import COLUMNS, MODELS, paper_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation" / "itc"
 SCORE = ["eval", "score", "itc", "--predictions", str(FIXTURES / "predictions.jsonl")]

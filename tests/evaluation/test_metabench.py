@@ -7,7 +7,7 @@ import json
 import pytest
 
 from train.evaluation.calls import Call
-from train.evaluation.metabench import gold_turn, score_metabench, score_turn, turn_kind
+from train.papers.metatool.metabench import gold_turn, score_metabench, score_turn, turn_kind
 
 
 def call(name: str, **arguments) -> dict:

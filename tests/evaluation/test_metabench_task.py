@@ -132,9 +132,9 @@ def test_the_tiny_recipes_eval_callback_logs_real_hit_rates(monkeypatch):
     (scripted in place of generate) retrieves every gold tool at rank 1 of its pool."""
     import torch
 
-    from train import distributed
-    from train.config import compose
-    from train.evaluation import callback
+    from train.engine import distributed
+    from train.engine import eval_callback as callback
+    from train.engine.config import compose
 
     cfg = compose(["recipe=mt_llama_tiny"])
     benchmarks = callback.load_benchmarks(cfg.eval, [])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from train.evaluation.recommendation import (
+from train.papers.ptr.scorer import (
     ndcg_at_k,
     ndcg_paper,
     recall_at_k,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from train.base.records import Rejected
 from train.evaluation.nexus import (
     CallError,
     RawCall,
@@ -16,7 +17,6 @@ from train.evaluation.nexus import (
     same_records,
     score_nexus,
 )
-from train.sources._common import Rejected
 from train.sources.nexus import read
 
 FILES = ("cve_cpe", "emailrep", "virustotal", "toolalpaca", "toolllm")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from train.base.records import Rejected
 from train.evaluation.pyprogram import ProgramError, run_program
 from train.evaluation.toolbench import (
     normalise_string,
@@ -15,7 +16,6 @@ from train.evaluation.toolbench import (
     score_case,
     score_toolbench,
 )
-from train.sources._common import Rejected
 from train.sources.toolbench import read
 
 HOME_GOLD = (

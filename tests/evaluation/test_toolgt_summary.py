@@ -19,7 +19,7 @@ from train.evaluation.bfcl_summary import (
     toolgt_weighted,
 )
 from train.evaluation.nexus import TOOLGT_NEXUS_ITEMS, TOOLGT_NEXUS_TASKS, toolgt_nexus_averages
-from train.evaluation.toolgt_paper import TABLE_2, paper_model
+from train.papers.toolgt.paper_tables import TABLE_2, paper_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
 BFCL_FILES = [FIXTURES / "eval_run" / name / "BFCL_v3_simple_python.json" for name in (".", "possible_answer")]

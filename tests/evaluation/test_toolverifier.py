@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from train.evaluation.toolverifier import (
+from train.papers.toolverifier import teacher as tv
+from train.papers.toolverifier.verify import (
     ROWS,
     ToolVerifier,
     VerifySwitches,
@@ -18,7 +19,6 @@ from train.evaluation.toolverifier import (
 )
 from train.schema import Tool
 from train.teacher import OfflineBackend, ResponseCache, Teacher, TeacherRequest
-from train.teacher import toolverifier as tv
 
 PARAMS = {
     "type": "object",

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from train.cli import main as cli_main
-from train.evaluation.toolverifier import VerifySwitches
-from train.evaluation.toolverifier_bench import (
+from train.papers.toolverifier import teacher as tv
+from train.papers.toolverifier.bench import (
     PAPER_TABLE_1,
     PAPER_TABLE_2,
     TASK_ORDER,
@@ -20,14 +20,14 @@ from train.evaluation.toolverifier_bench import (
     rows_for,
     verify_toolbench,
 )
-from train.evaluation.toolverifier_demos import (
+from train.papers.toolverifier.demos import (
     DemonstrationError,
     find_weather_xlsx,
     read_weather_xlsx,
     toolbench_demonstrations,
 )
+from train.papers.toolverifier.verify import VerifySwitches
 from train.teacher import OfflineBackend, Teacher
-from train.teacher import toolverifier as tv
 
 TOOLBENCH = "toolbench_sambanova_toolverifier"
 
@@ -299,8 +299,8 @@ def test_bad_verify_options_exit_2_naming_the_valid_choices(capsys, tmp_path, ar
 def test_eval_run_toolbench_verify_prints_both_tables_and_writes_metrics_and_traces(
     capsys, tmp_path, monkeypatch, shared_data, references
 ):
-    from train.commands import eval_run
-    from train.evaluation import toolverifier_bench
+    from train.commands.eval import run as eval_run
+    from train.papers.toolverifier import bench as toolverifier_bench
 
     gold = {c.messages[0].content: c.meta["gold_tool"] for c in references}
 

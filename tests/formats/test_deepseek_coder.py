@@ -227,7 +227,7 @@ def test_text_answers_put_the_tools_in_the_system_prompt_and_match_the_official_
 
 
 def test_an_export_serves_it_as_plain_chat_without_a_tool_parser(tmp_path):
-    from train.export import serving_metadata, write_serving_readme
+    from train.engine.export import serving_metadata, write_serving_readme
 
     class OneToken:  # the stop id's token, as deepseek-coder-1.3b-instruct's tokenizer names 32021
         def convert_ids_to_tokens(self, token_id):

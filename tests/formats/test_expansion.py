@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from train.commands.render import trained_runs
+from train.commands.data.render import trained_runs
 from train.formats import FORMATS, MaskPolicy, format_class, get_format
 from train.formats.base import Segment
 from train.formats.chatml import ChatMLFormat
@@ -196,7 +196,7 @@ FAKE = "tests.formats.test_expansion:DropsEarlierReasoning"
 def test_whole_with_a_history_rewriting_format_is_warned_about_at_compose_time():
     import warnings
 
-    from train.config import HistoryRewriteWarning, compose
+    from train.engine.config import HistoryRewriteWarning, compose
 
     with pytest.warns(HistoryRewriteWarning, match="data.turns=whole with model.chat_format=tests.formats"):
         compose(["recipe=tiny", f"model.chat_format={FAKE}", "data.turns=whole"])
@@ -207,15 +207,15 @@ def test_whole_with_a_history_rewriting_format_is_warned_about_at_compose_time()
 
 
 def test_an_unknown_turns_mode_fails_at_compose_time():
-    from train.config import ConfigError, compose
+    from train.engine.config import ConfigError, compose
 
     with pytest.raises(ConfigError, match="data.turns must be one of auto, whole, per_turn, got 'each'"):
         compose(["recipe=tiny", "data.turns=each"])
 
 
 def test_turns_is_fixed_on_resume_and_in_the_cache_key(tiny):
-    from train.dataset import cache_key
-    from train.resume_config import FIXED, rule_for
+    from train.data.dataset import cache_key
+    from train.engine.resume_config import FIXED, rule_for
 
     assert rule_for("data.turns")[0] == FIXED
     data = {"name": "d", "sources": [], "max_seq_len": 64}
@@ -224,7 +224,7 @@ def test_turns_is_fixed_on_resume_and_in_the_cache_key(tiny):
 
 
 def test_the_build_expands_per_turn_and_reports_conversations_and_samples(tiny):
-    from train.dataset import BuildReport, build_rows
+    from train.data.dataset import BuildReport, build_rows
 
     cfg = {"max_seq_len": 4096, "overlong": "drop", "eval_fraction": 0.0}
     report = BuildReport()
@@ -239,7 +239,7 @@ def test_the_build_expands_per_turn_and_reports_conversations_and_samples(tiny):
 
 
 def test_a_held_out_conversation_is_listed_once_whatever_its_samples(tiny):
-    from train.dataset import BuildReport, build_rows
+    from train.data.dataset import BuildReport, build_rows
 
     cfg = {"max_seq_len": 4096, "overlong": "drop", "eval_fraction": 0.9999}  # every id held out
     split = build_rows([CONV], DropsEarlierReasoning(), tiny, cfg, BuildReport())

@@ -122,7 +122,7 @@ def test_render_refuses_an_unknown_option_listing_the_valid_ones(tmp_path, capsy
 
 
 def test_config_format_options_are_checked_at_compose_time():
-    from train.config import ConfigError, compose
+    from train.engine.config import ConfigError, compose
 
     cfg = compose(["recipe=mt_llama_tiny", "+data.format_options.tools_in_user_message=false"])
     assert dict(cfg.data.format_options) == {"tools_in_user_message": False}
@@ -135,7 +135,7 @@ def test_config_format_options_are_checked_at_compose_time():
 
 
 def test_format_options_are_part_of_the_dataset_cache_key():
-    from train.dataset import cache_key
+    from train.data.dataset import cache_key
     from train.tokenizers import load_tokenizer
 
     tiny = load_tokenizer("tiny_chatml")

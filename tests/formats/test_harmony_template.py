@@ -216,7 +216,7 @@ def test_the_schema_cases_are_openai_harmony_s_own_rendering(tmp_path):
 
 def test_the_export_check_accepts_the_template(tokenizer):
     """``tooltrain export`` checks the template on its probe conversation before writing anything."""
-    from train.export import check_chat_template
+    from train.engine.export import check_chat_template
 
     tokenizer.chat_template = TEMPLATE
     check_chat_template(tokenizer, fmt)  # raises ExportError when the template renders the probe otherwise

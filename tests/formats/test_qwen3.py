@@ -360,7 +360,7 @@ def test_real_glaive_and_bfcl_conversations_match(shared_data, tok):
 
 
 def test_export_names_the_hermes_tool_parser_and_the_qwen3_reasoning_parser(tmp_path):
-    from train.export import serving_metadata
+    from train.engine.export import serving_metadata
 
     class Names:
         def convert_ids_to_tokens(self, token_id):

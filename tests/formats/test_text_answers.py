@@ -236,7 +236,7 @@ def test_segments_point_at_the_conversations_own_messages_when_the_prompt_is_put
 
 
 def test_a_config_with_an_unknown_answer_style_fails_at_compose_time():
-    from train.config import ConfigError, compose
+    from train.engine.config import ConfigError, compose
 
     cfg = compose(["recipe=tiny", "+data.format_options.answer_style=toolgt_text"])
     assert dict(cfg.data.format_options) == {"answer_style": "toolgt_text"}

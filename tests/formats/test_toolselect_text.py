@@ -139,7 +139,7 @@ def test_what_the_layout_cannot_hold_is_refused_with_its_reason(conv, reason):
 
 
 def test_the_llama2_70b_model_config_uses_the_layout_with_llama2s_bos_and_eos():
-    from train.config import compose
+    from train.engine.config import compose
 
     cfg = compose(["recipe=tiny", "model=llama2_70b"])
     fmt = get_format(cfg.model.chat_format)
@@ -218,7 +218,7 @@ def test_the_template_writes_the_bos_and_eos_the_run_trained_with_not_the_tokeni
 def test_export_serves_the_selector_without_a_tool_call_parser_and_checks_its_own_probe():
     """No vLLM/SGLang parser reads CALLTOOL["..."]: the commands carry none, the metadata says so, and the
     exporter's template check uses a conversation the layout can hold (its general probe has a system turn)."""
-    from train.export import check_chat_template
+    from train.engine.export import check_chat_template
     from train.formats.serving import chat_template, serving, sglang_command, vllm_command
 
     fmt = get_format(FORMAT)
@@ -244,7 +244,7 @@ def test_the_prompt_never_depends_on_the_answer_being_written(rows):
 
 
 def test_the_export_readme_says_no_parser_reads_the_selector(tmp_path):
-    from train.export import serving_metadata, write_serving_readme
+    from train.engine.export import serving_metadata, write_serving_readme
 
     fmt = get_format(FORMAT)
     tok = template_tokenizer(eos_token="</s>")

@@ -66,7 +66,7 @@ def run_env(launch_cache) -> dict[str, str]:
 
 
 def _losses(run_dir: Path) -> dict[int, float]:
-    from train.report import read_metrics
+    from train.engine.report import read_metrics
 
     rows = [row for row in read_metrics(run_dir / "metrics.jsonl") if "loss" in row]
     steps = [row["step"] for row in rows]

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from train.cli import main
-from train.config import REPO_ROOT as REPO
-from train.launch import LaunchError, check_world, job_overrides
+from train.engine.config import REPO_ROOT as REPO
+from train.engine.launch import LaunchError, check_world, job_overrides
 
 PY = sys.executable
 

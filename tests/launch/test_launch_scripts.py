@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from train.launch import deepspeed_command, shell_line, torchrun_command
+from train.engine.launch import deepspeed_command, shell_line, torchrun_command
 
 PY = sys.executable
 SCRIPTS = ["launch/torchrun.sh", "launch/deepspeed.sh", "launch/slurm/train.sbatch", ".ci/slurm", ".ci/run"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from train.cli import main
-from train.config import ConfigError, compose
+from train.engine.config import ConfigError, compose
 
 
 def launch(capsys, *argv: str) -> tuple[int, str, str]:

@@ -13,8 +13,8 @@ BUILD = """
 import hashlib, json, sys, time
 from pathlib import Path
 from omegaconf import OmegaConf
-from train.config import compose
-from train.dataset import build_dataset
+from train.engine.config import compose
+from train.data.dataset import build_dataset
 from train.tokenizers import load_tokenizer
 
 cache, ready, go = map(Path, sys.argv[1:4])
@@ -80,8 +80,8 @@ def test_a_rank_that_may_not_build_waits_for_its_node_rank_zero_then_loads(run_e
 
     from omegaconf import OmegaConf
 
-    from train.config import compose
-    from train.dataset import build_dataset
+    from train.data.dataset import build_dataset
+    from train.engine.config import compose
     from train.tokenizers import load_tokenizer
 
     monkeypatch.setenv("TOOLTRAIN_CACHE", run_env["TOOLTRAIN_CACHE"])

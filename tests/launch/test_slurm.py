@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from train.callbacks import COMPLETE_MARKER
+from train.engine.callbacks import COMPLETE_MARKER
 
 
 def loopback_cluster_answers() -> bool:
@@ -72,7 +72,7 @@ def seconds(slurm_duration: str) -> int:
 
 
 def logged_steps(run_dir: Path) -> list[int]:
-    from train.report import read_metrics
+    from train.engine.report import read_metrics
 
     return (
         [row["step"] for row in read_metrics(run_dir / "metrics.jsonl") if "loss" in row]
@@ -141,7 +141,7 @@ def test_the_time_limit_warning_checkpoints_requeues_and_the_run_finishes(
     _, _, timed = completed_job
     # About 80 s of steps at the rate the first job trained (the Trainer's train_runtime): the
     # warning, due at most ~30 s after the limit is brought close, must find the run still training.
-    from train.report import read_metrics
+    from train.engine.report import read_metrics
 
     runtime = next(row["train_runtime"] for row in read_metrics(timed / "metrics.jsonl") if "train_runtime" in row)
     steps = min(5000, max(60, math.ceil(80 / max(runtime / 4, 1e-3))))

@@ -19,10 +19,10 @@ from hydra.utils import instantiate
 from submitit.core.job_environment import JobEnvironment, SignalHandler
 from submitit.core.utils import DelayedSubmission, JobPaths
 
-from train.callbacks import PREEMPTION_SIGNALS, Preemption
-from train.config import CONF_DIR, ConfigError, register
-from train.config import compose as compose_checked
-from train.distributed import requeue_submitit_job
+from train.engine.callbacks import PREEMPTION_SIGNALS, Preemption
+from train.engine.config import CONF_DIR, ConfigError, register
+from train.engine.config import compose as compose_checked
+from train.engine.distributed import requeue_submitit_job
 
 
 def _sweep_config(tmp_path, *overrides):

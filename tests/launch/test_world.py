@@ -1,4 +1,4 @@
-"""The world as each launcher describes it, read in one place (train.distributed.World)."""
+"""The world as each launcher describes it, read in one place (train.engine.distributed.World)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from train.distributed import World, adopt_submitit_tasks
+from train.engine.distributed import World, adopt_submitit_tasks
 
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 

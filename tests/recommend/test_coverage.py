@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ptr_fakes import scripted_teacher
 
-from train.recommend.coverage import assess, map_coverage
+from train.papers.ptr.coverage import assess, map_coverage
 from train.teacher.backends import TeacherError
 
 LIBRARY = {

@@ -7,7 +7,7 @@ import json
 import pytest
 from ptr_fakes import AngleEmbedder, scripted_teacher
 
-from train.recommend.pipeline import Recommender, parse_stages, recommend
+from train.papers.ptr.pipeline import Recommender, parse_stages, recommend
 
 LIBRARY = {"A": "a", "B": "b", "C": "c", "D": "d"}
 HISTORY = [("past one", ["C"]), ("past two", ["D"])]

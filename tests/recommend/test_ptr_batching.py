@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from ptr_fakes import AngleEmbedder
 
-from train.recommend.batching import PrefetchingBackend
-from train.recommend.data import Example
-from train.recommend.evaluate import Settings, evaluate, make_backbone, recommend_with_stages, stage_params
-from train.recommend.pipeline import Recommender
+from train.papers.ptr.batching import PrefetchingBackend
+from train.papers.ptr.data import Example
+from train.papers.ptr.evaluate import Settings, evaluate, make_backbone, recommend_with_stages, stage_params
+from train.papers.ptr.pipeline import Recommender
 from train.teacher.backends import OfflineBackend, StageParams, TeacherError, TeacherRequest
 from train.teacher.cache import ResponseCache, Teacher
 
@@ -118,7 +118,7 @@ def test_max_new_tokens_reaches_every_question():
                               params=stage_params(Settings([], Path("."), max_new_tokens=32)))  # fmt: skip
     recommend_with_stages(recommender, TEST, BUNDLES, chunk=3)
     assert len(asked) == 9 and {p.max_tokens for p in asked} == {32} and {p.temperature for p in asked} == {0.0}
-    assert stage_params(Settings([], Path("."))) is None  # default: the paper's 1024 (train.teacher.ptr.PARAMS)
+    assert stage_params(Settings([], Path("."))) is None  # default: the paper's 1024 (train.papers.ptr.teacher.PARAMS)
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -139,8 +139,8 @@ def test_bad_batch_settings_are_refused(field, value, message):
 def tiny_hf(tmp_path_factory):
     import torch
 
-    from train.config import compose
-    from train.model import build_model
+    from train.engine.config import compose
+    from train.engine.model import build_model
     from train.teacher.backends import HFBackend
     from train.tokenizers import load_tokenizer
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.recommend.bundles import BM25Okapi, bundle_retriever, make_bundles, whitespace_tokens
-from train.recommend.data import (
+from train.papers.ptr.bundles import BM25Okapi, bundle_retriever, make_bundles, whitespace_tokens
+from train.papers.ptr.data import (
     TOOLLENS_NAME_FIXES,
     DataError,
     Example,
@@ -19,7 +19,7 @@ from train.recommend.data import (
     make_split,
     toollens_tool_name,
 )
-from train.recommend.evaluate import Settings, check_stages, evaluate
+from train.papers.ptr.evaluate import Settings, check_stages, evaluate
 
 
 def test_bm25okapi_on_a_hand_computed_case():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from ptr_fakes import AngleEmbedder
 
-from train.teacher.ptr import (
+from train.papers.ptr.teacher import (
     MATCH_HEAD,
     MATCH_STAGE,
     MATCH_TAIL,

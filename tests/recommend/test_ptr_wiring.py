@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from ptr_fakes import AngleEmbedder, scripted_teacher
 
-from train.recommend.data import Dataset, Example, clean_query, load_dataset
-from train.recommend.evaluate import (
+from train.papers.ptr.data import Dataset, Example, clean_query, load_dataset
+from train.papers.ptr.evaluate import (
     Settings,
     check_stages,
     evaluate_dataset,
@@ -20,7 +20,7 @@ from train.recommend.evaluate import (
     make_backbone,
     recommend_with_stages,
 )
-from train.recommend.pipeline import Recommender
+from train.papers.ptr.pipeline import Recommender
 
 LIBRARY = {"A": "a", "B": "b", "C": "c", "D": "d"}
 HISTORY = [Example("h1", "past one", ("C",)), Example("h2", "past two", ("D",))]
@@ -172,8 +172,8 @@ def test_bad_llm_values_are_one_error_line(shared_data: Path, tmp_path: Path, ca
 
 
 def test_the_ptr_tiny_recipe_runs_stages_2_3(tmp_path: Path):
-    from train.config import compose
-    from train.run import run
+    from train.engine.config import compose
+    from train.engine.run import run
 
     overrides = ["recipe=ptr_tiny", "ptr.stages=[1,2,3]", "ptr.limit=2", "ptr.seeds=1", "ptr.embedder=hash-bow",
                  f"output_dir={tmp_path / 'run'}"]  # fmt: skip

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from ptr_fakes import AngleEmbedder
 
-from train.recommend.rerank import CachedEmbedder, K, MultiView, PastQuery, nearest, rank_views, unique_tools
+from train.papers.ptr.rerank import CachedEmbedder, K, MultiView, PastQuery, nearest, rank_views, unique_tools
 
 LIBRARY = {"Primary": "p", "Weather": "w", "Alpha": "a", "Dining": "d", "Events": "e"}
 HISTORY = [
@@ -93,7 +93,7 @@ def test_library_and_history_are_embedded_once():
 
 
 @dataclass(frozen=True)
-class Example:  # the shape of train.recommend.data.Example
+class Example:  # the shape of train.papers.ptr.data.Example
     id: str
     query: str
     tools: tuple[str, ...]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from train.retrieval.baselines import KeywordIndex, bm25_tokens, history_scores, history_search
+from train.papers.metatool.baselines import KeywordIndex, bm25_tokens, history_scores, history_search
 from train.retrieval.embed import load_embedder
 from train.retrieval.index import ToolIndex, json_text, name_description_text, read_library
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from train.papers.metatool.retrieve import ToolHypothesis, encode_hypotheses
 from train.retrieval.embed import DEFAULT_EMBEDDER, cache_dir, embedder_spec, load_embedder, normalise, words
 from train.retrieval.index import ToolIndex, read_library
-from train.retrieval.metatool import ToolHypothesis, encode_hypotheses
 from train.schema import Tool
 
 

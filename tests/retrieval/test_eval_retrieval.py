@@ -8,11 +8,11 @@ import json
 import pytest
 
 from train.cli import main
+from train.papers.metatool.hypothesis import RuleTeacher, clean_request, gold_hypothesis
+from train.papers.metatool.retrieval_eval import build_pairs, evaluate, hit_rates, sample_queries
+from train.papers.metatool.retrieve import ToolHypothesis
 from train.retrieval.embed import load_embedder
-from train.retrieval.evaluate import build_pairs, evaluate, hit_rates, sample_queries
-from train.retrieval.hypothesis import RuleTeacher, clean_request, gold_hypothesis
 from train.retrieval.index import ToolIndex, read_library
-from train.retrieval.metatool import ToolHypothesis
 from train.schema import ToolQuery
 
 

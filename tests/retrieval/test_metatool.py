@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from train.retrieval import metatool
+from train.papers.metatool import retrieve as metatool
+from train.papers.metatool.retrieve import ToolHypothesis, scores, search, tool_similarity
 from train.retrieval.embed import load_embedder
 from train.retrieval.index import ToolIndex, required_param_texts, top_k
-from train.retrieval.metatool import ToolHypothesis, scores, search, tool_similarity
 from train.schema import Tool
 
 # Unit vectors chosen so every cosine is a short decimal.

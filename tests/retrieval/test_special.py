@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from train.retrieval import Retriever
+from train.papers.metatool.retriever import Retriever
+from train.papers.metatool.special import GET_USER_INPUT, META_TOOL, SPECIAL_TOOLS, TOOL_SEARCHER, SpecialExecutor
 from train.retrieval.embed import load_embedder
 from train.retrieval.index import ToolIndex, read_library
-from train.retrieval.special import GET_USER_INPUT, META_TOOL, SPECIAL_TOOLS, TOOL_SEARCHER, SpecialExecutor
 from train.schema import Tool, ToolCall
 
 TRAFFIC_JSON = {

@@ -12,9 +12,9 @@ from typing import ClassVar
 import pytest
 
 from train.cli import main
-from train.retrieval.hypothesis import RuleTeacher, teacher_hypothesis
-from train.retrieval.metatool import ToolHypothesis
-from train.retrieval.teacher import HYPOTHESIS_PROMPT, OfflineTeacher, hypothesis_prompt, make_teacher
+from train.papers.metatool.hypothesis import RuleTeacher, teacher_hypothesis
+from train.papers.metatool.retrieve import ToolHypothesis
+from train.papers.metatool.teacher import HYPOTHESIS_PROMPT, OfflineTeacher, hypothesis_prompt, make_teacher
 
 
 @pytest.fixture(autouse=True)

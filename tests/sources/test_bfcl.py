@@ -9,10 +9,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from train.base.records import Rejected, SourceError
 from train.cli import main as cli_main
 from train.schema import Conversation, SchemaError
 from train.sources import bfcl
-from train.sources._common import Rejected, SourceError
 
 
 @pytest.fixture

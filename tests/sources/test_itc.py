@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from train.base.pysyntax import PyCall, PySyntaxError, parse_call, parse_call_list
+from train.base.records import SourceError
 from train.cli import main as cli_main
 from train.schema import Conversation, SchemaError
 from train.sources import itc
-from train.sources._common import SourceError
-from train.sources.pysyntax import PyCall, PySyntaxError, parse_call, parse_call_list
 
 
 @pytest.fixture

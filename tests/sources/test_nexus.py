@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from train.base.pysyntax import PyCall, PySyntaxError, parse_assigned_call
+from train.base.records import Rejected, SourceError
 from train.cli import main as cli_main
 from train.schema import Conversation
 from train.sources import nexus
-from train.sources._common import Rejected, SourceError
-from train.sources.pysyntax import PyCall, PySyntaxError, parse_assigned_call
 
 QUERY_FILES = ("cve_cpe", "emailrep", "virustotal", "toolalpaca", "toolllm")
 

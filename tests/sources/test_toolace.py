@@ -1,4 +1,4 @@
-"""toolace reader and its call-list parser (``train.sources.pysyntax`` plus four rules of the ToolACE format)."""
+"""toolace reader and its call-list parser (``train.base.pysyntax`` plus four rules of the ToolACE format)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 from helpers import call, split
 
+from train.base.pysyntax import PyCall, PySyntaxError
+from train.base.pysyntax import parse_call_list as python_calls
 from train.schema import Conversation, dumps
-from train.sources.pysyntax import PyCall, PySyntaxError
-from train.sources.pysyntax import parse_call_list as python_calls
 from train.sources.toolace import looks_like_call_list, parse_call_list, read, split_system
 
 PROSE = (

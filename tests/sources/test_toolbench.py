@@ -10,10 +10,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from train.base.records import SourceError
 from train.cli import main as cli_main
 from train.schema import Conversation
 from train.sources import toolbench
-from train.sources._common import SourceError
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from train.base.records import Rejected, SourceError
 from train.cli import main as cli_main
 from train.schema import Conversation
 from train.sources import toolselect
-from train.sources._common import Rejected, SourceError
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers import split
 
+from train.base.records import iter_json_records
 from train.cli import main
 from train.sources import Rejected, SourceError
-from train.sources._common import iter_json_records
 from train.sources.glaive import read
 
 ASSET = Path(__file__).resolve().parents[2] / "train" / "assets" / "demo" / "glaive_en_300.json"

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from train.commands.outputs import add_out_dir
-from train.export import EXPORT_DTYPES
+from train.engine.export import EXPORT_DTYPES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.export import ExportError, export_run
+    from train.engine.export import ExportError, export_run
 
     try:
         result = export_run(args.run_dir, args.out_dir, args.dtype)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from train.launch import LAUNCHERS, LaunchError, Plan, input_paths, plan
+from train.engine.launch import LAUNCHERS, LaunchError, Plan, input_paths, plan
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,8 +100,8 @@ def make_plan(args: argparse.Namespace) -> tuple[Plan, list[str]]:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from train.config import REPO_ROOT, ConfigError, compose
-    from train.run_dir import output_dir_placement
+    from train.engine.config import REPO_ROOT, ConfigError, compose
+    from train.engine.run_dir import output_dir_placement
 
     try:
         cfg = compose(compose_overrides(args))
@@ -119,7 +119,7 @@ def make_plan(args: argparse.Namespace) -> tuple[Plan, list[str]]:
 def missing_inputs(cfg, job_cwd: Path) -> list[str]:
     """A warning per data file of the run that does not exist (relative paths are read from ``job_cwd``,
     where the ranks run): on a cluster that costs a queue wait before the run fails."""
-    from train.dataset import resolve_input
+    from train.data.dataset import resolve_input
 
     warnings = []
     for key, path in input_paths(cfg):

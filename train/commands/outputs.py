@@ -174,7 +174,7 @@ def _placement_problem(path: Path) -> str | None:
     existing folder above it is a file. Found before the work (a model's generation, a build), not after it."""
     if path.is_dir():
         return f"cannot write {path}: {os.strerror(errno.EISDIR)}"
-    from train.run_dir import nearest_existing
+    from train.engine.run_dir import nearest_existing
 
     ancestor = nearest_existing(path.parent)
     if ancestor.exists() and not ancestor.is_dir():

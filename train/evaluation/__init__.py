@@ -39,7 +39,7 @@ predictions: {"id", "content", "tool_calls": [{"name", "arguments"}], "error"}; 
 metrics: exact match of the calls (names + normalised arguments) and name accuracy, by call/no-call turn.""",
 ))  # fmt: skip
 SCORERS.register("metabench", ScorerSpec(
-    score="train.evaluation.metabench:score_metabench",
+    score="train.papers.metatool.metabench:score_metabench",
     task="train.evaluation.tasks:MetaBenchTask",
     layout="""\
 references: one row per turn: a canonical conversation (gold turn = messages[meta.turn], else the
@@ -96,7 +96,7 @@ the last assistant turn's tool_calls). predictions: {"id", "call": "<python call
 {"id", "tool_calls": [...]}. metrics: accuracy per task, weighted and unweighted averages.""",
 ))  # fmt: skip
 SCORERS.register("tracc", ScorerSpec(
-    score="train.evaluation.recommendation:score_tracc",
+    score="train.papers.ptr.scorer:score_tracc",
     layout="""\
 references: {"id", "tools": [gold names]} or ToolQuery rows ({"id", "query", "gold_tools"}).
 predictions: {"id", "tools": [names, best first]}. metrics: TRACC, Recall@K, NDCG@K (K = |gold|).""",

@@ -28,7 +28,7 @@ What is counted, precisely
 * FM: the output is the ITC answer ``{"Thought": str, "Action": "[api(p='v'), ...]"}``, read by the
   ITC reader's ``parse_answer`` (bare, ```` ```json ```` fenced, ``json{...}`` or ``json({...})``, as
   the dataset writes it), and every Action item is a call with keyword arguments only (the Action
-  list is parsed with ``ast`` by ``train.sources.pysyntax``, lenient: call names with spaces and
+  list is parsed with ``ast`` by ``train.base.pysyntax``, lenient: call names with spaces and
   quoted keys as in the paper's examples). An output that fails FM contributes no predicted tools
   or parameters (everything gold is missed), as in Seal-Tools.
 * LM: ``langid`` of the Thought equals the query's language. The Thought is the parsed one, else a

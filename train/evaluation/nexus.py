@@ -30,7 +30,7 @@ NexusRaven's evaluation runs the reference and the model's call against stub fun
 ``args_dict = locals()`` then ``if value: return_dict[key] = value``). Nothing is run here; both sides
 become the same record by reading them:
 
-1. The call text is parsed with ``ast`` (``train.sources.pysyntax``; the lenient repairs of that module
+1. The call text is parsed with ``ast`` (``train.base.pysyntax``; the lenient repairs of that module
    apply to both sides, so ``convertCurrency(from="EUR")`` — a toolalpaca gold — can be matched). The text
    may hold several calls: one per statement (``f(a=1)\\ng(b=2)`` or ``f(a=1); g(b=2)``), or one list
    ``[f(a=1), g(b=2)]``; near-Python that needs the repairs is read as a whole, else one call per line.
@@ -59,8 +59,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
-from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
 
 
 class CallError(ValueError):

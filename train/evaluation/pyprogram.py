@@ -59,7 +59,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
+from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
 
 
 class ProgramError(ValueError):

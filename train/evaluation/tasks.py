@@ -31,7 +31,7 @@ samples (+ API) files, NexusRaven query files, the SambaNova ToolBench folder).
 beside them (Meta-Bench's tool library). A task takes options (``eval.benchmarks.N.options``,
 ``tooltrain eval run --option``); ``OPTIONS`` lists each task's names and types.
 Each task is registered with its scorer and row layouts in ``train.evaluation.SCORERS`` (``task_class``).
-This module imports nothing heavy: ``train.config`` reads the tasks when it checks a config.
+This module imports nothing heavy: ``train.engine.config`` reads the tasks when it checks a config.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class MetaBenchTask(Task):
         prepared = super().prepare(conversations, limit, sources)
         pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
         if pooled and self.retriever is None:
-            from train.retrieval.pool import PoolRetriever
+            from train.papers.metatool.pool import PoolRetriever
 
             library = bench_library(pooled, sources)
             try:

@@ -16,7 +16,7 @@ The ``answer_style`` option of the chat formats (chatml, qwen2_5, llama3_1, mist
 ``parse_text_answer`` reads an answer back (never evaluating it): the ``<thinking>`` block is removed (a missing
 ``</thinking>`` ends the reasoning at the first call list, ``[`` at a line start, or else at the end of the
 text), an optional ``<function>…</function>`` wrapping (Table 9's stage-2 answer) is removed, and what is left
-must be one list of calls, read with ``train.sources.pysyntax`` (lenient: ToolACE names such as
+must be one list of calls, read with ``train.base.pysyntax`` (lenient: ToolACE names such as
 ``Market Trends API(...)``). Every argument must be named (BFCL and ToolGT answers are keyword-only; a
 positional value cannot be matched to a parameter by name). ``[]`` is a well-formed answer with no call.
 """
@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from train.base.pysyntax import PySyntaxError, parse_call_list
 from train.schema import Conversation, Message, Tool, ToolCall
-from train.sources.pysyntax import PySyntaxError, parse_call_list
 
 NATIVE, TOOLGT_TEXT = "native", "toolgt_text"
 ANSWER_STYLES = (NATIVE, TOOLGT_TEXT)

@@ -19,9 +19,9 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from train.base.records import Rejected, SourceError
 from train.registry import Registry
 from train.schema import Record
-from train.sources._common import Rejected, SourceError
 
 Reader = Callable[[list[Path]], Iterator["Record | Rejected"]]
 

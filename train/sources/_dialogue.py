@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from train.schema import Conversation, SchemaError, Tool
-from train.sources._common import (
+from train.base.records import (
     STRICT_JSON,
     CallIds,
     Rejected,
@@ -28,6 +27,7 @@ from train.sources._common import (
     parse_json_string,
     tool_from_spec,
 )
+from train.schema import Conversation, SchemaError, Tool
 
 # A converter turns one source object into a Conversation, raising SchemaError when it cannot.
 Converter = Callable[[Any, str], Conversation]

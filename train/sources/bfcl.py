@@ -51,8 +51,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import (
+from train.base.pysyntax import PySyntaxError, parse_call
+from train.base.records import (
     CallIds,
     Rejected,
     SourceError,
@@ -61,7 +61,7 @@ from train.sources._common import (
     name_and_description,
     read_text,
 )
-from train.sources.pysyntax import PySyntaxError, parse_call
+from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 
 # BFCL type name -> JSON Schema type (None: no constraint). Python names, then Java, then JavaScript.
 BFCL_TYPES: dict[str, str | None] = {

@@ -32,8 +32,9 @@ import re
 import warnings
 from typing import Any
 
+from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
+from train.base.records import STRICT_JSON, parse_json_string
 from train.schema import Conversation, SchemaError
-from train.sources._common import STRICT_JSON, parse_json_string
 from train.sources.call_markers import (
     CODE,
     OTHER_MARKERS,
@@ -45,7 +46,6 @@ from train.sources.call_markers import (
     tool_blocks,
     without,
 )
-from train.sources.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
 
 Call = tuple[str, dict[str, Any]]  # (name, arguments object)
 _MISTRAL_V11 = re.compile(r"\s*([A-Za-z0-9_.\-]+)\[ARGS\]")

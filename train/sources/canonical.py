@@ -4,7 +4,7 @@ INPUTS: one or more canonical files (``tooltrain data convert`` output).
 
 The one reader of canonical records: training data (``data.sources.N.name: canonical``), ``data build``
 inputs and ``eval run``/the eval callback's references all read through it. Records are read with the
-strict JSON rules of ``train.sources._common.iter_json_records`` (no NaN/inf or duplicate keys, no lone
+strict JSON rules of ``train.base.records.iter_json_records`` (no NaN/inf or duplicate keys, no lone
 surrogates, nothing over the record size limit); a record that is not a conversation (a tool query, a
 library) or fails the schema is a ``Rejected`` naming its ``file:line``, so read = accepted + rejected.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from train.base.records import Rejected, SourceError, iter_json_records
 from train.schema import Conversation, record_from_dict
-from train.sources._common import Rejected, SourceError, iter_json_records
 
 
 def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:

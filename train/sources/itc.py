@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import (
+from train.base.pysyntax import PySyntaxError, parse_call_list
+from train.base.records import (
     CallIds,
     Rejected,
     SourceError,
@@ -49,7 +49,7 @@ from train.sources._common import (
     name_and_description,
     strict_loads,
 )
-from train.sources.pysyntax import PySyntaxError, parse_call_list
+from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
 
 # first word of a RapidAPI-style type, lower-cased -> JSON Schema type (unknown: no constraint)
 PARAMETER_TYPES = {

@@ -37,8 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from train.schema import Record, Tool, ToolLibrary, ToolQuery
-from train.sources._common import (
+from train.base.records import (
     REST_LOST,
     UNDECODABLE,
     Rejected,
@@ -48,6 +47,7 @@ from train.sources._common import (
     load_json,
     printable,
 )
+from train.schema import Record, Tool, ToolLibrary, ToolQuery
 
 SOURCE = "metatool"
 # Keys a Task record may carry besides query/tool; they are copied into meta under their own names.

@@ -38,9 +38,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from train.base.pysyntax import PyCall, PySyntaxError, parse_assigned_call, parse_call
+from train.base.records import CallIds, Rejected, SourceError, check_arity, load_json
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import CallIds, Rejected, SourceError, check_arity, load_json
-from train.sources.pysyntax import PyCall, PySyntaxError, parse_assigned_call, parse_call
 
 _ANNOTATIONS = {
     "str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object",

@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from train.base.records import CallIds, Rejected
 from train.schema import Conversation, SchemaError
-from train.sources._common import CallIds, Rejected
 from train.sources._dialogue import (
     arguments_object,
     conversation,

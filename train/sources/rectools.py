@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from train.base.records import Rejected, check_arity
 from train.schema import Record
-from train.sources._common import Rejected, check_arity
 from train.sources.metatool import read_query_dataset
 
 SOURCE = "rectools"

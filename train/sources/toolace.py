@@ -36,8 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from train.base.pysyntax import PySyntaxError
+from train.base.pysyntax import parse_call_list as parse_python_calls
+from train.base.records import Rejected
 from train.schema import Conversation, SchemaError
-from train.sources._common import Rejected
 from train.sources._dialogue import (
     Dialogue,
     conversation,
@@ -53,8 +55,6 @@ from train.sources._dialogue import (
     require,
     tools_and_extras,
 )
-from train.sources.pysyntax import PySyntaxError
-from train.sources.pysyntax import parse_call_list as parse_python_calls
 
 SOURCE = "toolace"
 RECORD_KEYS = ("id", "system", "conversations")

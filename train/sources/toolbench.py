@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from train.base.records import Rejected, SourceError, check_arity, iter_json_records, load_json, read_text
 from train.schema import Conversation, Message, SchemaError, Tool
-from train.sources._common import Rejected, SourceError, check_arity, iter_json_records, load_json, read_text
 from train.sources.itc import tools_of_record
 
 TOOLS_FILE = "sambanova.json"

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from train.base.records import Rejected, SourceError, check_arity, iter_json_records, strict_loads
 from train.schema import Record, Tool, ToolLibrary, ToolQuery
-from train.sources._common import Rejected, SourceError, check_arity, iter_json_records, strict_loads
 
 SOURCE = "toollens"
 SPLITS = ("train", "test")

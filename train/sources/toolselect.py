@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from train.base.records import Rejected, SourceError, check_arity, read_text
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
-from train.sources._common import Rejected, SourceError, check_arity, read_text
 
 _SECTIONS = "\n###\n"
 _ACT = re.compile(r'\AThought: ?(?P<thought>.*)\nAct: CALLTOOL\["(?P<gold>[^"\n]*)"\]\s*\Z', re.DOTALL)

@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from train.base.records import Rejected
 from train.schema import Conversation, SchemaError
-from train.sources._common import Rejected
 from train.sources._dialogue import (
     PYTHON_TYPE_NAMES,
     Dialogue,

@@ -1,8 +1,8 @@
 """The prompted teacher data builders ask: one interface (system + user prompt, per-stage parameters -> text),
 three backends (``offline`` deterministic writers, an OpenAI-compatible ``http`` endpoint, a local ``hf`` model:
 ``train.teacher.backends``), an on-disk response cache with counts in front (``train.teacher.cache``), and the
-ToolGT questions with their offline answers (``train.teacher.toolgt``). The Meta-Tool teacher
-(``train.retrieval.teacher``) asks its prompts through the same http and hf backends.
+ToolGT questions with their offline answers (``train.papers.toolgt.teacher``). The Meta-Tool teacher
+(``train.papers.metatool.teacher``) asks its prompts through the same http and hf backends.
 """
 
 from train.teacher.backends import (

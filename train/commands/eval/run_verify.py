@@ -1,0 +1,145 @@
+"""``tooltrain eval run toolbench MODEL --verify STAGES``: ToolVerifier's self-verification (seed 003), the form of
+``eval run`` that prints Table 1 and Table 2 (``docs/toolverifier.md``). Not a verb: ``train.commands.eval.run``
+checks its options (``verify_problem``) and hands it the loaded selector model (``run_verify``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from train.commands.outputs import check_outputs, write_results
+
+VERIFY_CHOICES = "tool,params, tool, params, none"
+
+
+def read_paths(args: argparse.Namespace) -> list[Path]:
+    """What ``eval run`` reads: the --data files or folders, and MODEL when it is a folder (a run or a model)."""
+    model = Path(args.model)
+    return [*(args.data or []), *([model] if model.is_dir() else [])]
+
+
+def verify_options_given(args: argparse.Namespace) -> list[str]:
+    """The ToolVerifier options on the command line: --verify, --limit-per-task, and each --teacher option that
+    differs from its default."""
+    from train.papers.metatool.teacher import add_teacher_arguments
+
+    given = [
+        name
+        for name, value in (("--verify", args.verify), ("--limit-per-task", args.limit_per_task))
+        if value is not None
+    ]
+    teacher_parser = argparse.ArgumentParser(add_help=False)
+    add_teacher_arguments(teacher_parser)
+    for key, default in vars(teacher_parser.parse_args([])).items():
+        if getattr(args, key) != default:
+            given.append("--" + key.replace("_", "-"))
+    return given
+
+
+def verify_problem(args: argparse.Namespace) -> str | None:
+    """Why the ToolVerifier options cannot run as given, or None."""
+    from train.papers.toolverifier.verify import VerifySwitches
+
+    given = verify_options_given(args)
+    if not given:
+        return None
+    if args.bench != "toolbench":
+        return f"{', '.join(given)}: ToolVerifier's self-verification is for toolbench, not {args.bench}"
+    if args.verify is None:
+        return f"{', '.join(given)} need --verify ({VERIFY_CHOICES})"
+    try:
+        VerifySwitches.parse(args.verify)
+    except ValueError:
+        return f"--verify {args.verify!r}: valid: {VERIFY_CHOICES}"
+    if args.limit_per_task is not None and args.limit_per_task < 1:
+        return "--limit-per-task must be >= 1"
+    if args.max_new_tokens < 1:
+        return "--max-new-tokens must be >= 1"
+    refused = [
+        (args.limit is not None, "--limit (use --limit-per-task)"),
+        (args.backend != "hf", "--backend vllm"),
+        (args.temperature != 0, "--temperature (the selector is greedy, §2.2)"),
+        (args.summary is not None, "--summary"),
+        (bool(args.option), "--option"),
+    ]
+    named = [name for bad, name in refused if bad]
+    return f"--verify does not take {', '.join(named)}" if named else None
+
+
+def traces_path(args: argparse.Namespace) -> Path | None:
+    """``--predictions`` when given, else beside ``-o``: METRICS.json -> METRICS.traces.jsonl."""
+    from train.commands.outputs import written_in_place
+
+    if args.predictions is not None:
+        return args.predictions
+    if args.output is None or written_in_place(args.output):
+        return None
+    return args.output.with_name(f"{args.output.stem}.traces.jsonl")
+
+
+def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, str]]) -> int:
+    """``eval run toolbench MODEL --verify ...``: ToolVerifier's Tables 1 and 2 in one run. ``selector_model()`` loads
+    MODEL: (model on its device, tokenizer, description); its errors are ``error:`` lines, exit 2."""
+    import time
+
+    from train.engine.export import ExportError
+    from train.evaluation.tasks import TaskError, get_task, read_references
+    from train.papers.metatool.teacher import teacher_config
+    from train.papers.toolverifier import teacher as prompts
+    from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
+    from train.papers.toolverifier.demos import DemonstrationError, find_weather_xlsx, toolbench_demonstrations
+    from train.papers.toolverifier.verify import VerifySwitches, text_selector
+    from train.teacher import Teacher, default_cache, make_backend
+
+    traces_file = traces_path(args)
+    check_outputs([traces_file, args.output], read_paths(args))  # before the model is loaded
+    started = time.monotonic()
+    try:
+        if not args.data:
+            raise TaskError("--verify needs --data (the ToolBench folder or its canonical conversations)")
+        teacher = Teacher(
+            make_backend(teacher_config(args), prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION),
+            default_cache(args.teacher),
+        )
+        references, rejected = read_references(args.data, args.source, get_task("toolbench"))
+        if not references:
+            raise TaskError(f"no reference to evaluate: {len(rejected)} unreadable")
+        xlsx = find_weather_xlsx(args.data)
+        demonstrations = toolbench_demonstrations(references, xlsx)
+        model, tokenizer, description = selector_model()
+        completer = model_completer(model, tokenizer, args.max_new_tokens)
+        metrics, traces = verify_toolbench(
+            text_selector(completer),
+            teacher,
+            references,
+            VerifySwitches.parse(args.verify),
+            demonstrations,
+            args.limit_per_task,
+        )
+    except (TaskError, ExportError, DemonstrationError, ValueError, OSError) as err:  # a ModelError is a ValueError
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    seconds = time.monotonic() - started
+    print(f"toolbench --verify: {description} as the selector (greedy, max {args.max_new_tokens} new tokens)")
+    print(format_tables(metrics))
+    if xlsx is None:
+        print("no weather/Tool_Documentations_weather.xlsx beside --data: weather demonstrations are leave-one-out too")
+    if rejected:
+        print(f"unreadable references: {len(rejected)}")
+        for row in rejected[:10]:
+            print(f"  {row.get('id', row.get('location'))}: {row['reason']}")
+    print(f"wall time {seconds:.1f} s")
+    report = {
+        "bench": "toolbench",
+        "model": description,
+        "data": [str(p) for p in args.data],
+        "verify": metrics["verify"],
+        "metrics": metrics,
+        "wall_seconds": round(seconds, 1),
+        "issues": {"unreadable_references": rejected},
+    }
+    return write_results(traces_file, traces, args.output, report, inputs=read_paths(args))

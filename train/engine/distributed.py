@@ -1,0 +1,293 @@
+"""Everything distributed, in one place: the world, the strategy, DeepSpeed configs, rank-0 policy.
+
+Model, data and loop code never read ``RANK`` or call ``torch.distributed``: they receive what they
+need from here. The HF Trainer (through accelerate) runs the actual engine; this module only
+translates the Hydra ``distributed`` group into TrainingArguments and a DeepSpeed config whose
+batch sizes agree with the world size.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from train.engine.config import choice
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    node_rank: int
+
+    @property
+    def is_main(self) -> bool:
+        """Global rank 0: logs, trackers, reports."""
+        return self.rank == 0
+
+    @property
+    def is_local_main(self) -> bool:
+        """Rank 0 of its node: node-local work such as filling a node-local cache."""
+        return self.local_rank == 0
+
+    @classmethod
+    def from_env(cls) -> World:
+        """The world as torchrun, deepspeed, Slurm's srun or submitit describe it (a single process otherwise)."""
+        adopt_submitit_tasks()
+        env = os.environ
+        world_size = int(env.get("WORLD_SIZE", env.get("SLURM_NTASKS", 1)))
+        rank = int(env.get("RANK", env.get("SLURM_PROCID", 0)))
+        local_rank = int(env.get("LOCAL_RANK", env.get("SLURM_LOCALID", 0)))
+        local_world = int(env.get("LOCAL_WORLD_SIZE", env.get("SLURM_NTASKS_PER_NODE", world_size)))
+        node_rank = int(env.get("GROUP_RANK", env.get("SLURM_NODEID", rank // max(local_world, 1))))
+        return cls(
+            rank=rank, local_rank=local_rank, world_size=world_size, local_world_size=local_world, node_rank=node_rank
+        )
+
+
+def adopt_submitit_tasks() -> dict[str, str]:
+    """Describe a submitit job's tasks to torch.distributed the way torchrun would.
+
+    Hydra's submitit launchers (conf/launcher/slurm.yaml, submitit_local.yaml) start nodes x
+    tasks_per_node processes themselves and run the training job in each, with no torchrun to set
+    RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; without them every task would train
+    alone. Sets them from submitit's job environment (the first host of the job is the master, the
+    port derives from the job id) and returns what it set. Nothing to do outside submitit, when a
+    launcher already set RANK, or for a single task.
+    """
+    if "SUBMITIT_EXECUTOR" not in os.environ or "RANK" in os.environ:
+        return {}
+    from submitit import JobEnvironment
+    from submitit.helpers import TorchDistributedEnvironment
+
+    job = JobEnvironment()
+    if job.num_tasks <= 1:
+        return {}
+    dist = TorchDistributedEnvironment()
+    values = {
+        "RANK": str(dist.rank),
+        "WORLD_SIZE": str(dist.world_size),
+        "LOCAL_RANK": str(dist.local_rank),
+        "LOCAL_WORLD_SIZE": str(dist.local_world_size),
+        "GROUP_RANK": str(job.node),
+        "MASTER_ADDR": dist.master_addr,
+        "MASTER_PORT": str(dist.master_port),
+    }
+    os.environ.update(values)
+    return values
+
+
+def requeue_submitit_job(signum: int | None) -> bool:
+    """After the checkpoint, let submitit requeue the sweep job its own preemption signal stopped.
+
+    In a ``-m launcher=slurm`` (or submitit_local) sweep, submitit runs the training job in its own
+    process and answers its preemption signal (SIGUSR2 unless SUBMITIT_PREEMPT_SIGNAL names another;
+    Slurm sends it ``signal_delay_s`` before the time limit) by requeueing at once, mid-step, with
+    nothing saved. ``Preemption`` holds that signal during training (finish the step, save, stop) and
+    gives submitit's handler back at train end; this calls it as the signal would have. On global
+    rank 0 it requeues the job (``scontrol requeue``; the local executor restarts it), within
+    submitit's count of timeouts, and ends the process; on other ranks it only logs. The requeued
+    job reruns the same command and resumes from the checkpoint.
+
+    Returns False, doing nothing, outside submitit or for another signal (SIGTERM: scancel, or a
+    Slurm preemption that requeues by itself).
+    """
+    if signum is None or "SUBMITIT_EXECUTOR" not in os.environ:
+        return False
+    from submitit import JobEnvironment
+
+    if signum != getattr(signal, "SIG" + JobEnvironment.USR_SIG, None):
+        return False
+    handler = signal.getsignal(signum)
+    if not callable(handler):
+        return False
+    handler(signum, None)
+    return True
+
+
+def on_gpu() -> bool:
+    return torch.cuda.is_available()
+
+
+class StrategyError(ValueError):
+    pass
+
+
+def gradient_accumulation_steps(global_batch: int, micro_batch: int, world_size: int) -> int:
+    per_step = micro_batch * world_size
+    if global_batch % per_step:
+        raise StrategyError(
+            f"train.global_batch_size={global_batch} is not a multiple of micro_batch_size x world_size = "
+            f"{micro_batch} x {world_size}; choose a global batch in multiples of {per_step}"
+        )
+    return global_batch // per_step
+
+
+def deepspeed_config(
+    dist_cfg: Any, micro_batch: int, grad_accum: int, world_size: int, max_grad_norm: float, bf16: bool
+) -> dict[str, Any]:
+    """A DeepSpeed ZeRO config with explicit batch sizes (DeepSpeed asserts they multiply out)."""
+    stage = int(dist_cfg.zero_stage or (3 if str(dist_cfg.strategy).endswith(("zero3", "zero3_offload")) else 2))
+    zero: dict[str, Any] = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
+    if stage == 3:
+        # Gather the 16-bit weights on save so checkpoints and adapters are usable without zero_to_fp32.
+        zero.update({"stage3_gather_16bit_weights_on_model_save": True, "stage3_param_persistence_threshold": 0})
+    if dist_cfg.offload_optimizer:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": on_gpu()}
+    if dist_cfg.offload_params:
+        if stage != 3:
+            raise StrategyError("distributed.offload_params needs ZeRO stage 3")
+        zero["offload_param"] = {"device": "cpu", "pin_memory": on_gpu()}
+    return {
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": grad_accum,
+        "train_batch_size": micro_batch * grad_accum * world_size,
+        "gradient_clipping": max_grad_norm,
+        "zero_optimization": zero,
+        "bf16": {"enabled": bf16},
+        "fp16": {"enabled": False},
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+
+
+def training_arguments_for(
+    dist_cfg: Any, world: World, micro_batch: int, grad_accum: int, max_grad_norm: float, bf16: bool
+) -> dict[str, Any]:
+    """The TrainingArguments fields that depend on the strategy and the hardware."""
+    strategy = choice(dist_cfg.strategy)
+    gpu = on_gpu()
+    if strategy == "single" and world.world_size > 1:
+        raise StrategyError(
+            f"distributed=single but WORLD_SIZE={world.world_size}; use distributed=ddp, zero2 or zero3"
+        )
+    args: dict[str, Any] = {
+        # Without use_cpu, each CPU rank runs as a world of its own (FINDINGS); with it, gloo joins them.
+        "use_cpu": not gpu,
+        "ddp_backend": "gloo" if not gpu and world.world_size > 1 else None,
+        "gradient_checkpointing": bool(dist_cfg.gradient_checkpointing),
+    }
+    if strategy in ("zero2", "zero3", "zero3_offload"):
+        args["deepspeed"] = deepspeed_config(dist_cfg, micro_batch, grad_accum, world.world_size, max_grad_norm, bf16)
+        if not gpu:
+            skip_cpu_shared_memory_op()
+    elif strategy == "fsdp2":
+        if not gpu:
+            # accelerate only switches to FSDP for GPU-like backends: on CPU it would silently train as DDP.
+            raise StrategyError(
+                "distributed=fsdp2 needs GPUs: on CPU accelerate silently falls back to DDP; "
+                "use distributed=zero3 or ddp"
+            )
+        args["fsdp"] = "full_shard auto_wrap"
+        args["fsdp_config"] = {
+            "fsdp_version": 2,
+            "reshard_after_forward": True,
+            "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        }
+    if gradient_checkpointing_needs_reentrant_off(args):
+        args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    return args
+
+
+def check_kernels(kernels: str) -> None:
+    """Liger's kernels are Triton kernels: GPUs only. Checked with the strategy, before any data or model work."""
+    if kernels == "liger" and not on_gpu():
+        raise StrategyError("kernels=liger needs a GPU (Triton); run with kernels=none on CPU")
+
+
+def skip_cpu_shared_memory_op() -> None:
+    """Keep DeepSpeed from JIT-compiling its CPU shared-memory all-reduce op.
+
+    On CPU, DeepSpeed's comm backend compiles ``deepspeed_shm_comm`` (C++, ~1 minute, a compiler
+    needed) the first time it starts. Training never uses it: it serves only
+    ``inference_all_reduce``; ZeRO's collectives go through torch.distributed (gloo). Marking the
+    op incompatible makes the backend skip the build. Must run before DeepSpeed's comm starts, that
+    is before TrainingArguments are created.
+    """
+    import deepspeed.ops
+
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+
+
+def gradient_checkpointing_needs_reentrant_off(args: dict[str, Any]) -> bool:
+    # Reentrant checkpointing breaks with LoRA (frozen inputs) and with ZeRO-3 partitioned params.
+    return bool(args.get("gradient_checkpointing"))
+
+
+def barrier() -> None:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+
+
+def any_rank(flag: bool) -> bool:
+    """True on every rank when it is True on any rank (one int all-reduce)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return flag
+    backend = torch.distributed.get_backend()
+    device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
+    value = torch.tensor([1 if flag else 0], device=device)
+    torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+    return bool(value.item())
+
+
+# ---- evaluation during training: every rank generates its share, results gathered --------------
+
+
+def generation_needs_sync(strategy: str, world: World) -> bool:
+    """Whether ``generate`` must keep ranks in lock-step (``synced_gpus=True``).
+
+    Under ZeRO-3 and FSDP every forward gathers the sharded parameters with a collective, so a rank
+    that finished its sequences must keep stepping until all ranks have; replicated weights (DDP,
+    ZeRO-2) need nothing.
+    """
+    return world.world_size > 1 and strategy in ("zero3", "zero3_offload", "fsdp2")
+
+
+def shard_evenly(items: list[Any], rank: int, world_size: int) -> list[tuple[int | None, Any]]:
+    """This rank's share of ``items`` as ``(index, item)``, the same count on every rank.
+
+    Rank r takes items r, r + W, r + 2W, ...; a rank that comes up short repeats item 0 with index
+    None (its result is thrown away), so every rank makes the same number of generate calls.
+    """
+    share: list[tuple[int | None, Any]] = [(i, items[i]) for i in range(rank, len(items), world_size)]
+    per_rank = -(-len(items) // world_size)
+    return share + [(None, items[0])] * (per_rank - len(share)) if items else []
+
+
+def gather_shards(share: list[tuple[int | None, Any]]) -> list[Any]:
+    """Every rank's ``(index, result)`` pairs -> all results in index order, padding dropped (on every rank)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        shares: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(shares, share)
+    else:
+        shares = [share]
+    pairs = [(index, result) for part in shares for index, result in part if index is not None]
+    return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
+
+
+# Dense bf16 peak FLOP/s per GPU, from the vendors' data sheets (no sparsity).
+_PEAK_BF16 = {
+    "H100": 989e12,
+    "H200": 989e12,
+    "H800": 989e12,
+    "A100": 312e12,
+    "A800": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+}
+
+
+def peak_flops() -> float | None:
+    """The current GPU's bf16 peak, or None when unknown (MFU is then not reported)."""
+    if not on_gpu():
+        return None
+    name = torch.cuda.get_device_name()
+    return next((flops for key, flops in _PEAK_BF16.items() if key in name), None)

@@ -1,0 +1,572 @@
+"""A finished (or interrupted) run -> one standalone model: the LoRA adapter merged into its base.
+
+``export_run(run_dir, out)`` reads what ``run(cfg)`` leaves in RUN_DIR: ``config.yaml`` (the
+resolved config, to rebuild the base model exactly as training built it, seed included) and the
+adapter in ``final/`` or, for a run that never finished, its newest complete checkpoint. It writes
+safetensors weights, the model config and the tokenizer, ready for ``from_pretrained`` or a
+converter. A full fine-tune (``peft=none``) is re-saved as is.
+
+The train/serve contract: the tokenizer is saved with the chat template of the run's chat format
+(``train.formats.serving.chat_template``: tools, calls and tool results rendered exactly as the run
+trained on them), checked on a probe conversation before anything is written; the generation config
+stops at every token that ends an assistant turn in that format; ``tooltrain_export.json`` and
+``README.md`` name the vLLM / SGLang tool-call parser that reads the format's calls and the command
+that serves the model.
+
+What it reads is checked before it is loaded (``verify_weights``: a truncated or garbled file is an
+``ExportError`` naming it, as ``eval run`` reports it too). What it writes goes to a temporary folder
+beside OUT, renamed onto OUT only when everything is written (``export_folder``): a full disk leaves
+no partial model, and OUT is never the run folder it reads nor inside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from train.engine.callbacks import latest_complete_checkpoint
+
+if TYPE_CHECKING:
+    from train.formats import ChatFormat
+
+EXPORT_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+class ExportError(ValueError):
+    pass
+
+
+@dataclass
+class ExportResult:
+    output_dir: Path
+    source: Path  # the final/ or checkpoint-N folder that was exported
+    merged_adapter: bool
+    dtype: str
+    parameters: int
+    serve: str = ""  # the vLLM command that serves the export with its chat template and tool-call parser
+
+
+def find_trained_weights(run_dir: Path) -> Path:
+    """RUN_DIR/final when the run finished, else its newest complete checkpoint; checked (``verify_weights``)."""
+    final = run_dir / "final"
+    if (final / "adapter_config.json").is_file() or (final / "config.json").is_file():
+        verify_weights(final)
+        return final
+    checkpoint = latest_complete_checkpoint(run_dir)
+    if checkpoint is None:
+        raise ExportError(f"{run_dir} holds no trained weights: neither final/ nor a complete checkpoint-N/")
+    verify_weights(checkpoint)
+    return checkpoint
+
+
+# The files a load reads from a weights folder (besides *.safetensors): JSON that transformers and peft parse.
+# Others in a checkpoint (optimizer.pt, rng_state.pth, trainer_state.json) are resume's, never read here.
+LOADED_JSON = (
+    "adapter_config.json",
+    "config.json",
+    "generation_config.json",
+    "model.safetensors.index.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
+
+
+def damaged(path: Path, reason: str) -> ExportError:
+    return ExportError(f"{path} is damaged: {reason}")
+
+
+def verify_weights(folder: Path) -> None:
+    """An ``ExportError`` naming the first file of ``folder`` that a load would choke on: a safetensors file whose
+    header or length is wrong (``safe_open`` checks the header and that the data is as long as it says), a JSON file
+    that does not parse, an adapter config without its weights. Cheap: no tensor is read."""
+    from safetensors import SafetensorError, safe_open
+
+    if (folder / "adapter_config.json").is_file() and not (folder / "adapter_model.safetensors").is_file():
+        raise damaged(folder / "adapter_model.safetensors", "missing (adapter_config.json names an adapter)")
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt") as weights:
+                weights.keys()
+        except (SafetensorError, OSError, ValueError) as err:  # truncated, garbled header, unreadable
+            raise damaged(path, f"not a readable safetensors file ({err})") from None
+    for name in LOADED_JSON:
+        path = folder / name
+        if path.is_file():
+            read_json(path)
+    _check_saved_sums(folder)
+
+
+def _check_saved_sums(folder: Path) -> None:
+    """A checkpoint's completion marker lists each file's size and CRC-32 (``train.engine.checkpoints.mark_complete``):
+    the files a load reads must still match them, which also catches a same-size corruption that every header
+    check passes. Files only a resume reads (optimizer, rng) are resume's concern, not the export's."""
+    from train.engine.checkpoints import crc_problem, recorded_files, size_problem
+
+    recorded = recorded_files(folder)
+    if recorded is None:
+        return  # final/, or a checkpoint of an older run: the header checks above are all there is
+    loaded = [*(path.name for path in sorted(folder.glob("*.safetensors"))), *LOADED_JSON]
+    names = [name for name in loaded if name in recorded and (folder / name).is_file()]
+    sizes = {name: (folder / name).stat().st_size for name in names}
+    problem = size_problem(recorded, sizes, names) or crc_problem(folder, recorded, names)
+    if problem:
+        name, _, reason = problem.partition(": ")
+        raise damaged(folder / name, reason)
+
+
+def read_json(path: Path) -> Any:
+    """``path`` parsed, or an ``ExportError`` saying it is damaged and where."""
+    try:
+        return json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise damaged(path, f"not valid JSON ({err})") from None
+    except OSError as err:
+        raise ExportError(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def load_run_config(run_dir: Path) -> Any:
+    """The config the run trained with: RUN_DIR/config.yaml, or Hydra's copy for older runs."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    for candidate in (run_dir / "config.yaml", run_dir / ".hydra" / "config.yaml"):
+        if candidate.is_file():
+            try:
+                cfg = OmegaConf.load(candidate)
+            except (OSError, ValueError, TypeError, yaml.YAMLError) as err:
+                one_line = " ".join(str(err).split())  # yaml's messages span lines
+                raise damaged(candidate, f"not a readable config ({type(err).__name__}: {one_line})") from None
+            if not hasattr(cfg, "get") or "model" not in cfg:
+                raise damaged(candidate, "not a tooltrain run config (no model section)")
+            return cfg
+    raise ExportError(f"{run_dir} has no config.yaml: is it a tooltrain run directory?")
+
+
+def resolve_export_dtype(name: str, run_dir: Path, model_cfg: Any) -> Any:
+    """``auto``: the dtype the run trained in (summary.json), else the config's for this machine."""
+    import torch
+
+    from train.engine.model import DTYPES, resolve_dtype
+
+    if name not in EXPORT_DTYPES:
+        raise ExportError(f"unknown dtype {name!r}; valid: {', '.join(EXPORT_DTYPES)}")
+    if name != "auto":
+        return DTYPES[name]
+    summary = run_dir / "summary.json"
+    if summary.is_file():
+        trained = read_json(summary)
+        trained = trained.get("dtype") if isinstance(trained, dict) else None
+        if trained in DTYPES:
+            return DTYPES[trained]
+    return resolve_dtype(str(model_cfg.dtype), torch.cuda.is_available())
+
+
+def merged_model(cfg: Any, weights: Path, vocab_size: int, dtype: Any) -> tuple[Any, bool]:
+    """The trained model as one plain transformers model, and whether an adapter was merged."""
+    from transformers import AutoModelForCausalLM
+
+    from train.engine.model import build_model
+
+    if not (weights / "adapter_config.json").is_file():
+        return AutoModelForCausalLM.from_pretrained(str(weights), dtype=dtype, use_safetensors=True), False
+    from peft import PeftModel
+
+    # Same builder and seed as training: a random-init base (source=config) comes out identical.
+    base = build_model(cfg.model, vocab_size, dtype, "sdpa", seed=cfg.seed)
+    model = PeftModel.from_pretrained(base, str(weights))
+    return model.merge_and_unload(), True
+
+
+def run_format(cfg: Any) -> ChatFormat:
+    """The chat format the run trained in, with the format options it trained with."""
+    from omegaconf import OmegaConf
+
+    from train.formats import get_format
+
+    options = cfg.data.get("format_options") if "data" in cfg else None
+    options = OmegaConf.to_container(options, resolve=True) if options is not None else {}
+    try:
+        return get_format(str(cfg.model.chat_format), options)
+    except ValueError as err:
+        raise ExportError(f"the run's chat format cannot be built: {err}") from None
+
+
+def probe_conversation() -> Any:
+    """A short conversation with a system prompt, tools, a call, its result and an answer."""
+    from train.schema import Conversation
+
+    return Conversation.from_dict(
+        {
+            "id": "export-probe",
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "description": "Current weather for a city.",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}},
+                            "required": ["city"],
+                        },
+                    },
+                }
+            ],
+            "messages": [
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "call0000a",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call0000a", "name": "get_weather", "content": '{"temperature": 18}'},
+                {"role": "assistant", "content": "18 degrees in Paris."},
+            ],
+        }
+    )
+
+
+def selection_probe() -> Any:
+    """A question, two candidate tools and the choice of one, without arguments (ToolSelect's shape)."""
+    from train.schema import Conversation
+
+    return Conversation.from_dict(
+        {
+            "id": "export-selection-probe",
+            "tools": [
+                {"type": "function", "function": {"name": "Weather", "description": "Current weather for a city."}},
+                {"type": "function", "function": {"name": "News", "description": "Top news for a topic."}},
+            ],
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": "The user asks for the weather.",
+                    "tool_calls": [{"id": "call0000a", "type": "function", "function": {"name": "Weather"}}],
+                },
+            ],
+        }
+    )
+
+
+def check_chat_template(tokenizer: Any, fmt: ChatFormat) -> None:
+    """The tokenizer's template renders the probe exactly as the format does, or ExportError."""
+    from train.formats.hf import to_hf_messages
+
+    conv = probe_conversation()
+    try:
+        fmt.render(conv)
+    except ValueError:  # a single-sample layout (toolselect_text) holds no system turn or tool result
+        conv = selection_probe()
+    messages, tools = to_hf_messages(conv)
+    first_answer = next(i for i, message in enumerate(conv.messages) if message.role == "assistant")
+    rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        messages[:first_answer], tools=tools, tokenize=False, add_generation_prompt=True
+    )
+    if rendered != fmt.render_text(conv) or prompt != "".join(s.text for s in fmt.render_prompt(conv, first_answer)):
+        raise ExportError(f"the {fmt.name} chat template does not render the probe conversation as the format does")
+
+
+def stop_token_ids(model: Any, tokenizer: Any, fmt: ChatFormat) -> list[int]:
+    """The generation config's eos ids, and every token that ends an assistant turn in ``fmt``."""
+    from train.formats.serving import end_of_turn_ids
+
+    configured = model.generation_config.eos_token_id
+    configured = [] if configured is None else [configured] if isinstance(configured, int) else list(configured)
+    return list(dict.fromkeys([*configured, *end_of_turn_ids(fmt, tokenizer)]))
+
+
+def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tokenizer: Any) -> dict[str, Any]:
+    """What ``tooltrain_export.json`` says about serving: format, template, stop tokens, parsers, commands."""
+    from train.formats import format_options
+    from train.formats.serving import control_text, serving, sglang_command, vllm_command
+
+    spec = serving(fmt.name)
+    folder = str(output_dir)
+    return {
+        "chat_format": fmt.name,
+        "format_options": {name: getattr(fmt, name) for name in format_options(fmt.name)},
+        "chat_template": "chat_template.jinja",
+        "stop_tokens": [tokenizer.convert_ids_to_tokens(i) for i in stop_ids],
+        "tool_call_parser": {
+            "vllm": spec.vllm_parser,
+            "sglang": spec.sglang_parser,
+            "exact": spec.exact,
+            "notes": spec.notes,
+            # vLLM's and SGLang's parser that reads a leading reasoning block off; None when the format has none
+            "reasoning_parser": spec.reasoning_parser or None,
+        },
+        "serve": {"vllm": vllm_command(folder, fmt), "sglang": sglang_command(folder, fmt)},
+        # a prompt rendered to a string re-reads control tokens typed as text (train.formats.serving.control_text)
+        "control_text": control_text(fmt),
+    }
+
+
+README = """# {folder_name}
+
+Exported by `tooltrain export` from `{run_dir}` ({weights}). Chat format: `{chat_format}`{options}.
+
+`chat_template.jinja` (also loaded by `AutoTokenizer.from_pretrained`) renders system prompts, tools, tool
+calls and tool results exactly as this model was trained on them, and raises where the format refuses a
+conversation. Generation stops at {stop_tokens} (`generation_config.json`).
+
+## Serve
+
+vLLM:
+
+    {vllm}
+
+SGLang:
+
+    {sglang}
+
+{parsers}
+{notes}
+
+## Control tokens typed as text
+
+{control_text}
+
+## Render a prompt yourself
+
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained("{folder}")
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+
+What a Jinja template cannot reproduce of tooltrain's rendering (e.g. numbers in JSON tool results are kept
+as written) is listed in tooltrain's docs/formats.md, "Serving an exported model".
+"""
+
+
+def parsers_line(parser: dict[str, Any]) -> str:
+    if not parser["vllm"]:  # no server parser reads the format's answers (deepseek_coder, toolselect_text)
+        return "Tool-call parser: none: no server parser reads this format's answers, so the servers run as plain chat."
+    fit = "they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit"
+    return f"Tool-call parser: `{parser['vllm']}` (vLLM), `{parser['sglang']}` (SGLang); {fit}."
+
+
+def control_text_section(metadata: dict[str, Any]) -> str:
+    """The README's warning and the requests that avoid it."""
+    control = metadata["control_text"]
+    lines = [control["warning"], ""]
+    for server, request in (
+        ("vLLM", control["token_id_requests"]["vllm"]),
+        ("SGLang", control["token_id_requests"]["sglang"]),
+    ):
+        lines.append(f"- {server}: `POST {request['endpoint']}` with `{request['field']}`: {request['value']}")
+    lines.append(f"- the ids, encoded as training encoded them: `{control['encode_as_trained']}`")
+    return "\n".join(lines)
+
+
+def write_serving_readme(folder: Path, metadata: dict[str, Any], output_dir: Path | None = None) -> None:
+    """README.md in ``folder``, about the export that will be at ``output_dir`` (default: ``folder`` itself)."""
+    output_dir = output_dir or folder
+    parser = metadata["tool_call_parser"]
+    options = ", ".join(f"{k}={v!r}" for k, v in metadata["format_options"].items())
+    text = README.format(
+        folder_name=output_dir.name,
+        run_dir=metadata["run_dir"],
+        weights=metadata["weights"],
+        chat_format=metadata["chat_format"],
+        options=f" ({options})" if options else "",
+        stop_tokens=", ".join(f"`{token}`" for token in metadata["stop_tokens"]),
+        vllm=metadata["serve"]["vllm"],
+        sglang=metadata["serve"]["sglang"],
+        parsers=parsers_line(parser),
+        notes=parser["notes"],
+        control_text=control_text_section(metadata),
+        folder=str(output_dir),
+    )
+    (folder / "README.md").write_text(text, encoding="utf-8")
+
+
+def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
+    """The tokenizer a run trains with: the one it saved beside ``weights`` when there is one, else the one its config
+    names, to which a random-init model's run adds the format's missing control tokens (``model.source=config``:
+    its embeddings are sized by this tokenizer; ``train.formats.control_tokens``). Training, export, ``eval run`` and
+    PTR's run-folder backbone all take it from here, so they agree on every id."""
+    if weights is not None and (weights / "tokenizer.json").is_file():
+        from transformers import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast.from_pretrained(str(weights))
+    from train.engine.config import choice
+    from train.tokenizers import load_tokenizer
+
+    tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
+    if choice(cfg.model.source) == "config":
+        from train.formats.control_tokens import add_missing_control_tokens
+
+        add_missing_control_tokens(tokenizer, run_format(cfg))
+    return tokenizer
+
+
+def generation_settings(model: Any, tokenizer: Any, fmt: ChatFormat, random_init: bool) -> None:
+    """The KV cache on, and generation stopping where the format ends an assistant turn.
+
+    A random-init model (``model.source=config``) has no generation settings of its own: its config carries the
+    config class's defaults (bos 1, eos 2, and use_cache off as training left it), ids of no tokenizer in
+    particular. Its settings are written from the run's tokenizer and format instead. A pretrained base keeps its
+    own eos ids, with the format's end-of-turn tokens added."""
+    from transformers import GenerationConfig
+
+    from train.formats.serving import end_of_turn_ids
+
+    model.config.use_cache = True  # training turns the KV cache off; inference wants it
+    if not random_init:
+        model.generation_config.eos_token_id = stop_token_ids(model, tokenizer, fmt)
+        model.generation_config.use_cache = True
+        return
+    stops = end_of_turn_ids(fmt, tokenizer) or [tokenizer.eos_token_id]
+    special = {"bos_token_id": tokenizer.bos_token_id, "pad_token_id": tokenizer.pad_token_id}
+    for key, value in {**special, "eos_token_id": stops[0] if len(stops) == 1 else stops}.items():
+        setattr(model.config, key, value)
+    model.generation_config = GenerationConfig(**special, eos_token_id=stops, use_cache=True)
+
+
+# ---------------------------------------------------------------- where the export is written
+
+
+def check_export_target(run_dir: Path, output_dir: Path) -> None:
+    """An ``ExportError`` unless ``output_dir`` may receive the export, checked before anything is loaded.
+
+    Refused: a file; the run folder itself, a folder inside it (final/ or a checkpoint would be overwritten by the
+    model it was merged from) or one holding it; a folder holding anything but an earlier export (replacing it
+    would delete files that are not the export's). The one place inside the run that is the export's own is the
+    default, RUN_DIR/merged."""
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ExportError(f"--out-dir {output_dir} is a file, not a folder: give a folder (created when missing)")
+    run, out = os.path.realpath(run_dir), os.path.realpath(output_dir)
+    inside = out == run or out.startswith(run.rstrip(os.sep) + os.sep)
+    if inside and out != os.path.join(run, "merged"):
+        raise ExportError(
+            f"refusing to export into {output_dir}: it is {'the' if out == run else 'inside the'} run folder {run_dir} "
+            "that the export reads; "
+            f"give an --out-dir outside it (the default, {run_dir / 'merged'}, is the export's own)"
+        )
+    if run.startswith(out.rstrip(os.sep) + os.sep):
+        raise ExportError(f"refusing to export into {output_dir}: it holds the run folder {run_dir}")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not (output_dir / "tooltrain_export.json").is_file():
+        raise ExportError(
+            f"refusing to export into {output_dir}: it holds files and is not an earlier export "
+            "(no tooltrain_export.json); give a new or empty folder"
+        )
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _publish(staging: Path, output_dir: Path) -> None:
+    """Every file synced and given the modes a plain ``open`` would (safetensors and ``mkdtemp`` make them 0600 /
+    0700: others on a shared cluster could not read the model), then ``staging`` renamed onto ``output_dir``; an
+    earlier export there is swapped out and removed only once the new one is in place."""
+    mask = _umask()
+    for path in [*staging.rglob("*"), staging]:
+        if path.is_dir():
+            os.chmod(path, 0o777 & ~mask)
+            continue
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(path, 0o666 & ~mask)
+    if not output_dir.exists():
+        os.rename(staging, output_dir)
+        return
+    previous = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.old-", dir=output_dir.parent))
+    os.rename(output_dir, previous / output_dir.name)
+    try:
+        os.rename(staging, output_dir)
+    except OSError:
+        os.rename(previous / output_dir.name, output_dir)  # the earlier export back as it was
+        raise
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def write_error(err: Exception) -> str:
+    """The OS's reason: safetensors wraps it as "Error while serializing: I/O error: File too large (os error 27)"."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    found = re.search(r"I/O error: (.+?) \(os error \d+\)", str(err))
+    return found.group(1) if found else str(err)
+
+
+@contextlib.contextmanager
+def export_folder(output_dir: Path) -> Iterator[Path]:
+    """A temporary folder beside ``output_dir`` to write the export into, renamed onto it when the block ends
+    normally. A failed write (a full disk, a file-size limit) is an ``ExportError`` with the OS's reason; on any
+    exception the partial folder is removed and ``output_dir`` is as it was."""
+    from safetensors import SafetensorError
+
+    try:
+        output_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
+    except OSError as err:
+        raise ExportError(f"cannot write {output_dir}: {err.strerror or err}") from None
+    try:
+        yield staging
+        _publish(staging, output_dir)
+    except (OSError, SafetensorError) as err:  # safetensors reports a failed write as its own error
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ExportError(f"cannot write {output_dir}: {write_error(err)}; the partial export was removed") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
+    from train.engine.config import choice
+    from train.formats.serving import chat_template
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ExportError(f"{run_dir} is not a directory")
+    output_dir = Path(output_dir) if output_dir is not None else run_dir / "merged"
+    check_export_target(run_dir, output_dir)
+    weights = find_trained_weights(run_dir)
+    cfg = load_run_config(run_dir)
+    fmt = run_format(cfg)
+    torch_dtype = resolve_export_dtype(dtype, run_dir, cfg.model)
+    tokenizer = run_tokenizer(cfg, weights)  # checkpoints carry no tokenizer: then rebuilt as the run built it
+    # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped.
+    tokenizer.chat_template = chat_template(fmt)
+    check_chat_template(tokenizer, fmt)
+    model, merged = merged_model(cfg, weights, len(tokenizer), torch_dtype)
+    generation_settings(model, tokenizer, fmt, random_init=choice(cfg.model.source) == "config")
+    parameters = sum(p.numel() for p in model.parameters())
+    provenance = {
+        "run_dir": str(run_dir),
+        "weights": weights.name,
+        "merged_adapter": merged,
+        "dtype": str(torch_dtype).removeprefix("torch."),
+    }
+    metadata = {**provenance, **serving_metadata(fmt, output_dir, model.generation_config.eos_token_id, tokenizer)}
+    with export_folder(output_dir) as staging:
+        model.save_pretrained(str(staging), safe_serialization=True)
+        tokenizer.save_pretrained(str(staging))
+        (staging / "tooltrain_export.json").write_text(json.dumps(metadata, indent=1), encoding="utf-8")
+        write_serving_readme(staging, metadata, output_dir)
+    return ExportResult(
+        output_dir=output_dir,
+        source=weights,
+        merged_adapter=merged,
+        dtype=provenance["dtype"],
+        parameters=parameters,
+        serve=metadata["serve"]["vllm"],
+    )

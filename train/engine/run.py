@@ -1,0 +1,456 @@
+"""``run(cfg)``: one training run, top to bottom, in five stages: setup -> data -> model -> train -> finish.
+
+Each stage is a plain function that takes the config and what the earlier stages returned
+(``Environment``, ``Data``, ``Model``, ``Trained``) and says its contract in its docstring.
+
+Called by the Hydra entry point (``tooltrain train ...``) and directly by tests with a composed
+config. The HF Trainer (with accelerate, DeepSpeed and peft) is the engine; tooltrain hands it
+pre-tokenized, packed rows and a few small callbacks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from train.data.dataset import BuildReport, BuiltDataset, build_dataset, resolve_input
+from train.data.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
+from train.engine import distributed
+from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
+from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
+from train.engine.config import ConfigError, choice
+from train.engine.eval_callback import build_eval_callback
+from train.engine.export import run_tokenizer
+from train.engine.flops import flops_counter, sample_lengths
+from train.engine.loss import WeightedLoss
+from train.engine.model import (
+    AdapterSaveError,
+    apply_lora,
+    build_model,
+    check_model_tokenizer,
+    count_parameters,
+    expected_adapter_shapes,
+    resolve_attn_implementation,
+    resolve_dtype,
+    saved_adapter_problems,
+)
+from train.engine.report import read_metrics
+from train.engine.resume_config import check_rerun, record_config
+from train.engine.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
+from train.engine.signals import EarlySignals
+from train.engine.summary import eval_before_after, run_identity
+from train.engine.tracking import rank_zero_print, report_to
+from train.tokenizers import cache_root
+
+
+@dataclass
+class RunResult:
+    output_dir: Path
+    status: str  # "completed" | "preempted" | "stopped" | "evaluated" (the ptr recipes: nothing trained)
+    global_step: int
+    losses: list[float]
+    adapter_dir: Path | None
+    summary: dict[str, Any]
+    stop_signal: int | None = None  # status "preempted": the signal that stopped it
+
+
+class MeteredCollator:
+    """Wraps a collator to count real tokens and slots for the throughput metrics."""
+
+    def __init__(self, collator: Any, meter: TokenMeter, pad_width: int | None):
+        self.collator, self.meter, self.pad_width = collator, meter, pad_width
+
+    def __call__(self, rows):
+        batch = self.collator(rows)
+        real = sum(len(r["input_ids"]) for r in rows)
+        self.meter.add_batch(real, batch["input_ids"].numel(), [n for row in rows for n in sample_lengths(row)])
+        return batch
+
+
+def make_rows(built: BuiltDataset, data_cfg: Any) -> tuple[PackedRows | SampleRows, dict[str, Any]]:
+    """Packed rows (or single samples) and the padding statistics of what the model will see. Packing reads the
+    samples' lengths only; each row is cut from the memory-mapped cache when the data loader asks for it."""
+    samples = built.train
+    lengths = samples.lengths.tolist()
+    if data_cfg.packing:
+        bins = best_fit_pack(lengths, data_cfg.max_seq_len)
+        stats = packing_stats(lengths, bins, data_cfg.max_seq_len)
+        rows = PackedRows(samples, bins)
+    else:
+        rows = SampleRows(samples)
+        stats = packing_stats(lengths, [[i] for i in range(len(samples))], max(lengths, default=0))
+    return rows, {"samples": stats.samples, "rows": stats.rows, "padding_efficiency": round(stats.efficiency, 4)}
+
+
+def no_training_rows_message(report: BuildReport) -> str:
+    """Why a build gave nothing to train on: the counts, then the commonest reasons (an input error, not a crash)."""
+    reasons = sorted(report.reasons.items(), key=lambda item: -item[1])[:3]
+    why = "; ".join(f"{count} x {reason}" for reason, count in reasons) or "no conversation was read"
+    return (
+        f"no training rows: {report.read} conversations read, {report.accepted} accepted, "
+        f"{report.eval_rows} held out for eval ({why})"
+    )
+
+
+def data_builder(cfg: DictConfig) -> tuple[Any, dict[str, Any] | None]:
+    """The recipe's data builder (``data.builder``) bound to ``data.builder_args`` and the run's seed,
+    with what the dataset cache key must add for it (the seed, the builder's version); (None, None) without one."""
+    if not cfg.data.builder:
+        return None, None
+    from train import builders
+
+    args = OmegaConf.to_container(cfg.data.builder_args, resolve=True)
+    try:
+        transform = builders.bind(cfg.data.builder, int(cfg.seed), args)
+    except ValueError as err:  # before any data is read: a bad builder config costs nothing
+        raise ConfigError(f"data.builder={cfg.data.builder}: {err}") from None
+    return transform, {"builder_seed": int(cfg.seed), "builder_version": builders.version(cfg.data.builder)}
+
+
+def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
+    """One training run: setup -> data -> model -> train -> finish. A rerun of a completed run is a no-op."""
+    world = distributed.World.from_env()
+    out = Path(cfg.output_dir)
+    if cfg.get("ptr") is not None:  # PTR trains nothing (seed 001): its recipes run the recommendation evaluation
+        return evaluate_recommendation(cfg, world, out)
+    done = completed_run(out)
+    if done is not None:  # rerunning the same command is how a preempted run resumes; a finished run stays finished
+        check_rerun(out, cfg, world)  # ... but another recipe or setting is not that command: refused, D untouched
+        return already_completed(cfg, world, out, done)
+    with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/engine/run_dir.py)
+        env = set_up(cfg, world, out)
+        EarlySignals.stop_if_interrupted()  # Ctrl-C before training: nothing to save, stop between stages
+        data = prepare_data(cfg, env)
+        EarlySignals.stop_if_interrupted()
+        model = prepare_model(cfg, env, data)
+        EarlySignals.stop_if_interrupted()
+        trained = train_model(cfg, env, data, model, extra_callbacks)
+        return finish(cfg, env, data, model, trained)
+
+
+def evaluate_recommendation(cfg: DictConfig, world: distributed.World, out: Path) -> RunResult:
+    """The ptr recipes: ``tooltrain eval recommend`` from the composed ``ptr`` node; Table 1's layout printed,
+    ``out/metrics.json`` written (status "evaluated", no step, no model)."""
+    from train.papers.ptr.backbone import load_run_backend
+    from train.papers.ptr.data import DataError
+    from train.papers.ptr.evaluate import Settings, evaluate, format_table
+
+    ptr = OmegaConf.to_container(cfg.ptr, resolve=True)
+    llm = str(ptr["llm"])
+    settings = Settings(
+        datasets=list(ptr["datasets"]), root=resolve_input(ptr["data"]), retriever=ptr["retriever"],
+        embedder=ptr["embedder"], stages=tuple(ptr["stages"]), protocol=ptr["protocol"], seeds=ptr["seeds"],
+        llm=llm if llm in ("offline", "http", "hf") else str(resolve_input(llm)),
+        llm_settings=dict(ptr.get("llm_settings") or {}), clean_queries=bool(ptr.get("clean_queries", False)),
+        limit=ptr.get("limit"),
+    )  # fmt: skip
+    try:
+        results = evaluate(settings, load_run=load_run_backend)
+    except (DataError, ValueError) as err:
+        raise ConfigError(f"ptr: {err}") from None
+    summary = {"status": "evaluated", "recommend": [result.to_dict() for result in results]}
+    if world.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        temporary = out / "metrics.json.tmp"
+        temporary.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        temporary.replace(out / "metrics.json")
+        rank_zero_print(world, format_table(settings, results))
+    return RunResult(output_dir=out, status="evaluated", global_step=0, losses=[], adapter_dir=None, summary=summary)
+
+
+def already_completed(cfg: DictConfig, world: distributed.World, out: Path, done: dict[str, Any]) -> RunResult:
+    rank_zero_print(
+        world,
+        f"tooltrain: {out} already holds a completed run ({done.get('steps')} steps, final model in "
+        f"{out / 'final'}); nothing to do. Use another output_dir to train again." + evaluation_hint(out, cfg),
+    )
+    losses = [row["loss"] for row in read_metrics(out / "metrics.jsonl") if "loss" in row]
+    return RunResult(
+        output_dir=out,
+        status="completed",
+        global_step=int(done.get("steps") or 0),
+        losses=losses,
+        adapter_dir=out / "final",
+        summary=done,
+    )
+
+
+# ---- setup ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Environment:
+    world: distributed.World
+    out: Path
+    gpu: bool
+    strategy: str
+    grad_accum: int
+    dtype: Any  # torch dtype of the weights
+    strategy_args: dict[str, Any]  # the TrainingArguments fields the strategy and hardware decide
+    kernels: str
+
+
+def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
+    """Checks everything that can fail cheaply (inputs, strategy, kernels) before any data or model
+    work, creates RUN_DIR and records the resolved config in it. Returns what later stages read."""
+    check_inputs(cfg)  # one error naming every input that cannot be opened
+    gpu = distributed.on_gpu()
+    grad_accum = distributed.gradient_accumulation_steps(
+        cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size
+    )
+    dtype = resolve_dtype(cfg.model.dtype, gpu)
+    # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
+    strategy_args = distributed.training_arguments_for(
+        cfg.distributed, world, cfg.train.micro_batch_size, grad_accum, cfg.optim.max_grad_norm, dtype == torch.bfloat16
+    )
+    kernels = choice(cfg.kernels)
+    distributed.check_kernels(kernels)
+    out.mkdir(parents=True, exist_ok=True)
+    # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
+    # against it and never rewrites it (train/engine/resume_config.py).
+    record_config(out, cfg, world)
+    return Environment(world, out, gpu, choice(cfg.distributed.strategy), grad_accum, dtype, strategy_args, kernels)
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Data:
+    tokenizer: Any
+    built: BuiltDataset  # the train rows, the eval split and the build report
+    rows: PackedRows | SampleRows  # what the Trainer iterates: packed rows, or single samples
+    pack_info: dict[str, Any]
+    collator: MeteredCollator
+    meter: TokenMeter  # counts the real tokens of every batch for the throughput metrics
+
+
+def prepare_data(cfg: DictConfig, env: Environment) -> Data:
+    """The tokenizer, the built (or cached) dataset with its eval split, the rows the model sees and
+    their collator. Exits with the build report when no training row is left."""
+    # a random-init model gains the format's missing control tokens (recipe=tiny model.chat_format=qwen3)
+    tokenizer = run_tokenizer(cfg)
+    check_model_tokenizer(cfg, tokenizer)  # before the data build: a tokenizer the model's embeddings cannot hold
+    data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
+    transform, key_extra = data_builder(cfg)
+    # Node-local rank 0 builds (under the cache's file lock: nodes sharing a filesystem build once); the
+    # node's other ranks wait for the cache and load it.
+    built = build_dataset(
+        data_cfg,
+        cfg.model.chat_format,
+        tokenizer,
+        Path(cfg.data.cache_dir or cache_root() / "datasets"),
+        transform=transform,
+        key_extra=key_extra,
+        may_build=env.world.is_local_main,
+    )
+    if len(built.train) == 0:
+        raise RunSetupError(no_training_rows_message(built.report))
+    rows, pack_info = make_rows(built, cfg.data)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    meter = TokenMeter()
+    if cfg.data.packing:
+        collator = MeteredCollator(PackedCollator(pad_id, pad_to=cfg.data.max_seq_len), meter, cfg.data.max_seq_len)
+    else:
+        collator = MeteredCollator(PaddedCollator(pad_id), meter, None)
+    return Data(tokenizer, built, rows, pack_info, collator, meter)
+
+
+# ---- model ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Model:
+    model: Any  # with its LoRA adapter when peft.kind=lora
+    lora: bool
+    adapter_shapes: dict[str, tuple[int, ...]]  # what the saved adapter must hold (LoRA only)
+    trainable: int
+    total: int
+
+
+def prepare_model(cfg: DictConfig, env: Environment, data: Data) -> Model:
+    """The base model (kernels applied), its adapter, and its parameter counts; the token meter watches it."""
+    attn = resolve_attn_implementation(cfg.model.attn_implementation, env.gpu)
+    model = build_model(cfg.model, len(data.tokenizer), env.dtype, attn, seed=cfg.seed)
+    if env.kernels == "liger":
+        _apply_liger(model)
+    lora = choice(cfg.peft.kind) == "lora"
+    model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
+    adapter_shapes = expected_adapter_shapes(model) if lora else {}
+    trainable, total = count_parameters(model)
+    data.meter.attach(model)
+    return Model(model, lora, adapter_shapes, trainable, total)
+
+
+# ---- train ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trained:
+    trainer: Any
+    preemption: Preemption
+    started: float  # time.time() when training started: the summary's seconds run from here to the saved model
+
+
+def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, extra_callbacks: list | None) -> Trained:
+    """The HF Trainer with tooltrain's callbacks (metrics file, checkpoints, preemption, throughput,
+    evaluation), resumed from the latest complete checkpoint; trains until done or stopped."""
+    from transformers import Trainer, TrainingArguments
+
+    from train.engine.step_lines import use_step_lines
+    from train.engine.training_args import training_arguments
+
+    world, out = env.world, env.out
+    args = TrainingArguments(
+        **training_arguments(
+            cfg,
+            out,
+            env.grad_accum,
+            env.dtype == torch.bfloat16,
+            save_strategy="steps",
+            save_steps=cfg.train.save_steps,
+            save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
+            report_to=report_to(cfg.tracking, out),
+            run_name=cfg.tracking.run_name or cfg.run_name,
+            remove_unused_columns=False,
+            disable_tqdm=not world.is_main,
+            **env.strategy_args,
+        )
+    )
+    preemption = Preemption(distributed.any_rank)
+    peak = distributed.peak_flops() if env.gpu else None
+    throughput = Throughput(
+        data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size
+    )
+    checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
+    callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
+    # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.engine.loss)
+    weighted_loss = WeightedLoss() if data.rows.has_loss_weights else None
+    if weighted_loss is not None:
+        weighted_loss.attach(model.model)
+    trainer = Trainer(
+        model=model.model,
+        args=args,
+        train_dataset=data.rows,
+        data_collator=data.collator,
+        callbacks=callbacks,
+        compute_loss_func=weighted_loss,
+    )
+    # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
+    trainer.callback_handler.callbacks.insert(0, throughput)
+    use_step_lines(trainer)  # formatted per-step lines on rank 0, not the Trainer's bar and dicts
+    # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.
+    evaluation = build_eval_callback(
+        cfg, data.built, data.tokenizer, world, log=trainer.log, exclude_time=throughput.exclude
+    )
+    if evaluation is not None:
+        trainer.add_callback(evaluation)
+
+    # The newest intact checkpoint with everything a resume reads (set_up refused a run where none is); every
+    # rank finds it before rank 0 moves anything (a damaged one set aside is skipped either way).
+    resume, damaged = resumable_checkpoint(out)
+    if world.is_main:
+        for partial in incomplete_checkpoints(out):
+            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
+        for folder, problem in damaged:
+            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
+            print(
+                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
+                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
+                flush=True,
+            )
+    distributed.barrier()
+    pack_info = data.pack_info
+    rank_zero_print(
+        world,
+        f"tooltrain: {cfg.run_name} on {world.world_size} rank(s), {env.strategy}; "
+        f"{len(data.rows)} rows from {pack_info['samples']} samples "
+        f"(padding efficiency {pack_info['padding_efficiency']:.1%}); "
+        f"{model.trainable:,} of {model.total:,} parameters trainable"
+        + (f"; resuming from {resume.name}" if resume else ""),
+    )
+    started = time.time()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return Trained(trainer, preemption, started)
+
+
+# ---- finish ---------------------------------------------------------------------------------------
+
+
+def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained: Trained) -> RunResult:
+    """Saves the final model (and checks a saved adapter) when the run completed, writes summary.json
+    and the report on the main rank, and returns what happened: completed, preempted or stopped."""
+    world, out, state = env.world, env.out, trained.trainer.state
+    preemption = trained.preemption
+    status = (
+        "preempted"
+        if preemption.stopped_by_signal
+        else ("completed" if state.global_step >= state.max_steps else "stopped")
+    )
+    adapter_dir = None
+    if status == "completed":
+        adapter_dir = out / "final"
+        trained.trainer.save_model(str(adapter_dir))
+        if world.is_main:
+            data.tokenizer.save_pretrained(str(adapter_dir))
+        if model.lora and state.global_step > 0:
+            check_saved_adapter(adapter_dir, model.adapter_shapes, world)
+    losses = [h["loss"] for h in state.log_history if "loss" in h]
+    report = data.built.report
+    summary = {
+        "status": status,
+        "steps": state.global_step,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "trained_tokens": report.trained_tokens,
+        "masked_tokens": report.masked_tokens,
+        "data": report.to_dict(),
+        "packing": data.pack_info,
+        "parameters": {"trainable": model.trainable, "total": model.total},
+        "seconds": round(time.time() - trained.started, 1),
+        "final": adapter_dir.name if adapter_dir else None,  # paths in summary.json are relative to the run folder
+        "dtype": str(env.dtype).removeprefix("torch."),
+        "run": run_identity(cfg),
+        "eval": eval_before_after(state.log_history),
+    }
+    if status == "completed" and world.is_main and cfg.eval.get("toolbench_verify"):
+        from train.papers.toolverifier.after_training import verify_after_training  # ToolVerifier (seed 003) only
+
+        node = cfg.eval.toolbench_verify
+        summary["toolbench_verify"] = verify_after_training(node, model.model, data.tokenizer, out, world.world_size)
+    if world.is_main:
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        from train.engine.report import write_report
+
+        write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
+    distributed.barrier()
+    return RunResult(
+        output_dir=out,
+        status=status,
+        global_step=state.global_step,
+        losses=losses,
+        adapter_dir=adapter_dir,
+        summary=summary,
+        stop_signal=preemption.received if preemption.stopped_by_signal else None,
+    )
+
+
+def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]], world: distributed.World) -> None:
+    """Fail loudly, on every rank, when the adapter just saved is empty, partial or untrained."""
+    problems = saved_adapter_problems(adapter_dir, expected) if world.is_main else []
+    if distributed.any_rank(bool(problems)):
+        detail = "; ".join(problems) if problems else "see global rank 0's log"
+        raise AdapterSaveError(f"the adapter saved in {adapter_dir} is unusable: {detail}")
+
+
+def _apply_liger(model: Any) -> None:
+    from liger_kernel.transformers import _apply_liger_kernel_to_instance
+
+    _apply_liger_kernel_to_instance(model=model)
