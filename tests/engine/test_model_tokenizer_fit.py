@@ -89,7 +89,7 @@ def test_a_model_folder_brings_its_own_tokenizer_and_chat_format(folders, name, 
         str(folders[name]),
         chat_format,
     )
-    from train.engine.export import run_tokenizer
+    from train.engine.run_folder import run_tokenizer
 
     assert len(run_tokenizer(cfg)) == 1024 + EXTRA  # the folder's, not the recipe's tiny_chatml
 

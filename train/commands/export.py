@@ -34,11 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.engine.export import ExportError, export_run
+    from train.engine.export import export_run
+    from train.engine.run_folder import RunFolderError
 
     try:
         result = export_run(args.run_dir, args.out_dir, args.dtype)
-    except ExportError as err:
+    except RunFolderError as err:  # a run folder that cannot be read; an ExportError is one
         print(f"error: {err}", file=sys.stderr)
         return 2
     what = "adapter merged into its base model" if result.merged_adapter else "full model"

@@ -1,10 +1,10 @@
 """A finished (or interrupted) run -> one standalone model: the LoRA adapter merged into its base.
 
-``export_run(run_dir, out)`` reads what ``run(cfg)`` leaves in RUN_DIR: ``config.yaml`` (the
-resolved config, to rebuild the base model exactly as training built it, seed included) and the
-adapter in ``final/`` or, for a run that never finished, its newest complete checkpoint. It writes
-safetensors weights, the model config and the tokenizer, ready for ``from_pretrained`` or a
-converter. A full fine-tune (``peft=none``) is re-saved as is.
+``export_run(run_dir, out)`` takes what it needs of RUN_DIR from ``train.engine.run_folder.RunFolder``: the run's
+config (to rebuild the base model exactly as training built it, seed included), its trained weights (``final/`` or,
+for a run that never finished, its newest complete checkpoint, checked before they are loaded), its tokenizer, chat
+format and merged model. It writes safetensors weights, the model config and the tokenizer, ready for
+``from_pretrained`` or a converter. A full fine-tune (``peft=none``) is re-saved as is.
 
 The train/serve contract: the tokenizer is saved with the chat template of the run's chat format
 (``train.formats.serving.chat_template``: tools, calls and tool results rendered exactly as the run
@@ -13,10 +13,10 @@ stops at every token that ends an assistant turn in that format; ``tooltrain_exp
 ``README.md`` name the vLLM / SGLang tool-call parser that reads the format's calls and the command
 that serves the model.
 
-What it reads is checked before it is loaded (``verify_weights``: a truncated or garbled file is an
-``ExportError`` naming it, as ``eval run`` reports it too). What it writes goes to a temporary folder
-beside OUT, renamed onto OUT only when everything is written (``export_folder``): a full disk leaves
-no partial model, and OUT is never the run folder it reads nor inside it.
+What it writes goes to a temporary folder beside OUT, renamed onto OUT only when everything is written
+(``export_folder``): a full disk leaves no partial model, and OUT is never the run folder it reads nor inside it.
+A run folder that cannot be read is a ``RunFolderError``; an export that cannot be written where asked, an
+``ExportError`` (one of them): either is one ``error:`` line.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from train.engine.callbacks import latest_complete_checkpoint
+from train.engine.run_folder import RunFolder, RunFolderError
 
 if TYPE_CHECKING:
     from train.formats import ChatFormat
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 EXPORT_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-class ExportError(ValueError):
-    pass
+class ExportError(RunFolderError):
+    """An export refused or failed: its target, its dtype, its chat template, a failed write."""
 
 
 @dataclass
@@ -54,150 +54,16 @@ class ExportResult:
     serve: str = ""  # the vLLM command that serves the export with its chat template and tool-call parser
 
 
-def find_trained_weights(run_dir: Path) -> Path:
-    """RUN_DIR/final when the run finished, else its newest complete checkpoint; checked (``verify_weights``)."""
-    final = run_dir / "final"
-    if (final / "adapter_config.json").is_file() or (final / "config.json").is_file():
-        verify_weights(final)
-        return final
-    checkpoint = latest_complete_checkpoint(run_dir)
-    if checkpoint is None:
-        raise ExportError(f"{run_dir} holds no trained weights: neither final/ nor a complete checkpoint-N/")
-    verify_weights(checkpoint)
-    return checkpoint
-
-
-# The files a load reads from a weights folder (besides *.safetensors): JSON that transformers and peft parse.
-# Others in a checkpoint (optimizer.pt, rng_state.pth, trainer_state.json) are resume's, never read here.
-LOADED_JSON = (
-    "adapter_config.json",
-    "config.json",
-    "generation_config.json",
-    "model.safetensors.index.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-)
-
-
-def damaged(path: Path, reason: str) -> ExportError:
-    return ExportError(f"{path} is damaged: {reason}")
-
-
-def verify_weights(folder: Path) -> None:
-    """An ``ExportError`` naming the first file of ``folder`` that a load would choke on: a safetensors file whose
-    header or length is wrong (``safe_open`` checks the header and that the data is as long as it says), a JSON file
-    that does not parse, an adapter config without its weights. Cheap: no tensor is read."""
-    from safetensors import SafetensorError, safe_open
-
-    if (folder / "adapter_config.json").is_file() and not (folder / "adapter_model.safetensors").is_file():
-        raise damaged(folder / "adapter_model.safetensors", "missing (adapter_config.json names an adapter)")
-    for path in sorted(folder.glob("*.safetensors")):
-        try:
-            with safe_open(str(path), framework="pt") as weights:
-                weights.keys()
-        except (SafetensorError, OSError, ValueError) as err:  # truncated, garbled header, unreadable
-            raise damaged(path, f"not a readable safetensors file ({err})") from None
-    for name in LOADED_JSON:
-        path = folder / name
-        if path.is_file():
-            read_json(path)
-    _check_saved_sums(folder)
-
-
-def _check_saved_sums(folder: Path) -> None:
-    """A checkpoint's completion marker lists each file's size and CRC-32 (``train.engine.checkpoints.mark_complete``):
-    the files a load reads must still match them, which also catches a same-size corruption that every header
-    check passes. Files only a resume reads (optimizer, rng) are resume's concern, not the export's."""
-    from train.engine.checkpoints import crc_problem, recorded_files, size_problem
-
-    recorded = recorded_files(folder)
-    if recorded is None:
-        return  # final/, or a checkpoint of an older run: the header checks above are all there is
-    loaded = [*(path.name for path in sorted(folder.glob("*.safetensors"))), *LOADED_JSON]
-    names = [name for name in loaded if name in recorded and (folder / name).is_file()]
-    sizes = {name: (folder / name).stat().st_size for name in names}
-    problem = size_problem(recorded, sizes, names) or crc_problem(folder, recorded, names)
-    if problem:
-        name, _, reason = problem.partition(": ")
-        raise damaged(folder / name, reason)
-
-
-def read_json(path: Path) -> Any:
-    """``path`` parsed, or an ``ExportError`` saying it is damaged and where."""
-    try:
-        return json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise damaged(path, f"not valid JSON ({err})") from None
-    except OSError as err:
-        raise ExportError(f"cannot read {path}: {err.strerror or err}") from None
-
-
-def load_run_config(run_dir: Path) -> Any:
-    """The config the run trained with: RUN_DIR/config.yaml, or Hydra's copy for older runs."""
-    import yaml
-    from omegaconf import OmegaConf
-
-    for candidate in (run_dir / "config.yaml", run_dir / ".hydra" / "config.yaml"):
-        if candidate.is_file():
-            try:
-                cfg = OmegaConf.load(candidate)
-            except (OSError, ValueError, TypeError, yaml.YAMLError) as err:
-                one_line = " ".join(str(err).split())  # yaml's messages span lines
-                raise damaged(candidate, f"not a readable config ({type(err).__name__}: {one_line})") from None
-            if not hasattr(cfg, "get") or "model" not in cfg:
-                raise damaged(candidate, "not a tooltrain run config (no model section)")
-            return cfg
-    raise ExportError(f"{run_dir} has no config.yaml: is it a tooltrain run directory?")
-
-
-def resolve_export_dtype(name: str, run_dir: Path, model_cfg: Any) -> Any:
+def resolve_export_dtype(name: str, run: RunFolder) -> Any:
     """``auto``: the dtype the run trained in (summary.json), else the config's for this machine."""
-    import torch
-
-    from train.engine.model import DTYPES, resolve_dtype
+    from train.engine.model import DTYPES
 
     if name not in EXPORT_DTYPES:
         raise ExportError(f"unknown dtype {name!r}; valid: {', '.join(EXPORT_DTYPES)}")
     if name != "auto":
         return DTYPES[name]
-    summary = run_dir / "summary.json"
-    if summary.is_file():
-        trained = read_json(summary)
-        trained = trained.get("dtype") if isinstance(trained, dict) else None
-        if trained in DTYPES:
-            return DTYPES[trained]
-    return resolve_dtype(str(model_cfg.dtype), torch.cuda.is_available())
-
-
-def merged_model(cfg: Any, weights: Path, vocab_size: int, dtype: Any) -> tuple[Any, bool]:
-    """The trained model as one plain transformers model, and whether an adapter was merged."""
-    from transformers import AutoModelForCausalLM
-
-    from train.engine.model import build_model
-
-    if not (weights / "adapter_config.json").is_file():
-        return AutoModelForCausalLM.from_pretrained(str(weights), dtype=dtype, use_safetensors=True), False
-    from peft import PeftModel
-
-    # Same builder and seed as training: a random-init base (source=config) comes out identical.
-    base = build_model(cfg.model, vocab_size, dtype, "sdpa", seed=cfg.seed)
-    model = PeftModel.from_pretrained(base, str(weights))
-    return model.merge_and_unload(), True
-
-
-def run_format(cfg: Any) -> ChatFormat:
-    """The chat format the run trained in, with the format options it trained with."""
-    from omegaconf import OmegaConf
-
-    from train.formats import get_format
-
-    options = cfg.data.get("format_options") if "data" in cfg else None
-    options = OmegaConf.to_container(options, resolve=True) if options is not None else {}
-    try:
-        return get_format(str(cfg.model.chat_format), options)
-    except ValueError as err:
-        raise ExportError(f"the run's chat format cannot be built: {err}") from None
+    trained = run.trained_dtype()
+    return DTYPES[trained] if trained in DTYPES else run.dtype("auto")
 
 
 def probe_conversation() -> Any:
@@ -396,26 +262,6 @@ def write_serving_readme(folder: Path, metadata: dict[str, Any], output_dir: Pat
     (folder / "README.md").write_text(text, encoding="utf-8")
 
 
-def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
-    """The tokenizer a run trains with: the one it saved beside ``weights`` when there is one, else the one its config
-    names, to which a random-init model's run adds the format's missing control tokens (``model.source=config``:
-    its embeddings are sized by this tokenizer; ``train.formats.control_tokens``). Training, export, ``eval run`` and
-    PTR's run-folder backbone all take it from here, so they agree on every id."""
-    if weights is not None and (weights / "tokenizer.json").is_file():
-        from transformers import PreTrainedTokenizerFast
-
-        return PreTrainedTokenizerFast.from_pretrained(str(weights))
-    from train.engine.config import choice
-    from train.tokenizers import load_tokenizer
-
-    tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
-    if choice(cfg.model.source) == "config":
-        from train.formats.control_tokens import add_missing_control_tokens
-
-        add_missing_control_tokens(tokenizer, run_format(cfg))
-    return tokenizer
-
-
 def generation_settings(model: Any, tokenizer: Any, fmt: ChatFormat, random_init: bool) -> None:
     """The KV cache on, and generation stopping where the format ends an assistant turn.
 
@@ -531,7 +377,6 @@ def export_folder(output_dir: Path) -> Iterator[Path]:
 
 
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
-    from train.engine.config import choice
     from train.formats.serving import chat_template
 
     run_dir = Path(run_dir)
@@ -539,16 +384,16 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
         raise ExportError(f"{run_dir} is not a directory")
     output_dir = Path(output_dir) if output_dir is not None else run_dir / "merged"
     check_export_target(run_dir, output_dir)
-    weights = find_trained_weights(run_dir)
-    cfg = load_run_config(run_dir)
-    fmt = run_format(cfg)
-    torch_dtype = resolve_export_dtype(dtype, run_dir, cfg.model)
-    tokenizer = run_tokenizer(cfg, weights)  # checkpoints carry no tokenizer: then rebuilt as the run built it
+    run = RunFolder(run_dir)
+    weights = run.weights  # before the config, as export always read them: its first error stays the same
+    fmt = run.chat_format()
+    torch_dtype = resolve_export_dtype(dtype, run)
+    tokenizer = run.tokenizer()  # checkpoints carry no tokenizer: then rebuilt as the run built it
     # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped.
     tokenizer.chat_template = chat_template(fmt)
     check_chat_template(tokenizer, fmt)
-    model, merged = merged_model(cfg, weights, len(tokenizer), torch_dtype)
-    generation_settings(model, tokenizer, fmt, random_init=choice(cfg.model.source) == "config")
+    model, merged = run.merged_model(tokenizer, torch_dtype)
+    generation_settings(model, tokenizer, fmt, random_init=run.random_init)
     parameters = sum(p.numel() for p in model.parameters())
     provenance = {
         "run_dir": str(run_dir),

@@ -8,7 +8,7 @@ tokenizer and chat format belong to the group's own weights, so once the command
 
 - ``model.source`` becomes ``pretrained`` (the path is what loads);
 - ``model.tokenizer`` becomes the path: the folder's own tokenizer, loaded as ``train.tokenizers.load_tokenizer``
-  loads any path, so training, export and ``eval run`` (``train.engine.export.run_tokenizer``) all read that one;
+  loads any path, so training, export and ``eval run`` (``train.engine.run_folder.run_tokenizer``) all read that one;
 - ``model.chat_format`` is read from the folder (``infer_chat_format``: its chat template, its ``model_type``),
   or refused with the valid choices; a recipe's plain-text layout or its paper's variant of the folder's family
   is kept (``folder_chat_format``).

@@ -27,7 +27,6 @@ from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, 
 from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
 from train.engine.config import ConfigError, choice
 from train.engine.eval_callback import build_eval_callback
-from train.engine.export import run_tokenizer
 from train.engine.flops import flops_counter, sample_lengths
 from train.engine.loss import WeightedLoss
 from train.engine.model import (
@@ -44,6 +43,7 @@ from train.engine.model import (
 from train.engine.report import read_metrics
 from train.engine.resume_config import check_rerun, record_config
 from train.engine.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
+from train.engine.run_folder import run_tokenizer
 from train.engine.signals import EarlySignals
 from train.engine.summary import eval_before_after, run_identity
 from train.engine.tracking import rank_zero_print, report_to

@@ -150,30 +150,22 @@ def _device_and_dtype(name: str, configured: str = "auto") -> tuple[Any, Any]:
 
 
 def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
-    from train.engine.export import find_trained_weights, load_run_config, merged_model, run_tokenizer
+    from train.engine.run_folder import RunFolder
 
-    cfg = load_run_config(run_dir)
-    weights = find_trained_weights(run_dir)
-    tokenizer = run_tokenizer(cfg, weights)
-    _, dtype = _device_and_dtype(dtype_name, str(cfg.model.dtype))
-    model, _ = merged_model(cfg, weights, len(tokenizer), dtype)
+    run = RunFolder(run_dir)
+    model, tokenizer = run.load(run.dtype(dtype_name))
     return LoadedModel(
-        model,
-        tokenizer,
-        str(cfg.model.chat_format),
-        f"{run_dir} ({weights.name})",
-        run_cfg=cfg,
-        format_options=run_format_options(cfg),
+        model, tokenizer, run.chat_format_name, run.label, run_cfg=run.config, format_options=run.format_options
     )
 
 
 def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from train.engine.export import load_run_config, read_json, verify_weights
+    from train.engine.run_folder import load_run_config, read_json, verify_weights
     from train.tokenizers import BUILDERS, load_tokenizer
 
-    verify_weights(model_dir)  # a truncated or garbled file: an ExportError naming it, before loading
+    verify_weights(model_dir)  # a truncated or garbled file: a RunFolderError naming it, before loading
     chat_format, format_options = None, {}
     provenance = model_dir / "tooltrain_export.json"
     if provenance.is_file():  # an exported run: its format is the run's
