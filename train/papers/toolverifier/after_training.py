@@ -122,7 +122,7 @@ def verify_after_training(
 
 
 def _verify(settings: dict[str, Any], verify: str, model: Any, tokenizer: Any, out: Path, selector: Any) -> dict:
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
     from train.evaluation.tasks import get_task, read_references
     from train.papers.toolverifier import teacher as prompts
     from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
