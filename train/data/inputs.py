@@ -59,8 +59,6 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     return digest.hexdigest()[:20]
 
 
-
-
 def resolve_input(path: str) -> Path:
     """``pkg://train/assets/x.json`` -> the file inside the installed package; anything else as is."""
     if path.startswith("pkg://"):
