@@ -4,8 +4,8 @@
 default and help. ``config_problem`` checks a ``{"kind": ..., ...settings}`` mapping against the table, ``make_backend``
 builds the backend from it, and ``add_teacher_arguments`` / ``teacher_config`` are the command-line options drawn from
 the same table. A recipe's teacher node (the data builders', ``eval.toolbench_verify``'s), ``tooltrain eval run
---verify``, ``eval retrieval``, ``data build`` and PTR's backbone all come through here, so a setting one of them
-accepts (``retries``, say) the others accept, and one they refuse is refused everywhere with the same message.
+--verify``, ``eval retrieval``, ``data build`` and ``eval recommend``'s LLM all come through here, so a setting one
+of them accepts (``retries``, say) the others accept, and one they refuse is refused everywhere with one message.
 """
 
 from __future__ import annotations

@@ -15,9 +15,8 @@ from typing import Any
 from train.schema import Conversation, SchemaError, Tool
 from train.validate.findings import json_path
 
-# The retrieval call whose results define tools. Registration: the Meta-Tool paper's retrieval call, whose tool
-# train.papers.metatool.special defines under this name.
-RETRIEVAL_TOOL_NAME = "meta_tool"
+# The retrieval call whose results define tools (a paper's wing defines the tool under this name; a test checks it).
+RETRIEVAL_TOOL_NAME = "meta_tool"  # registration: the Meta-Tool paper's retrieval call
 
 
 @dataclass(frozen=True)
