@@ -459,7 +459,7 @@ def test_the_limit_is_a_data_key_checked_at_compose_time():
 
 def test_the_training_build_applies_data_max_record_bytes_and_shows_progress(tmp_path, monkeypatch):
     from train.data import dataset
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
     from train.tokenizers import load_tokenizer
 
     sample = json.loads(resolve_input("pkg://train/assets/demo/glaive_sample.json").read_text(encoding="utf-8"))[:6]

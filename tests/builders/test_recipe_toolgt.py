@@ -15,7 +15,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from train.data.dataset import BuildReport, cache_key, read_conversations
+from train.data.dataset import BuildReport, read_conversations
+from train.data.inputs import cache_key
 from train.engine.config import ConfigError, compose
 from train.engine.eval_callback import load_benchmarks
 from train.engine.run import data_builder

@@ -172,21 +172,28 @@ def test_http_teacher_sends_the_prompt_with_the_key_from_the_environment(server,
     assert request["body"]["messages"] == [{"role": "user", "content": rewrite_prompt(original)}]
 
 
+def http_teacher(base_url: str, **settings) -> HttpTeacher:
+    """The Meta-Tool teacher over an http backend, through the one factory every teacher is made by."""
+    teacher = make_teacher({"kind": "http", "base_url": base_url, "model": "m", **settings}, seed=0)
+    assert isinstance(teacher, HttpTeacher)
+    return teacher
+
+
 def test_http_teacher_retries_server_errors_but_not_client_errors(server):
     FakeCompletions.script = [(500, None), (503, None), (200, "ok")]
-    assert HttpTeacher(server, "m", retries=2, timeout=5).complete("hi") == "ok"
+    assert http_teacher(server, retries=2, timeout=5).complete("hi") == "ok"
     FakeCompletions.script = [(400, None), (200, "never asked")]
     with pytest.raises(TeacherError, match=r"HTTP 400 from http://127.0.0.1:\d+/v1/chat/completions"):
-        HttpTeacher(server, "m", retries=2, timeout=5).complete("hi")
+        http_teacher(server, retries=2, timeout=5).complete("hi")
     assert len(FakeCompletions.seen) == 4
 
 
 def test_http_teacher_failures_are_reasons():
     with pytest.raises(TeacherError, match="cannot reach http://127.0.0.1:9/chat/completions"):
-        HttpTeacher("http://127.0.0.1:9", "m", retries=0, timeout=2).complete("hi")
+        http_teacher("http://127.0.0.1:9", retries=0, timeout=2).complete("hi")
     with pytest.raises(TeacherError, match="environment variable NO_SUCH_KEY_VAR"):
-        HttpTeacher("http://127.0.0.1:9", "m", api_key_env="NO_SUCH_KEY_VAR").complete("hi")
-    with pytest.raises(ValueError, match=r"teacher 'http': .*unexpected keyword argument 'modle'"):
+        http_teacher("http://127.0.0.1:9", api_key_env="NO_SUCH_KEY_VAR").complete("hi")
+    with pytest.raises(ValueError, match=r"^teacher 'http': unknown setting\(s\) \['modle'\]; valid: base_url, model"):
         make_teacher({"kind": "http", "base_url": "x", "modle": "m"}, seed=0)
 
 
@@ -241,6 +248,7 @@ def test_hf_teacher_generates_through_the_chat_format():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from train.papers.metatool.teacher import HFTeacher
+    from train.teacher import HFBackend
     from train.tokenizers.tiny import build_tiny_chatml
 
     tokenizer = build_tiny_chatml()
@@ -256,7 +264,8 @@ def test_hf_teacher_generates_through_the_chat_format():
             max_position_embeddings=2048,
         )
     )
-    teacher = HFTeacher("unused", chat_format="chatml", max_new_tokens=6, model=model, tokenizer_object=tokenizer)
+    backend = HFBackend("unused", chat_format="chatml", model=model, tokenizer_object=tokenizer)
+    teacher = HFTeacher(backend, max_new_tokens=6)
     generated = []
     original_generate = model.generate
     model.generate = lambda *a, **k: generated.append(original_generate(*a, **k)) or generated[-1]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from train.data.dataset import build_dataset, cache_key
+from train.data.dataset import build_dataset
+from train.data.inputs import cache_key
 from train.tokenizers import load_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engine_cache"
@@ -53,7 +54,7 @@ def tiny():
 @pytest.fixture
 def sample(tmp_path) -> Path:
     """A private copy of the shipped 60-conversation glaive sample (its bytes get edited below)."""
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
 
     path = tmp_path / "glaive_sample.json"
     shutil.copy(resolve_input("pkg://train/assets/demo/glaive_sample.json"), path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tokenizers import normalizers
 
 import train.tokenizers
-from train.data.dataset import cache_key
+from train.data.inputs import cache_key
 from train.tokenizers import load_tokenizer
 
 DATA = {

@@ -47,7 +47,7 @@ def snapshot(folder: Path, skip: tuple[str, ...] = (), times: bool = True) -> di
 @pytest.fixture(scope="module")
 def trained(engine, tmp_path_factory) -> tuple[Path, Path, tuple[str, ...]]:
     """(RUN_DIR of a completed 6-step run, its input file, the overrides every command here adds)."""
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
 
     folder = tmp_path_factory.mktemp("integrity")
     data = folder / "glaive.json"

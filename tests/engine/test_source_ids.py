@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from train.data import dataset
-from train.data.dataset import BuildReport, build_dataset, is_eval, read_conversations
+from train.data.dataset import BuildReport, build_dataset, read_conversations
+from train.data.ids import is_eval
 from train.engine.summary import format_summary
 from train.schema import Conversation
 from train.tokenizers import load_tokenizer
@@ -129,7 +130,7 @@ def test_first_source_ids_stay_and_a_taken_renamed_id_is_a_counted_duplicate(mon
 
 
 def test_the_split_goes_by_the_id_the_source_gave():
-    from train.data.dataset import split_id
+    from train.data.ids import split_id
 
     assert split_id("s1/0") == "0" and split_id("s12/a/b") == "a/b" and split_id("glaive-3") == "glaive-3"
     assert all(is_eval(f"s3/{n}", 0.5) == is_eval(str(n), 0.5) for n in range(200))

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from train.data import dataset
-from train.data.dataset import BuildReport, build_dataset, build_rows, cache_key, read_conversations
+from train.data.dataset import BuildReport, build_dataset, build_rows, read_conversations
+from train.data.inputs import cache_key
 from train.data.ordered_pool import ordered_map
 from train.data.packing import PackedCollator, PackedRows, best_fit_pack, pack_samples
 from train.data.token_store import TokenizedRows

@@ -305,7 +305,7 @@ def tiny(tmp_path_factory):
     """The tiny recipe's model (random init, seed 42) and tokenizer, and the demo conversations."""
     import torch
 
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
     from train.engine.config import compose
     from train.engine.model import build_model
     from train.sources import get_reader

@@ -214,7 +214,7 @@ def test_an_unknown_turns_mode_fails_at_compose_time():
 
 
 def test_turns_is_fixed_on_resume_and_in_the_cache_key(tiny):
-    from train.data.dataset import cache_key
+    from train.data.inputs import cache_key
     from train.engine.resume_config import FIXED, rule_for
 
     assert rule_for("data.turns")[0] == FIXED

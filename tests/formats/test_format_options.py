@@ -135,7 +135,7 @@ def test_config_format_options_are_checked_at_compose_time():
 
 
 def test_format_options_are_part_of_the_dataset_cache_key():
-    from train.data.dataset import cache_key
+    from train.data.inputs import cache_key
     from train.tokenizers import load_tokenizer
 
     tiny = load_tokenizer("tiny_chatml")

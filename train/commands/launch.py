@@ -119,7 +119,7 @@ def make_plan(args: argparse.Namespace) -> tuple[Plan, list[str]]:
 def missing_inputs(cfg, job_cwd: Path) -> list[str]:
     """A warning per data file of the run that does not exist (relative paths are read from ``job_cwd``,
     where the ranks run): on a cluster that costs a queue wait before the run fails."""
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
 
     warnings = []
     for key, path in input_paths(cfg):

@@ -1,9 +1,10 @@
 """Sources -> canonical conversations -> tokenized, masked rows, cached on disk.
 
 Each stage is a plain function; ``build_dataset`` strings them together and caches the result
-under a key that hashes everything the rows depend on: the data config, the input files' bytes,
-the chat format, the tokenizer's definition and the format version. A second run with the same
-key loads the rows instead of rebuilding them. The build holds a file lock, so ranks or nodes that
+under a key that hashes everything the rows depend on (``train.data.inputs.cache_key``). A second
+run with the same key loads the rows instead of rebuilding them. A conversation is refused for the
+problem ``data validate`` reports first (``train.validate.refusal``); the eval split goes by id
+(``train.data.ids``). The build holds a file lock, so ranks or nodes that
 share a filesystem build once and then all load; this module never asks which rank it is.
 Every conversation read is accounted for in the ``BuildReport``.
 
@@ -23,22 +24,21 @@ process's build that runs out, are one ``CacheError`` each (``tooltrain train`` 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import os
 import re
 import shutil
 import sys
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from train.base.progress import progress
-from train.base.records import DEFAULT_MAX_RECORD_BYTES, file_sha256, input_files, record_size_limit
+from train.base.records import DEFAULT_MAX_RECORD_BYTES, record_size_limit
+from train.data.ids import is_eval
+from train.data.inputs import cache_key, resolve_input
 from train.data.ordered_pool import WorkerDied, ordered_map
 from train.data.token_store import (
     IDLE_WAIT_S,
@@ -63,22 +63,10 @@ from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
-from train.validate import check_conversation
+from train.validate import refusal
 
-# Bump when rendering, masking or the row layout change in a way the cache key cannot see.
-# 2: the build also keeps the eval split's conversations (eval_conversations.jsonl).
-# 3: rows carry loss_weights when a part weighs other than 0 or 1; "reasoning" is weighed apart from "text".
-# 4: a conversation whose id an earlier one used is left out (invalid: duplicate-id); records are read as
-#    strict JSON (no NaN, 1e400 or duplicate keys), lone surrogates and records over data.max_record_bytes refused.
-# 5: the cache is memory-mapped columns (train.data.token_store), not JSON Lines rows; a JSONL cache is rebuilt.
-# 6: a conversation whose id an earlier source used is kept, renamed s<i>/<id>, not left out; the eval split goes by
-#    the id its source gave it; layout.json records each file's size and checksum (verified when opened).
-PIPELINE_VERSION = "6"
 BUILD_CHUNK = 256  # conversations per worker task (and per batched encode): fixed, so the bytes never depend on it
-# data config keys that say how the build runs, not what it builds: left out of the cache key
-BUILD_ONLY_KEYS = ("num_workers",)
 EXAMPLES = 3  # ids kept per reason, for the console
-SOURCE_PREFIX = re.compile(r"s[0-9]+/")  # what read_conversations puts before an id an earlier source used
 
 
 @dataclass
@@ -140,14 +128,6 @@ class BuildReport:
         return asdict(self)
 
 
-def resolve_input(path: str) -> Path:
-    """``pkg://train/assets/x.json`` -> the file inside the installed package; anything else as is."""
-    if path.startswith("pkg://"):
-        package, _, inner = path[len("pkg://") :].partition("/")
-        return Path(str(resources.files(package) / inner))
-    return Path(path).expanduser()
-
-
 def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[Conversation]:
     """Each source spec (``name``, ``inputs``, ``limit``) through its reader; rejects are counted.
 
@@ -188,14 +168,6 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
                     report.example("renamed", conv_id)
                     item = dataclasses.replace(item, id=conv_id)
                 yield item
-
-
-def split_id(conv_id: str) -> str:
-    """The id the eval split goes by: the one the conversation's source gave it (``s1/7`` -> ``7``), so the two
-    copies of a file listed twice are on the same side (never one trained, the other held out), and renaming never
-    moves a conversation across the split."""
-    prefix = SOURCE_PREFIX.match(conv_id)
-    return conv_id[prefix.end() :] if prefix else conv_id
 
 
 def length_policy(
@@ -246,10 +218,9 @@ def tokenize_conversations(
     ):
         valid = []
         for conv in batch:
-            # tools a meta_tool result returned are defined from then on (open-world Meta-Tool dialogues)
-            errors = [p for p in check_conversation(conv) if p.severity == "error"]
-            if errors:
-                report.reject("invalid", str(errors[0]))
+            problem = refusal(conv)  # the first error data validate reports (open-world rule included)
+            if problem is not None:
+                report.reject("invalid", str(problem))
             else:
                 valid.append(conv)
         for conv, samples in zip(valid, _render_samples(fmt, valid, tokenizer, policy, turns)):
@@ -305,12 +276,6 @@ def _batched(items: Iterable[Any], size: int) -> Iterator[tuple]:
         yield batch
 
 
-def is_eval(conv_id: str, fraction: float) -> bool:
-    """A stable split: the same id is always on the same side, whatever else is in the data. It goes by
-    ``split_id``: a conversation renamed for its source (``s1/<id>``) is on the side of ``<id>``."""
-    return fraction > 0 and zlib.crc32(split_id(conv_id).encode("utf-8")) % 10_000 < fraction * 10_000
-
-
 @dataclass
 class Split:
     train: list[dict[str, Any]]
@@ -334,37 +299,6 @@ def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: fl
         else:
             split.train.append(row)
     return split
-
-
-def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra: dict[str, Any] | None = None) -> str:
-    from train.tokenizers import BUILD_VERSION
-
-    digest = hashlib.sha256()
-    digest.update(
-        json.dumps(
-            {
-                "data": {key: value for key, value in data_cfg.items() if key not in BUILD_ONLY_KEYS},
-                "format": format_name,
-                "pipeline": PIPELINE_VERSION,
-                "extra": extra or {},
-                "tokenizer_build": BUILD_VERSION,
-            },
-            sort_keys=True,
-        ).encode()
-    )
-    # The whole tokenizer definition, not only its vocabulary: normalizer, pre-tokenizer, model and
-    # merges, added and special tokens (a fast tokenizer serializes them deterministically), and
-    # which tokens play eos/pad/... for transformers.
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    definition = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
-    digest.update(definition.encode())
-    digest.update(json.dumps(tokenizer.special_tokens_map, sort_keys=True, default=str).encode())
-    for spec in data_cfg.get("sources", []):
-        for path in spec["inputs"]:
-            for file in input_files(resolve_input(path)):
-                digest.update(str(file.name).encode())
-                digest.update(bytes.fromhex(file_sha256(file)) if file.exists() else b"missing")
-    return digest.hexdigest()[:20]
 
 
 class BuiltDataset:

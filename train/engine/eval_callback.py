@@ -184,7 +184,7 @@ def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
         if spec.data is None:
             conversations = list(held_out)
         else:
-            from train.data.dataset import resolve_input
+            from train.data.inputs import resolve_input
 
             files = [spec.data] if isinstance(spec.data, str) else list(spec.data)
             paths = [resolve_input(str(f)) for f in files]

@@ -36,7 +36,7 @@ def describe_input(path: Path) -> dict[str, list]:
 def data_inputs(cfg: Any) -> dict[str, dict[str, Any]]:
     """``data.sources.I.inputs.J`` -> {"input": as configured, "folder": whether it is one, "files":
     ``describe_input``} for every input."""
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
 
     found = {}
     for index, spec in enumerate(cfg.data.sources):

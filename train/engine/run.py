@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from train.data.dataset import BuildReport, BuiltDataset, build_dataset, resolve_input
+from train.data.dataset import BuildReport, BuiltDataset, build_dataset
+from train.data.inputs import resolve_input
 from train.data.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
 from train.engine import distributed
 from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter

@@ -96,7 +96,7 @@ def make_output_dir(out: Path) -> None:
 def check_inputs(cfg: Any) -> None:
     """Every input the data sources and eval benchmarks name exists and can be opened (files or folders:
     which a reader takes is the reader's business). All problems in one error."""
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
 
     named: list[tuple[str, str]] = []
     for index, spec in enumerate(cfg.data.sources):

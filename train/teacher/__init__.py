@@ -1,12 +1,11 @@
-"""The prompted teacher data builders ask: one interface (system + user prompt, per-stage parameters -> text),
-three backends (``offline`` deterministic writers, an OpenAI-compatible ``http`` endpoint, a local ``hf`` model:
-``train.teacher.backends``), an on-disk response cache with counts in front (``train.teacher.cache``), and the
-ToolGT questions with their offline answers (``train.papers.toolgt.teacher``). The Meta-Tool teacher
-(``train.papers.metatool.teacher``) asks its prompts through the same http and hf backends.
+"""The prompted teacher data builders and evaluations ask: one interface (system + user prompt, per-stage parameters
+-> text), three backends (``offline`` deterministic writers a paper's wing supplies, an OpenAI-compatible ``http``
+endpoint, a local ``hf`` model: ``train.teacher.backends``), the one table of their settings and the one factory that
+builds them (``train.teacher.factory``), and an on-disk response cache with counts in front (``train.teacher.cache``).
+Each paper's prompts and offline writers live in its wing (``train/papers/<paper>/teacher.py``).
 """
 
 from train.teacher.backends import (
-    BACKEND_SETTINGS,
     HFBackend,
     HttpBackend,
     OfflineBackend,
@@ -14,13 +13,22 @@ from train.teacher.backends import (
     TeacherError,
     TeacherRequest,
     TeacherUnavailable,
-    make_backend,
-    teacher_config_problem,
 )
 from train.teacher.cache import ResponseCache, Teacher, cache_key, default_cache
+from train.teacher.factory import (
+    BACKEND_SETTINGS,
+    SETTINGS,
+    add_teacher_arguments,
+    config_problem,
+    make_backend,
+    select_teacher_settings,
+    teacher_config,
+    teacher_config_problem,
+)
 
 __all__ = [
     "BACKEND_SETTINGS",
+    "SETTINGS",
     "HFBackend",
     "HttpBackend",
     "OfflineBackend",
@@ -30,8 +38,12 @@ __all__ = [
     "TeacherError",
     "TeacherRequest",
     "TeacherUnavailable",
+    "add_teacher_arguments",
     "cache_key",
+    "config_problem",
     "default_cache",
     "make_backend",
+    "select_teacher_settings",
+    "teacher_config",
     "teacher_config_problem",
 ]

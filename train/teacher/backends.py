@@ -67,9 +67,9 @@ class StageParams:
 
 @dataclass(frozen=True)
 class TeacherRequest:
-    """One question. ``stage`` names the step (``toolgt.reasoning``); ``context`` is what the offline writers read
-    (the structured inputs the prompts were written from) and is not sent anywhere nor part of the cache key:
-    it must be a function of the prompts."""
+    """One question. ``stage`` names the step (``<paper>.<step>``: the key of its offline writer); ``context`` is what
+    the offline writers read (the structured inputs the prompts were written from) and is not sent anywhere nor part of
+    the cache key: it must be a function of the prompts."""
 
     stage: str
     system: str | None
@@ -419,57 +419,7 @@ class HFBackend:
         return rows
 
 
-# Each backend kind and the settings it takes from a config (offline takes none: its writers come from the caller).
-BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
-    "offline": (),
-    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff", "max_time"),
-    "hf": ("path", "chat_format", "tokenizer"),
-}
-
-
-def teacher_config_problem(config: Mapping[str, Any], who: str) -> str | None:
-    """What is wrong with a builder's ``teacher`` mapping (an unknown kind, a setting its kind does not take), each
-    naming the valid choices; ``None`` when it is usable. ``who`` begins the message (``"itc builder"``)."""
-    kind = config.get("kind", "offline")
-    if kind not in BACKEND_SETTINGS:
-        return f"{who}: unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}"
-    unknown = sorted(set(config) - {"kind", *BACKEND_SETTINGS[kind]})
-    if unknown:
-        valid = ", ".join(BACKEND_SETTINGS[kind]) or "none"
-        return f"{who}: teacher {kind!r}: unknown setting(s) {unknown}; valid: {valid}"
-    return None
-
-
-def make_backend(
-    config: Mapping[str, Any] | None,
-    offline_writers: Mapping[str, OfflineWriter] | None = None,
-    offline_version: str = "v1",
-) -> OfflineBackend | HttpBackend | HFBackend:
-    """``{"kind": "offline"|"http"|"hf", ...settings}`` -> a backend; ValueError for an unknown kind or key."""
-    settings = dict(config or {"kind": "offline"})
-    kind = settings.pop("kind", "offline")
-    if kind not in BACKEND_SETTINGS:
-        raise ValueError(f"unknown teacher kind {kind!r}; valid: {', '.join(BACKEND_SETTINGS)}")
-    unknown = sorted(set(settings) - set(BACKEND_SETTINGS[kind]))
-    if unknown:
-        raise ValueError(
-            f"teacher {kind!r}: unknown setting(s) {unknown}; valid: {', '.join(BACKEND_SETTINGS[kind]) or 'none'}"
-        )
-    if kind == "offline":
-        return OfflineBackend(offline_writers, offline_version)
-    if kind == "hf":
-        try:
-            return HFBackend(**settings)
-        except TypeError as err:
-            raise ValueError(f"teacher {kind!r}: {err}") from None
-    try:
-        return HttpBackend(**settings)
-    except (TypeError, ValueError) as err:  # a missing or bad setting: said before anything is asked
-        raise ValueError(f"teacher {kind!r}: {err}") from None
-
-
 __all__ = [
-    "BACKEND_SETTINGS",
     "HFBackend",
     "HttpBackend",
     "OfflineBackend",
@@ -478,5 +428,4 @@ __all__ = [
     "TeacherError",
     "TeacherRequest",
     "TeacherUnavailable",
-    "make_backend",
 ]

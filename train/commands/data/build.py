@@ -78,7 +78,7 @@ def split_words(words: list[str]) -> tuple[list[str], list[str]]:
 
 def parse_input(spec: str) -> tuple[str, list[Path]]:
     """``SOURCE:PATH[,PATH]`` -> (source, paths); anything else is one canonical file."""
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
 
     head, colon, rest = spec.partition(":")
     if colon and head in SOURCES and rest:  # a registered name first: glaive:pkg://train/... is glaive's

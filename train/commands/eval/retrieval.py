@@ -47,8 +47,8 @@ sweeps them, one job (and one metrics.json) per value, a sweep table at the end:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from train.papers.metatool.retrieval_eval import HYPOTHESES, KEYWORD_SCORING, METHODS
-    from train.papers.metatool.teacher import add_teacher_arguments
     from train.retrieval.embed import DEFAULT_EMBEDDER
+    from train.teacher import add_teacher_arguments
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    from train.papers.metatool.teacher import teacher_config
+    from train.teacher import teacher_config
 
     if args.method is None or args.queries is None:
         raise UsageError("--method and --queries are required (or give Hydra overrides: retrieval.queries=...)")
@@ -107,7 +107,7 @@ def option_defaults() -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.overrides or args.multirun:
-        from train.commands import eval_retrieval_sweep  # the Hydra form of this verb, not a verb of its own
+        from train.commands.eval import retrieval_sweep as eval_retrieval_sweep  # the Hydra form of this verb
 
         return eval_retrieval_sweep.main(args, option_defaults())
     library = args.library or (default_library(args.queries) if args.queries else None)

@@ -35,7 +35,8 @@ from train.commands.outputs import OutputError, open_output
 from train.engine.config import CONF_DIR
 from train.engine.overrides import override_problem
 from train.papers.metatool.retrieval_eval import HYPOTHESES, KEYWORD_SCORING, METHODS
-from train.papers.metatool.teacher import TEACHER_SETTINGS, select_teacher_settings
+from train.teacher import BACKEND_SETTINGS as TEACHER_SETTINGS
+from train.teacher import select_teacher_settings
 
 HYDRA_NAMES = {key: f"retrieval.{key}" for key in ("queries", "library", "alpha", "k", "sample")}
 

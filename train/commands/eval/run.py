@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "params or none; MODEL is the tool selector, the --teacher writes questions, parameters and calls",
     )
     arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
-    from train.papers.metatool.teacher import add_teacher_arguments
+    from train.teacher import add_teacher_arguments
 
     add_teacher_arguments(parser)
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")

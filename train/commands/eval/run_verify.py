@@ -25,7 +25,7 @@ def read_paths(args: argparse.Namespace) -> list[Path]:
 def verify_options_given(args: argparse.Namespace) -> list[str]:
     """The ToolVerifier options on the command line: --verify, --limit-per-task, and each --teacher option that
     differs from its default."""
-    from train.papers.metatool.teacher import add_teacher_arguments
+    from train.teacher import add_teacher_arguments
 
     given = [
         name
@@ -88,12 +88,11 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
 
     from train.engine.export import ExportError
     from train.evaluation.tasks import TaskError, get_task, read_references
-    from train.papers.metatool.teacher import teacher_config
     from train.papers.toolverifier import teacher as prompts
     from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
     from train.papers.toolverifier.demos import DemonstrationError, find_weather_xlsx, toolbench_demonstrations
     from train.papers.toolverifier.verify import VerifySwitches, text_selector
-    from train.teacher import Teacher, default_cache, make_backend
+    from train.teacher import Teacher, default_cache, make_backend, teacher_config
 
     traces_file = traces_path(args)
     check_outputs([traces_file, args.output], read_paths(args))  # before the model is loaded

@@ -52,6 +52,7 @@ from train.papers.metatool.special import parse_rewrite, verify_meta_call
 from train.papers.metatool.teacher import CallTurn, OfflineTeacher, TeacherError, make_teacher
 from train.retrieval.index import description_text, required_param_texts, tool_json
 from train.schema import Conversation, Message, Tool, ToolCall
+from train.teacher import teacher_config_problem
 from train.validate import check_conversation
 
 # Seed paper, Figure 10, verbatim; the {TOOLS} line is where the paper lists the tool JSONs.
@@ -110,9 +111,9 @@ class MetaToolOptions:
         if int(options.rewrite_attempts) < 1:
             raise ValueError(f"metatool builder: rewrite_attempts must be >= 1, got {options.rewrite_attempts}")
         options.teacher = dict(options.teacher or {"kind": "offline"})
-        kind = options.teacher.get("kind", "offline")
-        if kind not in ("offline", "http", "hf"):
-            raise ValueError(f"metatool builder: unknown teacher kind {kind!r}; valid: offline, http, hf")
+        problem = teacher_config_problem(options.teacher, "metatool builder")
+        if problem:
+            raise ValueError(problem)
         return options
 
 
@@ -513,10 +514,7 @@ class MetaToolBuilder:
 
 def check(args: dict[str, Any]) -> None:
     """ValueError when ``builder_args`` are not valid for this builder (unknown key, bad value, bad teacher)."""
-    options = MetaToolOptions.from_args(dict(args))
-    kind = options.teacher.get("kind", "offline")
-    if kind not in ("offline", "http", "hf"):
-        raise ValueError(f"metatool builder: unknown teacher kind {kind!r}; valid: offline, http, hf")
+    MetaToolOptions.from_args(dict(args))  # the teacher's settings included (train.teacher.teacher_config_problem)
 
 
 def build(

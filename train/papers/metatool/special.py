@@ -45,7 +45,8 @@ from train.schema import Message, Tool, ToolCall
 
 # The open-world rule (tools a meta_tool result returned count as defined) is validation's, in one place;
 # it is re-exported here with the rest of the meta_tool call contract.
-from train.validate import META_TOOL_NAME, with_retrieved_tools  # noqa: F401
+from train.validate import RETRIEVAL_TOOL_NAME as META_TOOL_NAME
+from train.validate import with_retrieved_tools  # noqa: F401
 
 TOOL_SEARCHER_NAME = "ToolSearcher"
 NON_FUNCTION_NAME = "get_user_input"

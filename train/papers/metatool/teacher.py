@@ -8,17 +8,19 @@ Figures 7 and 8 (``REWRITE_PROMPT``, ``REASONING_PROMPT``, verbatim):
 * a rewrite of each inserted meta_tool call's JSON, so the hypothesised tool does not mirror the
   retrieved one word for word ("noise" for robustness).
 
-Three interchangeable teachers, chosen by ``make_teacher(config)``:
+Three interchangeable teachers, chosen by ``make_teacher(config)``, whose settings are those of every teacher
+(``train.teacher.make_backend``, the one factory, and ``BACKEND_SETTINGS``, the one table; ``--teacher-*`` options
+from ``train.teacher.add_teacher_arguments``):
 
 * ``offline`` (default): deterministic templates for the reasoning and a rule-based paraphrase of
   the descriptions (a seeded choice of synonym and phrase substitutions). No model, no network: the
   tests and the tiny recipe use it, and a rebuild with the same seed is byte-identical.
 * ``http``: an OpenAI-compatible ``/chat/completions`` endpoint (``base_url``, ``model``; the key
   is read from the environment variable named by ``api_key_env``, never from the config): each attempt within a
-  wall-clock deadline (``timeout``), retries bounded in count and time (``retries``, ``max_time``), an endpoint
-  that keeps failing given up on with one error (``train.teacher.HttpBackend``, which ToolGT shares).
-* ``hf``: a local Hugging Face causal LM (``path``), prompted through a tooltrain chat format and
-  decoded greedily.
+  wall-clock deadline (``timeout``), retries bounded in count and time (``retries``, ``backoff``, ``max_time``), an
+  endpoint that keeps failing given up on with one error (``train.teacher.HttpBackend``, which ToolGT shares).
+* ``hf``: a local Hugging Face causal LM (``path``, ``chat_format``, ``tokenizer``), prompted through a tooltrain
+  chat format and decoded greedily.
 
 A third request, not in the paper, serves retrieval evaluation (``tooltrain eval retrieval --hypothesis
 teacher``): ``hypothesis(request)`` answers a user request with the meta_tool call that would find a tool
@@ -40,6 +42,7 @@ from typing import Any
 
 from train.schema import Message, Tool, ToolCall
 from train.teacher.backends import HFBackend, HttpBackend, StageParams, TeacherError, TeacherRequest
+from train.teacher.factory import make_backend
 
 REWRITE_PROMPT = (
     "Could you please help me rewrite the following json of func? Some modifications can be made to the tool name, "
@@ -321,9 +324,13 @@ def hypothesis_prompt(request: str) -> str:
 
 
 class _PromptedTeacher:
-    """A teacher that answers the paper's prompts with a language model (``complete``)."""
+    """A teacher that answers the paper's prompts with a language model: a backend from ``train.teacher.make_backend``
+    (the one factory and settings table every teacher shares) and the sampling of these prompts (``params``)."""
 
     kind = "prompted"
+
+    def __init__(self, backend: Any, params: StageParams):
+        self.backend, self.params = backend, params
 
     def complete(self, prompt: str) -> str:
         raise NotImplementedError
@@ -343,26 +350,14 @@ class _PromptedTeacher:
 
 class HttpTeacher(_PromptedTeacher):
     """An OpenAI-compatible chat-completions endpoint (``train.teacher.HttpBackend``: a deadline per attempt,
-    bounded retries with backoff; ``TeacherUnavailable``, a ValueError, once it fails question after question)."""
+    bounded retries with backoff; ``TeacherUnavailable``, a ValueError, once it fails question after question),
+    sampled at ``temperature`` up to ``max_tokens``."""
 
     kind = "http"
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key_env: str | None = None,
-        timeout: float = 60.0,
-        retries: int = 2,
-        temperature: float = 0.7,
-        max_tokens: int = 512,
-        max_time: float | None = None,
-    ):
-        self.backend = HttpBackend(
-            base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, max_time=max_time
-        )
-        self.url, self.model = self.backend.url, model
-        self.params = StageParams(temperature=float(temperature), max_tokens=int(max_tokens))
+    def __init__(self, backend: HttpBackend, temperature: float = 0.7, max_tokens: int = 512):
+        super().__init__(backend, StageParams(temperature=float(temperature), max_tokens=int(max_tokens)))
+        self.url, self.model = backend.url, backend.model
 
     def complete(self, prompt: str) -> str:
         # the Meta-Tool prompts are one user message, sent without a seed as they always were
@@ -372,76 +367,28 @@ class HttpTeacher(_PromptedTeacher):
 
 
 class HFTeacher(_PromptedTeacher):
-    """A local causal LM, prompted through a tooltrain chat format, greedy decoding (``train.teacher.HFBackend``)."""
+    """A local causal LM, prompted through a tooltrain chat format, greedy decoding (``train.teacher.HFBackend``) up to
+    ``max_new_tokens``."""
 
     kind = "hf"
 
-    def __init__(
-        self,
-        path: str,
-        chat_format: str = "chatml",
-        tokenizer: str | None = None,
-        max_new_tokens: int = 256,
-        model: Any = None,
-        tokenizer_object: Any = None,
-    ):
-        self.backend = HFBackend(
-            path, chat_format=chat_format, tokenizer=tokenizer, model=model, tokenizer_object=tokenizer_object
-        )
-        self.format, self.tokenizer, self.model = self.backend.format, self.backend.tokenizer, self.backend.lm
-        self.params = StageParams(temperature=0.0, max_tokens=int(max_new_tokens))
+    def __init__(self, backend: HFBackend, max_new_tokens: int = 256):
+        super().__init__(backend, StageParams(temperature=0.0, max_tokens=int(max_new_tokens)))
+        self.format, self.tokenizer, self.model = backend.format, backend.tokenizer, backend.lm
 
     def complete(self, prompt: str) -> str:
         return self.backend.complete(TeacherRequest("metatool", None, prompt, self.params))
 
 
-# Each teacher kind and the settings it takes (the keyword arguments of its class; offline takes none).
-TEACHER_SETTINGS: dict[str, tuple[str, ...]] = {
-    "offline": (),
-    "http": ("base_url", "model", "api_key_env", "timeout"),
-    "hf": ("path", "chat_format"),
-}
-
-
 def make_teacher(config: dict[str, Any] | None, seed: int) -> OfflineTeacher | HttpTeacher | HFTeacher:
-    """``{"kind": "offline"|"http"|"hf", ...}`` -> a teacher. Unknown kinds and keys are errors."""
-    config = dict(config or {"kind": "offline"})
-    kind = config.pop("kind", "offline")
-    try:
-        if kind == "offline":
-            if config:
-                raise TypeError(f"unexpected keys {sorted(config)}")
-            return OfflineTeacher(seed)
-        if kind == "http":
-            return HttpTeacher(**config)
-        if kind == "hf":
-            return HFTeacher(**config)
-    except TypeError as err:
-        raise ValueError(f"teacher {kind!r}: {err}") from None
-    raise ValueError(f"unknown teacher kind {kind!r}; valid: {', '.join(TEACHER_SETTINGS)}")
-
-
-def add_teacher_arguments(parser: Any) -> None:
-    """``--teacher`` and its settings, for commands that ask a teacher (``teacher_config`` reads them)."""
-    group = parser.add_argument_group("teacher").add_argument
-    group("--teacher", choices=tuple(TEACHER_SETTINGS), default="offline", help="offline (default), http, hf")
-    group("--teacher-base-url", help="http: the OpenAI-compatible base URL (…/v1)")
-    group("--teacher-model", help="http: the model name")
-    group("--teacher-api-key-env", help="http: the environment variable holding the API key")
-    group("--teacher-timeout", type=float, default=60.0, help="http: seconds per attempt, the whole answer (60)")
-    group("--teacher-path", help="hf: the local model folder")
-    group("--teacher-chat-format", default="chatml", help="hf: the chat format to prompt it with (chatml)")
-
-
-def teacher_config(args: Any) -> dict[str, Any]:
-    """The ``make_teacher`` config the ``add_teacher_arguments`` options describe."""
-    settings = {key: getattr(args, f"teacher_{key}") for keys in TEACHER_SETTINGS.values() for key in keys}
-    return select_teacher_settings(args.teacher, settings)
-
-
-def select_teacher_settings(kind: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """``{"kind": kind}`` and the settings of ``settings`` that kind takes; the others are left out."""
-    return {"kind": kind, **{key: settings[key] for key in TEACHER_SETTINGS.get(kind, ())}}
+    """``{"kind": "offline"|"http"|"hf", ...settings}`` -> a teacher, through ``train.teacher.make_backend``: the
+    settings every teacher takes (``train.teacher.BACKEND_SETTINGS``); unknown kinds and keys are errors."""
+    backend = make_backend(config)
+    if isinstance(backend, HttpBackend):
+        return HttpTeacher(backend)
+    if isinstance(backend, HFBackend):
+        return HFTeacher(backend)
+    return OfflineTeacher(seed)  # the paper's offline teacher writes from the seed, not from stage writers
 
 
 __all__ = [
@@ -450,13 +397,10 @@ __all__ = [
     "HttpTeacher",
     "OfflineTeacher",
     "TeacherError",
-    "add_teacher_arguments",
     "hypothesis_prompt",
     "make_teacher",
     "paraphrase",
     "reasoning_prompt",
     "rewrite_prompt",
-    "select_teacher_settings",
-    "teacher_config",
     "transcript",
 ]

@@ -128,7 +128,7 @@ def check_stages(stages: Sequence[int]) -> tuple[int, ...]:
 
 def check_llm(llm: str, llm_settings: dict[str, Any]) -> None:
     """ValueError unless ``llm`` is a backbone kind or an existing folder, and ``llm_settings`` fit that kind."""
-    from train.teacher.backends import BACKEND_SETTINGS
+    from train.teacher.factory import BACKEND_SETTINGS
 
     if llm not in LLM_KINDS and not Path(llm).is_dir():
         raise ValueError(f"--llm {llm!r} is neither {', '.join(LLM_KINDS)} nor an existing tooltrain run folder")
@@ -146,8 +146,8 @@ def check_llm(llm: str, llm_settings: dict[str, Any]) -> None:
 def make_backbone(settings: Settings, embedder: Any, load_run: RunLoader | None = None) -> Any:
     """Stage 2's teacher for ``settings.llm`` (None when stage 2 is off: nothing is asked)."""
     from train.papers.ptr.teacher import offline_teacher
-    from train.teacher.backends import make_backend
     from train.teacher.cache import Teacher
+    from train.teacher.factory import make_backend
 
     if 2 not in settings.stages:
         return None

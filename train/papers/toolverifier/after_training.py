@@ -50,7 +50,7 @@ def _positive_int(value: Any, none_ok: bool) -> bool:
 def toolbench_verify_problems(node: Any) -> list[str]:
     """What is wrong with an ``eval.toolbench_verify`` mapping (plain Python values), each naming the valid choices.
     No I/O: the data folder is checked with the run's other inputs (``train.engine.run_dir.check_inputs``)."""
-    from train.teacher.backends import BACKEND_SETTINGS
+    from train.teacher.factory import BACKEND_SETTINGS
 
     where = "eval.toolbench_verify"
     if not isinstance(node, dict):
@@ -122,7 +122,7 @@ def verify_after_training(
 
 
 def _verify(settings: dict[str, Any], verify: str, model: Any, tokenizer: Any, out: Path, selector: Any) -> dict:
-    from train.data.dataset import resolve_input
+    from train.data.inputs import resolve_input
     from train.evaluation.tasks import get_task, read_references
     from train.papers.toolverifier import teacher as prompts
     from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
