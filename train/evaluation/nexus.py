@@ -68,14 +68,7 @@ from typing import Any
 from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
 from train.evaluation import ScorerSpec
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
-from train.evaluation.task_base import (
-    EvalItem,
-    Task,
-    failed_calls,
-    last_assistant,
-    well_formed,
-    well_formed_rate,
-)
+from train.evaluation.task_base import EvalItem, Task, failed_calls, last_assistant, well_formed, well_formed_rate
 from train.schema import Conversation
 
 
