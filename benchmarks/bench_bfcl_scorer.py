@@ -28,7 +28,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "evaluation")]
 import bfcl_reference as ref
 from bfcl_corpus import perturb_ast_item
 
-from train.evaluation.bfcl import CATEGORIES, check_ast, check_relevance, score_bfcl
+from train.evaluation.bfcl.scorer import CATEGORIES, check_ast, check_relevance, score_bfcl
 
 
 def _best(function, repeat: int) -> float:

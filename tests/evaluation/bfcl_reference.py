@@ -20,7 +20,7 @@ from typing import Any
 
 from bfcl_corpus import perturb_ast_item, perturb_relevance_item
 
-from train.evaluation.bfcl import CATEGORIES, canonical_category, score_bfcl
+from train.evaluation.bfcl.scorer import CATEGORIES, canonical_category, score_bfcl
 
 PLAIN_MODEL = "tooltrain-plain"  # a model name without "_" (BFCL maps "_" to "/" before its lookup)
 DOT_MODEL = "tooltrain-dot"  # the same with BFCL's underscore_to_dot option on

@@ -1,4 +1,4 @@
-"""Parity of train/evaluation/bfcl.py with the official BFCL checker (bfcl-eval, tests/requirements-reference.txt).
+"""Parity of train/evaluation/bfcl/ with the official BFCL checker (bfcl-eval, tests/requirements-reference.txt).
 
 The corpus: every ground truth of every scorable v4 (from the bfcl-eval package) and v2 (shared/data) category
 as a gold prediction, plus systematic perturbations (tests/evaluation/bfcl_corpus.py). Every case must get the
@@ -25,7 +25,7 @@ if HERE not in sys.path:  # pytest imports tests in importlib mode: put the corp
 
 import bfcl_reference as ref
 
-from train.evaluation.bfcl_summary import summarize_bfcl
+from train.evaluation.bfcl.summary import summarize_bfcl
 
 # Exact corpus sizes: a category that silently failed to load, or a perturbation that stopped firing, shows here.
 CORPUS_SIZES = {"v4": 162737, "v2": 162136}

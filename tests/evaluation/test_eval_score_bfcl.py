@@ -1,7 +1,7 @@
 """``tooltrain eval score bfcl`` over folders: every category of a BFCL result folder and BFCL's leaderboard
 summaries (tests/fixtures/evaluation/bfcl/folders/README.md says what each file holds).
 
-Hand computation (v4, train/evaluation/bfcl.py): simple_python 1/3, irrelevance 1/2, live_simple 2/2; simple AST =
+Hand computation (v4, evaluation/bfcl/scorer.py): simple_python 1/3, irrelevance 1/2, live_simple 2/2; simple AST =
 (1/3 + 0 + 0) / 3; non-live = simple AST / 4; live = 1.0 * 2 / (2 + 1053 + 16 + 24) (the unscored live AST
 categories count with their full sizes); irrelevance = (1/2 + 0) / 2; overall = 10 % of each of those three.
 """

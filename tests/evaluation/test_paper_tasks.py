@@ -1,5 +1,6 @@
 """ITC, ToolBench and Nexus as generation tasks: scripted generations on the scorers' fixtures become the
-scorers' prediction rows, with exact hand-computed scores (``train/evaluation/paper_tasks.py``)."""
+scorers' prediction rows, with exact hand-computed scores (each task in its benchmark's module of
+``train/evaluation/``: ``itc``, ``toolbench``, ``nexus``)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from train.cli import main as cli_main
-from train.evaluation.bfcl_summary import (
+from train.evaluation.bfcl.summary import (
     TOOLGT_GROUP_SIZES,
     TOOLGT_GROUPS,
     TOOLGT_ITEM_COUNTS,

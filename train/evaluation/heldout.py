@@ -28,12 +28,17 @@ Rows
 
 Per item: ``{"id", "kind", "exact", "names", "valid_call", "gold_names", "predicted_names", "error"}``;
 ``valid_call`` is None for a ``no_call`` turn.
+
+Task (``HeldOutTask``, for ``eval run`` and the eval callback): the model writes the gold turn above; its row is
+``{"id", "content", "tool_calls", "error"}``, and a failed generation (a prompt the format cannot render, an
+output it cannot parse) sets ``error``, so it is wrong.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from train.evaluation import ScorerSpec
 from train.evaluation.calls import (
     Call,
     CallFormatError,
@@ -44,6 +49,8 @@ from train.evaluation.calls import (
     same_names,
     score_joined,
 )
+from train.evaluation.task_base import EvalItem, Task
+from train.schema import Conversation
 
 
 class BadReference(ValueError):
@@ -153,3 +160,31 @@ def score_heldout(predictions: list[dict[str, Any]], references: list[dict[str, 
     overall["parse_errors"] = sum(1 for item in per_item if (item["error"] or "").startswith("parse"))
     by_kind = {kind: _rates([i for i in per_item if i["kind"] == kind]) for kind in ("call", "no_call")}
     return scored.result(overall=overall, by_kind=by_kind)
+
+
+# ---------------------------------------------------------------- the generation task and the spec
+
+
+class HeldOutTask(Task):
+    name = "heldout"
+
+    def target(self, conv: Conversation) -> int:
+        try:
+            return gold_turn_index([m.to_dict() for m in conv.messages], conv.meta)
+        except BadReference as err:
+            raise ValueError(str(err)) from None
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        calls = [call.to_dict() for call in generation.tool_calls]
+        return {"id": item.id, "content": generation.content, "tool_calls": calls, "error": generation.error}
+
+
+SPEC = ScorerSpec(
+    score=score_heldout,
+    task=HeldOutTask,
+    layout="""\
+references: any canonical conversations (gold = messages[meta.turn], else the last assistant turn
+with tool calls, else the last assistant turn).
+predictions: {"id", "content", "tool_calls": [{"name", "arguments"}], "error"}; a set "error" is wrong.
+metrics: exact match of the calls (names + normalised arguments) and name accuracy, by call/no-call turn.""",
+)

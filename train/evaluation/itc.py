@@ -67,6 +67,12 @@ Rows
   whose chat format already parsed the calls (the task's ``answer=tool_calls``), ``{"id", "content":
   Thought, "tool_calls": [{"name", "arguments"}]}``, where FM is "``tool_calls`` is a well-formed
   list" (the format's parser checked the syntax) and the Thought is ``content``.
+
+Task (``ItcTask``, for ``eval run`` and the eval callback): the model writes the gold turn above. Its row is
+``{"id", "content": the text the model wrote}`` (``answer=text``, the default: FM is that text parsing as ITC's
+answer); with ``answer=tool_calls``, ``{"id", "content", "tool_calls"}``, or ``{"id", "content"}`` for a
+generation without parsed calls whose content is ITC's answer. A failed generation gets a ``tool_calls`` that is
+not a list, so FM fails.
 """
 
 from __future__ import annotations
@@ -74,9 +80,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
+from train.evaluation import ScorerSpec, get_scorer
 from train.evaluation.calls import (
     Call,
     CallFormatError,
@@ -96,7 +103,8 @@ from train.evaluation.itc_metrics import (
     item_prf,
     precision_recall_f1,
 )
-from train.schema import SchemaError
+from train.evaluation.task_base import EvalItem, Task, TaskError, failed_calls
+from train.schema import Conversation, SchemaError
 
 # Table 10 of the paper: the 29 languages of the ITC data (ISO 639-1, as langid names them).
 ITC_LANGUAGES = (
@@ -389,13 +397,113 @@ def score_itc(
     return scored.result(**aggregate(scored.per_item, matching))
 
 
+# ---------------------------------------------------------------- the generation task and the spec
+
+
+class ItcTask(Task):
+    """International Tool Calling. Options: ``answer`` = ``text`` (default: the scorer reads the model's text as
+    ITC's ``{"Thought", "Action"}`` answer; FM is that text parsing to the schema) or ``tool_calls`` (the calls
+    the chat format parsed, for models that answer in their native call syntax); ``matching`` = ``multiset``
+    (default) or ``seal`` (``train.evaluation.itc_metrics``); ``languages``: restrict langid to these
+    comma-separated codes, or ``itc`` for the paper's 29."""
+
+    name = "itc"
+    native_source = "itc"
+    OPTIONS: ClassVar[dict[str, type]] = {"answer": str, "matching": str, "languages": str}
+    ANSWERS = ("text", "tool_calls")
+
+    def __init__(self, answer: str = "text", matching: str = "multiset", languages: str | None = None):
+        problems = self.value_problems({"answer": answer, "matching": matching})
+        if problems:
+            raise TaskError("; ".join(problems))
+        self.answer, self.matching, self.languages = answer, matching, None
+        if languages:
+            codes = ITC_LANGUAGES if languages == "itc" else tuple(c.strip() for c in languages.split(",") if c.strip())
+            try:  # now, not at the first evaluation: a code langid does not know is a config error
+                langid_classifier(codes)
+            except ValueError as err:
+                raise TaskError(f"option 'languages': {err}") from None
+            self.languages = codes
+
+    @classmethod
+    def option_problems(cls, options: dict[str, Any]) -> list[str]:
+        problems = super().option_problems(options)
+        return problems or cls.value_problems(options)
+
+    @classmethod
+    def value_problems(cls, options: dict[str, Any]) -> list[str]:
+        allowed = {"answer": cls.ANSWERS, "matching": MATCHINGS}
+        return [
+            f"option {key!r} must be one of {', '.join(values)}, got {options[key]!r}"
+            for key, values in allowed.items()
+            if key in options and options[key] not in values
+        ]
+
+    def target(self, conv: Conversation) -> int:
+        return gold_position([m.to_dict() for m in conv.messages], conv.meta)  # SchemaError is a ValueError
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        if self.answer == "text":
+            if generation.text is None:  # nothing was generated: the prompt could not be rendered
+                return {"id": item.id, "content": None, "error": generation.error}
+            return {"id": item.id, "content": written_answer(generation)}
+        if generation.error:
+            return {"id": item.id, "content": generation.content, "tool_calls": failed_calls(generation.error)}
+        if not generation.tool_calls and is_itc_answer(generation.content):
+            return {"id": item.id, "content": generation.content}
+        calls = [call.to_dict() for call in generation.tool_calls]
+        return {"id": item.id, "content": generation.content, "tool_calls": calls}
+
+    def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
+        references = [item.conversation.to_dict() for item in items]
+        return get_scorer(self.name)(predictions, references, matching=self.matching, languages=self.languages)
+
+
+def written_answer(generation: Any) -> str:
+    """The assistant text the model wrote, as ITC scores it: the format's content when that is the answer,
+    else the whole output (a format that read something else out of it, e.g. native call tags, or failed to
+    parse it, leaves the answer, if any, only in the text)."""
+    content = generation.content if isinstance(generation.content, str) else ""
+    if generation.error is None and not generation.tool_calls:
+        return content
+    return generation.text if is_itc_answer(generation.text) or not content else content
+
+
+def is_itc_answer(text: Any) -> bool:
+    """Whether ``text`` is an ITC ``{"Thought", "Action"}`` answer (the ITC reader's envelope parser)."""
+    from train.sources.itc import parse_answer
+
+    if not isinstance(text, str):
+        return False
+    try:
+        return parse_answer(text, "answer") is not None
+    except (ValueError, RecursionError):
+        return False
+
+
+SPEC = ScorerSpec(
+    score=score_itc,
+    task=ItcTask,
+    layout="""\
+references: canonical conversations from `tooltrain data convert itc` (gold = messages[meta.turn],
+else the last {Thought, Action} answer).
+predictions: {"id", "content": "<raw answer: {\\"Thought\\", \\"Action\\": \\"[api(p='v')]\\"}>"}
+or {"id", "content": thought, "tool_calls": [...]}. metrics: LM, FM, tool P/R/F1, invocation
+P/R/F1 on (tool, key, value) triples, Table 4 error shares. --languages restricts langid.
+P/R/F1 as micro (Appendix B's sums) and macro (per sample: the paper's tables); --matching seal;
+--summary itc. A reference's gold: its tool_calls, else its text answer's Action.""",
+)
+
 __all__ = [
     "INVOCATION_ERRORS",
     "ITC_LANGUAGES",
     "SELECTION_ERRORS",
+    "SPEC",
+    "ItcTask",
     "error_breakdown",
     "gold_calls",
     "gold_position",
+    "is_itc_answer",
     "langid_classifier",
     "paired_calls",
     "precision_recall_f1",
@@ -405,4 +513,5 @@ __all__ = [
     "score_item",
     "seal_correct",
     "text_answer",
+    "written_answer",
 ]

@@ -50,17 +50,26 @@ repetition counted; values by Python ``==``, so ``1 == 1.0``). NexusRaven-V1's p
 float keyword values to int; that quirk is not reproduced. A prediction that cannot be read is wrong
 with the reason in ``error``; a reference that cannot be read is not scored but listed in
 ``reference_errors``.
+
+Task (``NexusTask``): the model writes the last assistant turn (its tool calls are the gold; ``meta.turn`` plays
+no part). Its row is ``{"id", "tool_calls", "well_formed"}``; a generation without parsed calls gives ``{"id",
+"call": content, "well_formed"}`` (the Python call text NexusRaven models write); a failed generation gets a
+``tool_calls`` that is not a list (the call cannot be read: wrong). It also reports ``well_formed_rate``
+(``task_base.well_formed``): with ``answer_style=toolgt_text`` an answer that is not a call list is wrong.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, parse_call_list
+from train.evaluation import ScorerSpec
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
+from train.evaluation.task_base import EvalItem, Task, failed_calls, last_assistant, well_formed, well_formed_rate
+from train.schema import Conversation
 
 
 class CallError(ValueError):
@@ -346,3 +355,41 @@ def toolgt_nexus(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "not_toolgt": [name for name in tasks if name not in V1_TO_TOOLGT and name not in TOOLGT_NEXUS_TASKS],
         "note": TOOLGT_NEXUS_NOTE,
     }
+
+
+# ---------------------------------------------------------------- the generation task and the spec
+
+
+def _calls(generation: Any) -> list[dict[str, Any]]:
+    return [call.to_dict() for call in generation.tool_calls]
+
+
+class NexusTask(Task):
+    """NexusRaven queries: parsed calls, or the Python call text the model wrote."""
+
+    name = "nexus"
+    native_source = "nexus"
+
+    def target(self, conv: Conversation) -> int:
+        return last_assistant(conv)  # its tool calls are the gold; meta.turn plays no part
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        read = {"well_formed": well_formed(generation)}
+        if generation.error:
+            return {"id": item.id, "tool_calls": failed_calls(generation.error), **read}
+        if generation.tool_calls:
+            return {"id": item.id, "tool_calls": _calls(generation), **read}
+        return {"id": item.id, "call": generation.content or "", **read}
+
+    def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**super().score(items, predictions), "well_formed_rate": well_formed_rate(predictions)}
+
+
+SPEC = ScorerSpec(
+    score=score_nexus,
+    task=NexusTask,
+    layout="""\
+references: canonical conversations from `tooltrain data convert nexus` (meta.dataset = task, gold =
+the last assistant turn's tool_calls). predictions: {"id", "call": "<python call string>"} or
+{"id", "tool_calls": [...]}. metrics: accuracy per task, weighted and unweighted averages.""",
+)

@@ -1,7 +1,8 @@
-"""What every generation task is: items to write, the task interface, its errors (``train.evaluation.tasks``).
+"""What every generation task is: items to write, the task interface, its errors, and the row pieces tasks share.
 
-Split from ``tasks.py`` so that task modules (``paper_tasks``) and the registry import one base without
-importing each other. Imports nothing heavy.
+Each benchmark's ``Task`` subclass lives in its benchmark's module, beside its scorer (``heldout``, ``bfcl.task``,
+...); this base is what they all import, so no benchmark module imports another. Finding a task by name and
+running it is ``train.evaluation.tasks``. Imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -110,6 +111,18 @@ class Task:
         return get_scorer(self.name)(predictions, [item.conversation.to_dict() for item in items])
 
 
+def well_formed(generation: Any) -> bool:
+    """Whether the chat format read the model's answer back without error (with ``answer_style=toolgt_text``: the
+    answer was a call list after its reasoning). A prompt the format could not render is not well-formed."""
+    return generation.text is not None and generation.error is None
+
+
+def well_formed_rate(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The share of prediction rows marked ``well_formed``; None when no row says (rows written before the mark)."""
+    marked = [row["well_formed"] for row in rows if isinstance(row, dict) and isinstance(row.get("well_formed"), bool)]
+    return sum(marked) / len(marked) if marked else None
+
+
 def last_assistant(conv: Conversation) -> int:
     """The index of the conversation's last assistant message; ValueError when it has none."""
     assistant = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
@@ -127,4 +140,15 @@ def new_turn_target(conv: Conversation) -> int:
     return last if conv.messages[last].role == "assistant" else len(conv.messages)
 
 
-__all__ = ["EvalItem", "Outcome", "Prepared", "Task", "TaskError", "failed_calls", "last_assistant", "new_turn_target"]
+__all__ = [
+    "EvalItem",
+    "Outcome",
+    "Prepared",
+    "Task",
+    "TaskError",
+    "failed_calls",
+    "last_assistant",
+    "new_turn_target",
+    "well_formed",
+    "well_formed_rate",
+]

@@ -50,6 +50,12 @@ accuracy is ``None`` (not measured). Success does not depend on the tool: the pr
 Aggregates: per task the success rate, tool accuracy and mean P/R/F1; overall the rates pooled over all
 cases — ToolVerifier's "Average" column is this pooled (task-size weighted) rate, e.g. 90, 84.17, 88, 97
 -> 89.52 — and, beside it, the unweighted mean of the task rates.
+
+Task (``ToolBenchTask``): the model writes a new turn after the user's request (the golds are programs in
+``meta``, not a message), or the last assistant turn when the reference ends with one. Its row is ``{"id",
+"program": content, "tool": name}``: the program or curl line is the text the model wrote; ``tool`` is its
+first parsed call's name (left out when it made no call). A failed generation gets the error text as its
+program, which no program runner or request parser accepts.
 """
 
 from __future__ import annotations
@@ -62,8 +68,11 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from train.evaluation import ScorerSpec
 from train.evaluation.calls import join_by_id, ratio, score_joined
 from train.evaluation.pyprogram import ProgramError, run_program
+from train.evaluation.task_base import EvalItem, Task, failed_calls, new_turn_target
+from train.schema import Conversation
 
 PROGRAM_TASKS = ("home", "booking")
 REQUEST_TASKS = ("weather", "cat")
@@ -342,3 +351,34 @@ def _aggregate(items: list[dict[str, Any]]) -> dict[str, Any]:
 def _mean(values: list[float | None]) -> float | None:
     known = [value for value in values if value is not None]
     return sum(known) / len(known) if known and len(known) == len(values) else None
+
+
+# ---------------------------------------------------------------- the generation task and the spec
+
+
+class ToolBenchTask(Task):
+    """SambaNova ToolBench (Weather, Cat, Home, Booking): the model's text is its program or curl line."""
+
+    name = "toolbench"
+    native_source = "toolbench"
+
+    def target(self, conv: Conversation) -> int:
+        return new_turn_target(conv)
+
+    def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        if generation.error:
+            return {"id": item.id, "program": failed_calls(generation.error)}
+        row: dict[str, Any] = {"id": item.id, "program": generation.content or ""}
+        if generation.tool_calls:
+            row["tool"] = generation.tool_calls[0].name
+        return row
+
+
+SPEC = ScorerSpec(
+    score=score_toolbench,
+    task=ToolBenchTask,
+    layout="""\
+references: canonical conversations from `tooltrain data convert toolbench` (meta.task, meta.completion).
+predictions: {"id", "program": "<program or curl line>", "tool": "<selected tool>"}.
+metrics: success rate and tool-selection accuracy per task and pooled.""",
+)

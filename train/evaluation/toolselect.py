@@ -22,6 +22,9 @@ Review"]``, the dataset's form) or a bare name with optional ``()`` (``CALLTOOL[
 paper's Figure 2). Names compare exactly after trimming surrounding spaces. Text with no such line,
 empty brackets, an unclosed quote, or more than one tool call is wrong, with the reason in ``error``;
 it never raises.
+
+Task (``ToolSelectTask``): the model writes the last assistant turn; its row is ``{"id", "content",
+"tool_calls"}`` (a failed generation gets a ``tool_calls`` that is not a list: a malformed prediction, wrong).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from train.evaluation import ScorerSpec
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
+from train.evaluation.task_base import Task, last_assistant
+from train.schema import Conversation
 
 _ACT = re.compile(r"Act:\s*CALLTOOL\[(?P<body>[^\n\]]*)\]")
 _QUOTED = re.compile(r"""\s*(?P<q>["'])(?P<name>(?:(?!(?P=q)).)*)(?P=q)\s*""")
@@ -112,3 +118,24 @@ def score_choice(gold: str, prediction: dict[str, Any] | None) -> dict[str, Any]
         except ChoiceError as err:
             item["error"] = str(err)
     return item
+
+
+# ---------------------------------------------------------------- the generation task and the spec
+
+
+class ToolSelectTask(Task):
+    name = "toolselect"
+    native_source = "toolselect"
+
+    def target(self, conv: Conversation) -> int:
+        return last_assistant(conv)
+
+
+SPEC = ScorerSpec(
+    score=score_toolselect,
+    task=ToolSelectTask,
+    layout="""\
+references: {"id", "gold_tool"}, meta.gold_tool, one gold_tools name, or a conversation whose last
+assistant turn calls the tool. predictions: {"id", "content": "...Act: CALLTOOL[\\"Name\\"]"} or
+{"id", "tool_calls": [{"name"}]}. metric: accuracy.""",
+)

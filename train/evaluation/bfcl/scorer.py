@@ -32,8 +32,8 @@ The check of one AST item, in BFCL's order
    every ``required`` parameter must be present; every argument must be both a declared parameter and in
    the ground truth (else "unexpected"); each argument must pass step 3; finally every ground-truth
    argument left out must have ``""`` among its values.
-3. One argument (``bfcl_values.check_argument``). Java/JavaScript arguments must be strings holding source
-   literals and are first converted (``bfcl_literals``). Python ints are promoted to float for ``float``
+3. One argument (``values.check_argument``). Java/JavaScript arguments must be strings holding source
+   literals and are first converted (``literals``). Python ints are promoted to float for ``float``
    parameters (not inside lists). Types are exact (``True`` is not an integer). If the first real
    possible answer has another type than declared, BFCL calls it a *variable* and the value only needs
    that type and exact equality. Otherwise strings compare after normalisation (delete space , . / - _ *
@@ -64,8 +64,8 @@ Where the official checker raises instead of scoring (the parity test asserts ea
 * A JavaScript Bigint literal followed by a newline ("5n\n"): BFCL raises ValueError; here it reads 5.
 None of these occurs in the v2 or v4 data except parallel_multiple_179 (31 corpus cases reach it).
 
-Leaderboard aggregation (``summarize_bfcl``; BFCL's ``eval_runner_helper.py``)
-------------------------------------------------------------------------------
+Leaderboard aggregation (``summary.summarize_bfcl``; BFCL's ``eval_runner_helper.py``)
+--------------------------------------------------------------------------------------
 "Unweighted" is the plain mean of the listed accuracies; "weighted" is sum(acc * count) / sum(count).
 * v4 (bfcl-eval 2026.3.23, ``generate_leaderboard_csv``):
   simple AST = unweighted(simple_python, simple_java, simple_javascript);
@@ -85,7 +85,7 @@ Leaderboard aggregation (``summarize_bfcl``; BFCL's ``eval_runner_helper.py``)
   simple AST mean], the 4 exec groups, unweighted(irrelevance, live_irrelevance), live_relevance).
   A missing category counts as accuracy 0 with count 0 (so it drops out of weighted means). Exec and REST
   categories need live execution: supply their accuracies from elsewhere or accept the lower bound.
-* toolgt (seed 004 §3.3, ``bfcl_summary.summarize_toolgt``): the 13 categories above without exec/REST/sql/chatable;
+* toolgt (seed 004 §3.3, ``summary.summarize_toolgt``): the 13 categories above without exec/REST/sql/chatable;
   W = accuracy over all their items (3,641), non-live / live / relevance = the same per group, BFCL = the v2
   overall without the exec groups; a category not scored drops out of every mean instead of counting 0.
 """
@@ -97,8 +97,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from train.evaluation.bfcl_summary import summarize_bfcl
-from train.evaluation.bfcl_values import CheckError, allows_omission, check_argument
+from train.evaluation.bfcl.values import CheckError, allows_omission, check_argument
 
 
 @dataclass(frozen=True)
@@ -371,5 +370,4 @@ __all__ = [
     "check_relevance",
     "is_call_list",
     "score_bfcl",
-    "summarize_bfcl",
 ]

@@ -1,7 +1,7 @@
 """One argument of one call against BFCL's possible answers: type check, then value match.
 
 ``check_argument`` returns ``None`` when the value is accepted, else an ``CheckError`` carrying BFCL's
-error type. The rules restate bfcl-eval 2026.3.23's ``ast_checker.py``; see ``train/evaluation/bfcl.py``
+error type. The rules restate bfcl-eval 2026.3.23's ``ast_checker.py``; see ``train/evaluation/bfcl/scorer.py``
 for the full list, including the quirks kept on purpose so that scores match the leaderboard.
 """
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from train.evaluation.bfcl_literals import JAVA_TYPES, JS_TYPES, UnsupportedType, java_value, js_value
+from train.evaluation.bfcl.literals import JAVA_TYPES, JS_TYPES, UnsupportedType, java_value, js_value
 
 PYTHON_TYPES: dict[str, type] = {
     "string": str, "any": str,

@@ -1,6 +1,6 @@
 """BFCL leaderboard aggregation of per-category accuracies (v4 and v2 formulas).
 
-The formulas, and how a category that was not scored counts, are documented in ``train/evaluation/bfcl.py``.
+The formulas, and how a category that was not scored counts, are documented in ``train/evaluation/bfcl/scorer.py``.
 """
 
 from __future__ import annotations
