@@ -168,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {given} is for itc, not {args.bench}", file=sys.stderr)
             return 2
     if args.bench == "bfcl" and args.predictions.is_dir():
-        from train.commands.eval import score_bfcl as eval_score_bfcl  # the folder form of this verb, not a verb of its own
+        # the folder form of this verb, not a verb of its own
+        from train.commands.eval import score_bfcl as eval_score_bfcl
 
         return eval_score_bfcl.run(args)
     try:
