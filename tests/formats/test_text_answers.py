@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from train.formats import check_format_options, get_format, mask_segments
+from train.formats import ChatFormat, Segment, check_format_options, get_format, mask_segments
 from train.formats.text_answers import (
     TOOLGT_SYSTEM_PROMPT,
     call_list_text,
@@ -242,3 +242,59 @@ def test_a_config_with_an_unknown_answer_style_fails_at_compose_time():
     assert dict(cfg.data.format_options) == {"answer_style": "toolgt_text"}
     with pytest.raises(ConfigError, match="option 'answer_style' must be one of native, toolgt_text, got 'text'"):
         compose(["recipe=tiny", "+data.format_options.answer_style=text"])
+
+
+# ---------------------------------------------------------------- the dispatch lives in the format base
+
+
+class _Plain(ChatFormat):
+    """A format of one's own (``module:attr``) that writes only its own syntax: ``<call>NAME</call>`` turns."""
+
+    name = "plain_test"
+    default_tokenizer = "none"
+
+    def __init__(self, answer_style: str = "native"):
+        self.answer_style = answer_style
+
+    def render(self, conv: Conversation) -> list[Segment]:
+        segments = []
+        for index, message in enumerate(conv.messages):
+            part = "text" if message.role == "assistant" else "system" if message.role == "system" else "user"
+            segments.append(Segment(f"{message.role}: ", "header", index))
+            segments.append(Segment(message.content or "", part, index))
+            segments += [Segment(f"<call>{call.name}</call>", "call_name", index) for call in message.tool_calls]
+            if message.role == "assistant":
+                segments.append(Segment("<end>", "end", index, special=True))
+        return segments
+
+    def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
+        return text, []
+
+
+def test_a_format_of_ones_own_gets_text_answers_from_the_base():
+    conv = Conversation(
+        "c",
+        [
+            Message(role="user", content="Weather in Paris?"),
+            Message(role="assistant", tool_calls=[ToolCall(name="get_weather", arguments={"city": "Paris"})]),
+        ],
+        tools=[WEATHER],
+    )
+    native, text = _Plain(), _Plain(answer_style="toolgt_text")
+    assert "<call>get_weather</call>" in native.render_text(conv)
+    rendered = text.render_text(conv)
+    assert "<call>" not in rendered and 'assistant: [get_weather(city="Paris")]<end>' in rendered
+    assert rendered.startswith("system: " + toolgt_system_prompt([WEATHER]))
+    assert native.parse(ANSWER) == (ANSWER, [])
+    assert text.parse(ANSWER + "<end>")[1] == [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})]
+    with pytest.raises(ValueError, match="text answer: the answer is not a call list"):
+        text.parse("Sunny.")
+
+
+def test_qwen3_text_answers_read_the_think_block_off_first():
+    fmt = get_format("qwen3", {"answer_style": "toolgt_text"})
+    completion = "<think>\nweigh it\n</think>\n\n" + ANSWER + "<|im_end|>"
+    reasoning, content, calls = fmt.parse_with_reasoning(completion)
+    assert reasoning == "weigh it" and content.startswith("1. The user wants the weather.")
+    assert calls == [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})]
+    assert fmt.parse(completion) == (content, calls)

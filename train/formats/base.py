@@ -15,10 +15,11 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+# NATIVE (the default answer_style) is imported from here by the families, whose constructors take the option
 from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
 from train.schema import Conversation, Message, Tool, ToolCall
 
@@ -137,6 +138,36 @@ def refuse_reasoning(format_name: str, conv: Conversation) -> None:
             )
 
 
+def _render_door(own: Callable[[Any, Conversation], list[Segment]]) -> Callable[[Any, Conversation], list[Segment]]:
+    """A family's ``render`` behind the shared rules: reasoning it has no place for is refused, the format's own
+    ``check`` runs, and text answers render through ``render_text_answers`` (which comes back here, natively)."""
+
+    @functools.wraps(own)
+    def render(self: ChatFormat, conv: Conversation) -> list[Segment]:
+        if not self.supports_reasoning:
+            refuse_reasoning(self.name, conv)
+        self.check(conv)
+        if self.text_answers:
+            return self.render_text_answers(conv)
+        return own(self, conv)
+
+    render._dispatched = True  # type: ignore[attr-defined]
+    return render
+
+
+def _parse_door(own: Callable[[Any, str], tuple[str | None, list[ToolCall]]]) -> Callable[..., Any]:
+    """A family's ``parse`` behind the answer style: text answers are read by ``parse_text``."""
+
+    @functools.wraps(own)
+    def parse(self: ChatFormat, text: str) -> tuple[str | None, list[ToolCall]]:
+        if self.text_answers:
+            return self.parse_text(text)
+        return own(self, text)
+
+    parse._dispatched = True  # type: ignore[attr-defined]
+    return parse
+
+
 class ChatFormat:
     """Base class of the family formats: subclasses implement ``render`` and ``parse``."""
 
@@ -158,29 +189,30 @@ class ChatFormat:
     #: Whether the format renders ``Message.reasoning_content``. One that does not refuses a conversation
     #: carrying reasoning (``refuse_reasoning``, run before every ``render``) rather than drop it silently.
     supports_reasoning: ClassVar[bool] = False
-    #: How the assistant writes calls: the family's own syntax, or ToolGT text (``train.formats.text_answers``).
-    #: The formats take it as a constructor option; their ``render`` hands text answers to ``render_text_answers``.
+    #: How the assistant writes calls: the family's own syntax, or text answers (``train.formats.text_answers``).
+    #: The formats take it as a constructor option; the base dispatches on it, once for every family (below).
     answer_style: str = NATIVE
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Every rendering path (tokenize, prompts, stats, the render CLI) goes through ``render``: checking
-        # reasoning there, once for every family, means no format can drop it by forgetting a check.
+        # Every rendering path (tokenize, prompts, stats, the render CLI) goes through ``render`` and every reading
+        # of a completion through ``parse``: a family writes only its own syntax, and the base wraps both so that
+        # the rules every family shares (refusing reasoning it has no place for, the format's own checks, text
+        # answers) run in one place, and no format can skip one by forgetting it.
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("render")
-        if own is not None and not getattr(own, "_checks_reasoning", False):
-
-            @functools.wraps(own)
-            def render(self: ChatFormat, conv: Conversation) -> list[Segment]:
-                if not self.supports_reasoning:
-                    refuse_reasoning(self.name, conv)
-                return own(self, conv)
-
-            render._checks_reasoning = True  # type: ignore[attr-defined]
-            cls.render = render  # type: ignore[method-assign]
+        if own is not None and not getattr(own, "_dispatched", False):
+            cls.render = _render_door(own)  # type: ignore[method-assign]
+        own = cls.__dict__.get("parse")
+        if own is not None and not getattr(own, "_dispatched", False):
+            cls.parse = _parse_door(own)  # type: ignore[method-assign]
 
     @property
     def text_answers(self) -> bool:
         return self.answer_style == TOOLGT_TEXT
+
+    def check(self, conv: Conversation) -> None:
+        """Refuse (``ValueError``) a conversation the format cannot train, in any answer style; run before every
+        ``render``. The base refuses nothing beyond ``refuse_reasoning``."""
 
     def render_text_answers(self, conv: Conversation) -> list[Segment]:
         """``render`` for text answers: the family's own rendering of ``text_answer_view(conv)`` (no tools, no
@@ -194,9 +226,15 @@ class ChatFormat:
             return segments
         return [replace(seg, message=seg.message - shifted if seg.message >= shifted else -1) for seg in segments]
 
+    def split_reasoning_block(self, text: str) -> tuple[str | None, str]:
+        """(reasoning, answer) of a completion whose turns open with the format's own reasoning block, read off in
+        every answer style; the base has no such block: (None, text)."""
+        return None, text
+
     def parse_text(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        """``parse`` for text answers: (reasoning, calls), ValueError when the answer is not a call list."""
-        return parse_as_format(text, self.end_of_turn_texts())
+        """``parse`` for text answers: (reasoning, calls) of the answer after the format's own reasoning block,
+        ValueError when the answer is not a call list."""
+        return parse_as_format(self.split_reasoning_block(text)[1], self.end_of_turn_texts())
 
     def render(self, conv: Conversation) -> list[Segment]:
         raise NotImplementedError

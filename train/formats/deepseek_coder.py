@@ -33,8 +33,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment
 from train.schema import Conversation, ToolCall
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -58,8 +57,6 @@ class DeepSeekCoderFormat(ChatFormat):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         refusal = self.refusal(conv)
         if refusal:
             raise ValueError(refusal)
@@ -106,8 +103,6 @@ class DeepSeekCoderFormat(ChatFormat):
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         """Generated text -> (the answer up to ``<|EOT|>`` without the newline before it, no calls)."""
-        if self.text_answers:
-            return self.parse_text(text)
         answer = text.split(EOT, 1)[0]
         return answer.removesuffix("\n"), []
 

@@ -26,8 +26,7 @@ from __future__ import annotations
 import json
 import re
 
-from train.formats.base import ChatFormat, Segment, to_json
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment, to_json
 from train.schema import Conversation, ToolCall
 
 BOS, EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
@@ -200,13 +199,9 @@ class DeepSeekV3Format(ChatFormat):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         return render_deepseek_v3(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_deepseek_v3(text)
 
 

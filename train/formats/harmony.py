@@ -48,9 +48,8 @@ import json
 import re
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, to_json
+from train.formats.base import NATIVE, ChatFormat, Segment, to_json
 from train.formats.harmony_tools import functions_namespace
-from train.formats.text_answers import ANSWER_STYLES, NATIVE
 from train.schema import Conversation, Message, ToolCall
 
 START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
@@ -89,7 +88,7 @@ class HarmonyFormat(ChatFormat):
     supports_reasoning: ClassVar[bool] = True  # the analysis channel
     rewrites_history: ClassVar[bool] = True  # earlier analysis is dropped, a final in history ends <|end|>
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "answer_style": ANSWER_STYLES,
+        **ChatFormat.OPTION_CHOICES,
         "reasoning_effort": REASONING_EFFORTS,
     }
 
@@ -110,8 +109,6 @@ class HarmonyFormat(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = conv.messages
         for tool in conv.tools:
             check_recipient_name(tool.name)
@@ -225,8 +222,6 @@ class HarmonyFormat(ChatFormat):
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_harmony(text)
 
 

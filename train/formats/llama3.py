@@ -47,8 +47,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups, to_json
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -114,8 +113,6 @@ class _Llama31Family(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         segments = [Segment(BOS, "header", special=True)]
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
@@ -223,8 +220,6 @@ class Llama31Format(_Llama31Family):
         return segments
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         body = self._strip_end(text).strip()
         if _CALL_START.match(body):
             return None, [_call_from_json(_load_json(body, "llama3_1 tool call"), "llama3_1 tool call")]
@@ -264,8 +259,6 @@ class Llama31MetaToolFormat(_Llama31Family):
         return [*header("ipython"), result_list, Segment(EOT, "header", last, special=True)]
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         body = self._strip_end(text)
         reasoning, tag, calls_text = body.partition(PYTHON_TAG)
         content = reasoning.strip() or None

@@ -27,8 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from train.formats.base import ChatFormat, Segment
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -176,13 +175,9 @@ class Llama4Format(ChatFormat):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         return render_llama4(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_llama4(text)
 
 

@@ -41,8 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from train.formats.base import ChatFormat, Segment, to_json
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment, to_json
 from train.schema import Conversation, Message, ToolCall
 
 BOS, EOS = "<s>", "</s>"
@@ -419,13 +418,9 @@ class MistralV3Format(ChatFormat):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         return self.render_native(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return self.parse_native(text)
 
 

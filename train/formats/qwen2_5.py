@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups, to_json
+from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
 from train.formats.hermes import CALL_OPEN as TOOL_CALL
 from train.formats.hermes import parse_hermes
-from train.formats.text_answers import NATIVE
 from train.schema import Conversation, Message, ToolCall
 
 IM_START = "<|im_start|>"
@@ -66,8 +65,6 @@ class Qwen25Format(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
         segments = self._system_turn(conv, system)
@@ -134,8 +131,6 @@ class Qwen25Format(ChatFormat):
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_hermes(text, IM_END)
 
 
