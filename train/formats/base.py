@@ -17,11 +17,14 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 # NATIVE (the default answer_style) is imported from here by the families, whose constructors take the option
 from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
 from train.schema import Conversation, Message, Tool, ToolCall
+
+if TYPE_CHECKING:
+    from train.formats.serving import Serving
 
 Part = Literal[
     "header",  # role headers, BOS, separators a model never has to produce
@@ -189,6 +192,15 @@ class ChatFormat:
     #: Whether the format renders ``Message.reasoning_content``. One that does not refuses a conversation
     #: carrying reasoning (``refuse_reasoning``, run before every ``render``) rather than drop it silently.
     supports_reasoning: ClassVar[bool] = False
+    #: How a model trained in this format is served: its chat template files and server parsers
+    #: (``train.formats.serving``); None: the format has no serving recipe, and ``tooltrain export`` says so.
+    serving: ClassVar[Serving | None] = None
+    #: The family format this one is a layout of (a recipe's variant of ``llama3_1``): a run on a model folder of
+    #: that family keeps it, one of another family is refused (``train.engine.model_folder``). None: a family.
+    variant_of: ClassVar[str | None] = None
+    #: Whether the format is plain text that any tokenizer writes (no control tokens of a family): a run on a
+    #: model folder keeps it instead of switching to the folder's family format.
+    any_tokenizer: ClassVar[bool] = False
     #: How the assistant writes calls: the family's own syntax, or text answers (``train.formats.text_answers``).
     #: The formats take it as a constructor option; the base dispatches on it, once for every family (below).
     answer_style: str = NATIVE

@@ -32,6 +32,7 @@ from typing import ClassVar
 
 from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
+from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 START, END = "<|im_start|>", "<|im_end|>"
@@ -50,6 +51,14 @@ TOOLS_INSTRUCTION = (
 
 class ChatMLFormat(ChatFormat):
     name = "chatml"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "chatml.jinja"),
+        variables=("default_system",),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=HERMES_NOTES + " <tool_call> is plain text in SmolLM2's vocabulary; the parsers match the text.",
+    )
     default_tokenizer = "smollm2"
     default_system: ClassVar[str | None] = SMOLLM2_SYSTEM
 

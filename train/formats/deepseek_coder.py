@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from train.formats.base import NATIVE, ChatFormat, Segment
+from train.formats.serving import Serving
 from train.schema import Conversation, ToolCall
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -51,6 +52,18 @@ class DeepSeekCoderFormat(ChatFormat):
     """DeepSeek-Coder Instruct (1.3b/6.7b/33b-instruct, 7b-instruct-v1.5): ``### Instruction:`` / ``### Response:``."""
 
     name: ClassVar[str] = "deepseek_coder"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "deepseek_coder.jinja"),
+        variables=(),
+        vllm_parser="",  # no tool syntax, so no tool-call parser: served as plain chat
+        sglang_parser="",
+        exact=True,
+        notes=(
+            "No tool syntax: the template refuses tools, tool calls and tool results as the format does, and the "
+            "servers run without a tool-call parser. A model tuned on text answers (ITC, answer_style=toolgt_text) "
+            "answers in its message content; read it with the recipe's own parser."
+        ),
+    )
     default_tokenizer: ClassVar[str] = "deepseek-ai/deepseek-coder-1.3b-instruct"
 
     def __init__(self, answer_style: str = NATIVE):

@@ -50,6 +50,7 @@ from typing import ClassVar
 
 from train.formats.base import NATIVE, ChatFormat, Segment, to_json
 from train.formats.harmony_tools import functions_namespace
+from train.formats.serving import Serving
 from train.schema import Conversation, Message, ToolCall
 
 START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
@@ -84,6 +85,21 @@ class HarmonyFormat(ChatFormat):
     """gpt-oss's Harmony format with analysis / commentary / final channels."""
 
     name: ClassVar[str] = "harmony"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "harmony.jinja"),
+        variables=("model_identity", "reasoning_effort", "knowledge_cutoff", "current_date"),
+        vllm_parser="openai",
+        sglang_parser="gpt-oss",
+        exact=True,
+        notes=(
+            "vLLM's openai tool parser and openai_gptoss reasoning parser read Harmony's channels: analysis is the "
+            "reasoning, each to=functions.NAME message on commentary a call, final the content (names taken from "
+            "vLLM's sources; vLLM was not run here). vLLM serves gpt-oss through openai-harmony's own renderer, "
+            "whose history rule differs from this template's (docs/formats.md, harmony); SGLang's parser is "
+            "gpt-oss. Exact: tooltrain's own parse (train.formats.get_format('harmony').parse) on the raw completion."
+        ),
+        reasoning_parser="openai_gptoss",
+    )
     default_tokenizer: ClassVar[str] = "o200k_harmony"
     supports_reasoning: ClassVar[bool] = True  # the analysis channel
     rewrites_history: ClassVar[bool] = True  # earlier analysis is dropped, a final in history ends <|end|>

@@ -28,6 +28,7 @@ from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_j
 from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
 from train.formats.hermes import CALL_OPEN as TOOL_CALL
 from train.formats.hermes import parse_hermes
+from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 IM_START = "<|im_start|>"
@@ -57,6 +58,14 @@ class Qwen25Format(ChatFormat):
     """Qwen2.5 Instruct's format with Hermes-style ``<tool_call>`` blocks."""
 
     name: ClassVar[str] = "qwen2_5"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "qwen2_5.jinja"),
+        variables=(),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=HERMES_NOTES,
+    )
     default_tokenizer: ClassVar[str] = "qwen2_5"
 
     def __init__(self, answer_style: str = NATIVE):

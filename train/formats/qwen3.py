@@ -47,6 +47,7 @@ from train.formats.qwen2_5 import (
     turn_end,
     turn_start,
 )
+from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 THINK, THINK_END = "<think>", "</think>"
@@ -70,6 +71,17 @@ class Qwen3Format(ChatFormat):
     """Qwen3 (hybrid thinking) and Qwen3-Instruct-2507, with Hermes-style ``<tool_call>`` blocks."""
 
     name: ClassVar[str] = "qwen3"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "qwen3.jinja"),
+        variables=("mode",),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=HERMES_NOTES
+        + " The <think> block is read off by vLLM's qwen3 reasoning parser (--reasoning-parser qwen3; SGLang's is "
+        "qwen3 too) into reasoning_content; a client that sends it back in history gets it rendered as trained.",
+        reasoning_parser="qwen3",
+    )
     default_tokenizer: ClassVar[str] = "qwen3"
     supports_reasoning: ClassVar[bool] = True
     rewrites_history: ClassVar[bool] = True  # <think> is dropped before the last user query: data.turns=auto expands
