@@ -7,10 +7,10 @@ import pytest
 
 from train.formats import ChatFormat, Segment, check_format_options, get_format, mask_segments
 from train.formats.text_answers import (
-    TOOLGT_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
     call_list_text,
     parse_text_answer,
-    toolgt_system_prompt,
+    text_system_prompt,
 )
 from train.schema import Conversation, Message, Tool, ToolCall
 
@@ -35,7 +35,7 @@ def toolgt_sample(answer: str = ANSWER) -> Conversation:
     return Conversation(
         "s1",
         [
-            Message(role="system", content=toolgt_system_prompt([WEATHER])),
+            Message(role="system", content=text_system_prompt([WEATHER])),
             Message(role="user", content="Weather in Paris for two days?"),
             Message(role="assistant", content=answer),
         ],
@@ -153,7 +153,7 @@ def test_the_assistant_turn_is_its_text_trained_as_a_whole(family):
     assert trained.strip() == ANSWER
     assert {seg.part for seg, w in zip(segments, weights) if w} <= {"text", "end"}
     text = fmt.render_text(toolgt_sample())
-    assert text.count(toolgt_system_prompt([WEATHER]).strip()) == 1  # the prompt as given, not written twice
+    assert text.count(text_system_prompt([WEATHER]).strip()) == 1  # the prompt as given, not written twice
     assert "<tools>" not in text and "[AVAILABLE_TOOLS]" not in text and "Environment: ipython" not in text
     assert fmt.parse(ANSWER + "".join(fmt.end_of_turn_texts()[:1])) == (
         '1. The user wants the weather.\n6. get_weather(city="Paris")',
@@ -171,8 +171,8 @@ def test_a_benchmark_question_gets_the_prompt_composed_from_its_tools(family):
     fmt = get_format(family, {"answer_style": "toolgt_text"})
     prompt = "".join(seg.text for seg in fmt.render_prompt(question, 2))
     # BFCL's prompting handler: its prompt, then the question's own system text
-    assert toolgt_system_prompt([WEATHER]) + "\n\nAnswer in French." in prompt
-    assert TOOLGT_SYSTEM_PROMPT.split("{functions}")[0] in prompt
+    assert text_system_prompt([WEATHER]) + "\n\nAnswer in French." in prompt
+    assert SYSTEM_PROMPT.split("{functions}")[0] in prompt
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -284,7 +284,7 @@ def test_a_format_of_ones_own_gets_text_answers_from_the_base():
     assert "<call>get_weather</call>" in native.render_text(conv)
     rendered = text.render_text(conv)
     assert "<call>" not in rendered and 'assistant: [get_weather(city="Paris")]<end>' in rendered
-    assert rendered.startswith("system: " + toolgt_system_prompt([WEATHER]))
+    assert rendered.startswith("system: " + text_system_prompt([WEATHER]))
     assert native.parse(ANSWER) == (ANSWER, [])
     assert text.parse(ANSWER + "<end>")[1] == [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})]
     with pytest.raises(ValueError, match="text answer: the answer is not a call list"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 # NATIVE (the default answer_style) is imported from here by the families, whose constructors take the option
-from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
+from train.formats.text_answers import ANSWER_STYLES, NATIVE, TEXT_STYLE, parse_as_format, text_answer_view
 from train.schema import Conversation, Message, Tool, ToolCall
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ class ChatFormat:
 
     @property
     def text_answers(self) -> bool:
-        return self.answer_style == TOOLGT_TEXT
+        return self.answer_style == TEXT_STYLE
 
     def check(self, conv: Conversation) -> None:
         """Refuse (``ValueError``) a conversation the format cannot train, in any answer style; run before every

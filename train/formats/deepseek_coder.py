@@ -14,7 +14,7 @@ The template is the ``chat_template`` of ``deepseek-ai/deepseek-coder-1.3b-instr
 
 Loss mask: the assistant's content, the ``\\n`` before ``<|EOT|>`` and ``<|EOT|>`` itself train (the model
 must learn to end its turn); the ``### Response:\\n`` header, the newline after ``<|EOT|>``, BOS, system and
-user text are masked. ``<|EOT|>`` is the end-of-turn token of both models the ITC paper tunes:
+user text are masked. ``<|EOT|>`` is the end-of-turn token of both instruct models a recipe tunes:
 deepseek-coder-1.3b-instruct (id 32021, its ``eos_token``) and deepseek-coder-7b-instruct-v1.5 (id 100015, the
 ``eos_token_id`` of its ``generation_config.json``); the ids come from the tokenizer, so one format serves both.
 
@@ -22,7 +22,7 @@ Tools: DeepSeek-Coder has no tool-call syntax and no tool-result turn (its templ
 non-system message as a ``### Response:``). Rather than invent one the model never saw, the native style
 refuses a conversation with tools, tool calls or tool results (``ValueError`` naming the message and the way
 out); ``answer_style=toolgt_text`` puts the tools into the system prompt and the calls into the answer text
-(``train.formats.text_answers``), and a recipe whose data already is text (ITC: the APIs in the system
+(``train.formats.text_answers``), and a recipe whose data already is text (the APIs in the system
 prompt, a JSON answer) renders as is. ``parse`` therefore reads text only: the answer up to ``<|EOT|>``.
 
 Text is encoded with no added token matched (``train.formats.tokenize``): a user who types ``<|EOT|>`` gets
