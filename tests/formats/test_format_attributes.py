@@ -130,3 +130,12 @@ def test_a_model_folder_reads_the_formats_own_layout_attributes(plugin, tmp_path
     assert folder_chat_format("toolselect_text", llama, "llama") == "toolselect_text"
     assert folder_chat_format("llama3_1_metatool", llama, "llama") == "llama3_1_metatool"
     assert folder_chat_format("chatml", llama, "llama") == "llama3_1"
+
+
+def test_a_family_names_its_registered_variants_from_their_attribute():
+    from train.formats import variants_of
+
+    assert variants_of("llama3_1") == ["llama3_1_metatool"]  # its class says variant_of = "llama3_1"
+    assert variants_of("qwen3") == []
+    assert get_format("llama3_1").variants == "llama3_1_metatool"  # the refusals' way out, pinned in the template
+    assert '{%- set tt_variants = "llama3_1_metatool" %}' in chat_template(get_format("llama3_1"))

@@ -43,6 +43,11 @@ def format_class(name: str | type[ChatFormat]) -> type[ChatFormat]:
     return name if isinstance(name, type) else FORMATS.get(name)
 
 
+def variants_of(name: str) -> list[str]:
+    """The registered formats that are layouts of format ``name`` (their class's ``variant_of``)."""
+    return [variant for variant in FORMATS if format_class(variant).variant_of == name]
+
+
 def format_options(name: str | type[ChatFormat]) -> dict[str, Any]:
     """The options a format accepts (its constructor's keyword arguments) and their defaults."""
     init = format_class(name).__init__
@@ -119,4 +124,5 @@ __all__ = [
     "get_format",
     "mask_segments",
     "parse_format_option",
+    "variants_of",
 ]

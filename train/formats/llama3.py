@@ -190,22 +190,35 @@ class Llama31Format(Llama31Family):
         vllm_parser="llama3_json",
         sglang_parser="llama3",
         exact=True,
+        pinned=("variants",),  # the refusals name the family's registered variants as the format does
         notes=(
             'A call turn is one {"name": ..., "parameters": ...} object; vLLM\'s llama3_json and SGLang\'s llama3 '
             "parsers read name and parameters from it. One call per turn, as the format trained."
         ),
     )
 
+    @property
+    def variants(self) -> str:
+        """The registered formats that are layouts of this one (their ``variant_of``), comma-separated."""
+        from train.formats import variants_of
+
+        return ", ".join(variants_of(self.name))
+
+    def _way_out(self, what: str) -> str:
+        """`` (VARIANTS what)``: the registered layouts of the family that a refusal names, or nothing."""
+        variants = self.variants
+        return f" ({variants} {what})" if variants else ""
+
     def _call_turn(self, index: int, message: Message) -> list[Segment]:
         if len(message.tool_calls) != 1:
             raise ValueError(
                 f"llama3_1: message {index} has {len(message.tool_calls)} tool calls; the official Llama 3.1 "
-                "template allows one call per assistant turn (llama3_1_metatool expresses parallel calls)"
+                "template allows one call per assistant turn" + self._way_out("expresses parallel calls")
             )
         if message_text(message):
             raise ValueError(
                 f"llama3_1: message {index} has both text and a tool call; the official Llama 3.1 template "
-                "drops the text of a call turn (llama3_1_metatool keeps it)"
+                "drops the text of a call turn" + self._way_out("keeps it")
             )
         call = call_object(message.tool_calls[0], index)
         return [*header("assistant"), *call, Segment(EOT, "end", index, special=True)]
