@@ -60,8 +60,8 @@ class DeepSeekCoderFormat(ChatFormat):
         exact=True,
         notes=(
             "No tool syntax: the template refuses tools, tool calls and tool results as the format does, and the "
-            "servers run without a tool-call parser. A model tuned on text answers (ITC, answer_style=toolgt_text) "
-            "answers in its message content; read it with the recipe's own parser."
+            "servers run without a tool-call parser. A model tuned on text answers (answer_style=toolgt_text, or a "
+            "recipe whose data is text) answers in its message content; read it with the recipe's own parser."
         ),
     )
     default_tokenizer: ClassVar[str] = "deepseek-ai/deepseek-coder-1.3b-instruct"
