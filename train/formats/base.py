@@ -172,7 +172,8 @@ def _parse_door(own: Callable[[Any, str], tuple[str | None, list[ToolCall]]]) ->
 
 
 class ChatFormat:
-    """Base class of the family formats: subclasses implement ``render`` and ``parse``."""
+    """Base class of the family formats: subclasses implement ``render`` and ``parse`` in their own syntax; the
+    base puts both behind the rules every format shares (``__init_subclass__``), text answers included."""
 
     name: ClassVar[str]
     default_tokenizer: ClassVar[str]
