@@ -345,7 +345,8 @@ def test_a_built_sample_trains_and_evaluates_under_the_one_table_11_prompt(famil
     """The builder's samples and answer_style=toolgt_text agree: the sample's system message is the prompt the
     format composes for the same tools at eval time, so it renders once, as given, and train and eval prompts match."""
     from train.formats import get_format
-    from train.formats.text_answers import TOOLGT_PROMPT_OPENING, toolgt_system_prompt
+    from train.formats.text_answers import PROMPT_OPENING as TOOLGT_PROMPT_OPENING
+    from train.formats.text_answers import text_system_prompt as toolgt_system_prompt
 
     fmt = get_format(family, {"answer_style": "toolgt_text"})
     sample = next(iter(build(real_conversations(), seed=0, template="detail")))

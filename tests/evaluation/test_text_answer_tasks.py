@@ -9,7 +9,7 @@ from pathlib import Path
 from train.evaluation.generate import Generation, parse_output
 from train.evaluation.tasks import evaluate_generations, get_task, read_references
 from train.formats import get_format
-from train.formats.text_answers import TOOLGT_PROMPT_OPENING
+from train.formats.text_answers import PROMPT_OPENING as TOOLGT_PROMPT_OPENING
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
 BFCL_FILES = [FIXTURES / "eval_run" / name / "BFCL_v3_simple_python.json" for name in (".", "possible_answer")]

@@ -17,7 +17,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from train.formats import get_format
 from train.formats.deepseek_coder import BOS, DEFAULT_SYSTEM, EOT
-from train.formats.text_answers import TOOLGT_TEXT, text_answer_view
+from train.formats.text_answers import TEXT_STYLE, text_answer_view
 from train.formats.tokenize import IGNORE_INDEX, tokenize, tokenize_prompt
 from train.schema import Conversation, Message, Tool, ToolCall
 
@@ -207,7 +207,7 @@ def test_the_parity_corpus_renders_as_the_official_template_or_is_refused_for_it
 
 def test_text_answers_put_the_tools_in_the_system_prompt_and_match_the_official_template():
     """answer_style=toolgt_text: the conversation as text turns, which the official template renders the same."""
-    fmt = get_format("deepseek_coder", {"answer_style": TOOLGT_TEXT})
+    fmt = get_format("deepseek_coder", {"answer_style": TEXT_STYLE})
     checked = 0
     for c in CORPUS:
         try:

@@ -22,8 +22,9 @@ from jinja2.exceptions import TemplateError
 
 from train.formats import MaskPolicy, get_format
 from train.formats.hf import to_hf_messages
-from train.formats.llama3 import Llama31Format, Llama31MetaToolFormat
+from train.formats.llama3 import Llama31Format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
+from train.papers.metatool.format import Llama31MetaToolFormat
 from train.schema import Conversation, ToolCall
 from train.tokenizers import load_tokenizer
 from train.tokenizers.tiktoken_based import llama3_reference_tokenizer

@@ -2,9 +2,9 @@
 
 For every conversation of the parity corpus, each assistant turn's trained token ids (text, calls, end
 token) are decoded as vLLM decodes a completion (without the stop token, special tokens skipped or kept as
-the parser's ``adjust_request`` says) and given to the parser ``train.formats.serving.SERVING`` names. The
+the parser's ``adjust_request`` says) and given to the parser the format's ``serving`` attribute names. The
 calls it returns must be the conversation's calls; the text it returns must be the turn's text, except
-where ``SERVING`` says the parser is not exact (llama3_1_metatool: vLLM drops the reasoning text). Run with
+where ``serving`` says the parser is not exact (llama3_1_metatool: vLLM drops the reasoning text). Run with
 vLLM 0.33.0 when this was written.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from train.formats import get_format
+from train.formats import FORMATS, get_format
 from train.formats.mistral import with_mistral_call_ids
-from train.formats.serving import SERVING
+from train.formats.serving import serving
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation
 from train.tokenizers import load_tokenizer
@@ -51,9 +51,10 @@ def generated_turns(fmt, conv: Conversation, tokenizer) -> list[list[int]]:
     return runs + ([current] if current else [])
 
 
-@pytest.mark.parametrize("name", [name for name in SERVING if SERVING[name].vllm_parser])  # deepseek_coder: none
+@pytest.mark.parametrize("name", [name for name in FORMATS if serving(name).vllm_parser])  # deepseek_coder: none
 def test_the_named_vllm_parser_reads_the_formats_calls(name):
-    fmt, spec = get_format(name), SERVING[name]
+    fmt = get_format(name)
+    spec = serving(fmt)
     tokenizer = load_tokenizer(TOKENIZERS[name])
     parser_class = vllm_parsers.ToolParserManager.get_tool_parser(spec.vllm_parser)
     ends = set(fmt.end_of_turn_texts())

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from train.formats import check_format_options, get_format, mask_segments
+from train.formats import ChatFormat, Segment, check_format_options, get_format, mask_segments
 from train.formats.text_answers import (
-    TOOLGT_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
     call_list_text,
     parse_text_answer,
-    toolgt_system_prompt,
+    text_system_prompt,
 )
 from train.schema import Conversation, Message, Tool, ToolCall
 
@@ -35,7 +35,7 @@ def toolgt_sample(answer: str = ANSWER) -> Conversation:
     return Conversation(
         "s1",
         [
-            Message(role="system", content=toolgt_system_prompt([WEATHER])),
+            Message(role="system", content=text_system_prompt([WEATHER])),
             Message(role="user", content="Weather in Paris for two days?"),
             Message(role="assistant", content=answer),
         ],
@@ -153,7 +153,7 @@ def test_the_assistant_turn_is_its_text_trained_as_a_whole(family):
     assert trained.strip() == ANSWER
     assert {seg.part for seg, w in zip(segments, weights) if w} <= {"text", "end"}
     text = fmt.render_text(toolgt_sample())
-    assert text.count(toolgt_system_prompt([WEATHER]).strip()) == 1  # the prompt as given, not written twice
+    assert text.count(text_system_prompt([WEATHER]).strip()) == 1  # the prompt as given, not written twice
     assert "<tools>" not in text and "[AVAILABLE_TOOLS]" not in text and "Environment: ipython" not in text
     assert fmt.parse(ANSWER + "".join(fmt.end_of_turn_texts()[:1])) == (
         '1. The user wants the weather.\n6. get_weather(city="Paris")',
@@ -171,8 +171,8 @@ def test_a_benchmark_question_gets_the_prompt_composed_from_its_tools(family):
     fmt = get_format(family, {"answer_style": "toolgt_text"})
     prompt = "".join(seg.text for seg in fmt.render_prompt(question, 2))
     # BFCL's prompting handler: its prompt, then the question's own system text
-    assert toolgt_system_prompt([WEATHER]) + "\n\nAnswer in French." in prompt
-    assert TOOLGT_SYSTEM_PROMPT.split("{functions}")[0] in prompt
+    assert text_system_prompt([WEATHER]) + "\n\nAnswer in French." in prompt
+    assert SYSTEM_PROMPT.split("{functions}")[0] in prompt
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -242,3 +242,59 @@ def test_a_config_with_an_unknown_answer_style_fails_at_compose_time():
     assert dict(cfg.data.format_options) == {"answer_style": "toolgt_text"}
     with pytest.raises(ConfigError, match="option 'answer_style' must be one of native, toolgt_text, got 'text'"):
         compose(["recipe=tiny", "+data.format_options.answer_style=text"])
+
+
+# ---------------------------------------------------------------- the dispatch lives in the format base
+
+
+class _Plain(ChatFormat):
+    """A format of one's own (``module:attr``) that writes only its own syntax: ``<call>NAME</call>`` turns."""
+
+    name = "plain_test"
+    default_tokenizer = "none"
+
+    def __init__(self, answer_style: str = "native"):
+        self.answer_style = answer_style
+
+    def render(self, conv: Conversation) -> list[Segment]:
+        segments = []
+        for index, message in enumerate(conv.messages):
+            part = "text" if message.role == "assistant" else "system" if message.role == "system" else "user"
+            segments.append(Segment(f"{message.role}: ", "header", index))
+            segments.append(Segment(message.content or "", part, index))
+            segments += [Segment(f"<call>{call.name}</call>", "call_name", index) for call in message.tool_calls]
+            if message.role == "assistant":
+                segments.append(Segment("<end>", "end", index, special=True))
+        return segments
+
+    def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
+        return text, []
+
+
+def test_a_format_of_ones_own_gets_text_answers_from_the_base():
+    conv = Conversation(
+        "c",
+        [
+            Message(role="user", content="Weather in Paris?"),
+            Message(role="assistant", tool_calls=[ToolCall(name="get_weather", arguments={"city": "Paris"})]),
+        ],
+        tools=[WEATHER],
+    )
+    native, text = _Plain(), _Plain(answer_style="toolgt_text")
+    assert "<call>get_weather</call>" in native.render_text(conv)
+    rendered = text.render_text(conv)
+    assert "<call>" not in rendered and 'assistant: [get_weather(city="Paris")]<end>' in rendered
+    assert rendered.startswith("system: " + text_system_prompt([WEATHER]))
+    assert native.parse(ANSWER) == (ANSWER, [])
+    assert text.parse(ANSWER + "<end>")[1] == [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})]
+    with pytest.raises(ValueError, match="text answer: the answer is not a call list"):
+        text.parse("Sunny.")
+
+
+def test_qwen3_text_answers_read_the_think_block_off_first():
+    fmt = get_format("qwen3", {"answer_style": "toolgt_text"})
+    completion = "<think>\nweigh it\n</think>\n\n" + ANSWER + "<|im_end|>"
+    reasoning, content, calls = fmt.parse_with_reasoning(completion)
+    assert reasoning == "weigh it" and content.startswith("1. The user wants the weather.")
+    assert calls == [ToolCall(name="get_weather", arguments={"city": "Paris", "days": 2})]
+    assert fmt.parse(completion) == (content, calls)

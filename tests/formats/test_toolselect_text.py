@@ -144,7 +144,7 @@ def test_the_llama2_70b_model_config_uses_the_layout_with_llama2s_bos_and_eos():
     cfg = compose(["recipe=tiny", "model=llama2_70b"])
     fmt = get_format(cfg.model.chat_format)
     assert (cfg.model.chat_format, fmt.bos_token, fmt.eos_token) == (FORMAT, "<s>", "</s>")
-    plugged = get_format("train.formats.toolselect_text:ToolSelectTextFormat")
+    plugged = get_format("train.papers.toolverifier.format:ToolSelectTextFormat")
     assert type(plugged) is type(fmt)
 
 

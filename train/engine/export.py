@@ -163,11 +163,11 @@ def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tok
     from train.formats import format_options
     from train.formats.serving import control_text, serving, sglang_command, vllm_command
 
-    spec = serving(fmt.name)
+    spec = serving(fmt)  # the format's own serving attribute: a module:attr format brings its own
     folder = str(output_dir)
     return {
         "chat_format": fmt.name,
-        "format_options": {name: getattr(fmt, name) for name in format_options(fmt.name)},
+        "format_options": {name: getattr(fmt, name) for name in format_options(type(fmt))},
         "chat_template": "chat_template.jinja",
         "stop_tokens": [tokenizer.convert_ids_to_tokens(i) for i in stop_ids],
         "tool_call_parser": {

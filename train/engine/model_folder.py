@@ -10,8 +10,8 @@ tokenizer and chat format belong to the group's own weights, so once the command
 - ``model.tokenizer`` becomes the path: the folder's own tokenizer, loaded as ``train.tokenizers.load_tokenizer``
   loads any path, so training, export and ``eval run`` (``train.engine.run_folder.run_tokenizer``) all read that one;
 - ``model.chat_format`` is read from the folder (``infer_chat_format``: its chat template, its ``model_type``),
-  or refused with the valid choices; a recipe's plain-text layout or its paper's variant of the folder's family
-  is kept (``folder_chat_format``).
+  or refused with the valid choices; a recipe's plain-text layout or its variant of the folder's family is kept
+  (``folder_chat_format``, reading the format's ``any_tokenizer`` and ``variant_of``).
 
 A key given on the command line (``model.tokenizer=...``) is kept as given: "given" is read from the overrides
 Hydra parsed (``explicit_keys``), which is the only place a recipe's default and a user's choice differ. The
@@ -52,10 +52,6 @@ MODEL_TYPES = {
     "gpt_oss": "harmony",
 }
 MISTRAL_VOCAB = {32768: "mistral_v3", 131072: "mistral_nemo"}
-# Formats a recipe chose for its paper, which a model folder does not replace: plain-text layouts written with
-# any tokenizer (ToolSelect's Thought/Act text), and a paper's variant of a family's format -> that family.
-ANY_TOKENIZER = frozenset({"toolselect_text"})
-VARIANT_OF = {"llama3_1_metatool": "llama3_1"}
 
 
 def explicit_keys(overrides: list[str]) -> set[str]:
@@ -95,10 +91,10 @@ def folder_chat_format(composed: str, folder: Path | None, name: str) -> str:
     layout fits any tokenizer and a paper's variant of the folder's own family stays (a recipe chose them on
     purpose); a family format follows the folder. A paper's variant of another family is refused: switching would
     drop the paper's layout, keeping it would render with control tokens this model does not have."""
-    if composed in ANY_TOKENIZER:
+    any_tokenizer, family = recipe_layout(composed)
+    if any_tokenizer:
         return composed
     found = infer_chat_format(folder, name)
-    family = VARIANT_OF.get(composed)
     if family is None:
         return found
     if family == found:
@@ -107,6 +103,19 @@ def folder_chat_format(composed: str, folder: Path | None, name: str) -> str:
         f"the recipe's chat format {composed} is its paper's layout for {family} models, but model.path={name} is "
         f"a {found} model; set model.chat_format={found} (the plain family format) or another of its layouts"
     )
+
+
+def recipe_layout(composed: str) -> tuple[bool, str | None]:
+    """(whether the format is plain text any tokenizer writes, the family it is a variant of or None): what the
+    format's class says (``ChatFormat.any_tokenizer``, ``ChatFormat.variant_of``); a name no format answers to is
+    neither (the folder's format replaces it; the config check names the valid ones)."""
+    from train.formats import format_class
+
+    try:
+        cls = format_class(composed)
+    except ValueError:
+        return False, None
+    return cls.any_tokenizer, cls.variant_of
 
 
 def _cached_snapshot(repo_id: str) -> Path | None:

@@ -23,7 +23,7 @@ FORMATS: Registry[type[ChatFormat]] = Registry(
 )
 # imported on first use
 FORMATS.register("llama3_1", "train.formats.llama3:Llama31Format")
-FORMATS.register("llama3_1_metatool", "train.formats.llama3:Llama31MetaToolFormat")
+FORMATS.register("llama3_1_metatool", "train.papers.metatool.format:Llama31MetaToolFormat")
 FORMATS.register("llama4", "train.formats.llama4:Llama4Format")
 FORMATS.register("qwen2_5", "train.formats.qwen2_5:Qwen25Format")
 FORMATS.register("qwen3", "train.formats.qwen3:Qwen3Format")  # thinking, non_thinking, instruct_2507 (issue 17)
@@ -33,16 +33,22 @@ FORMATS.register("mistral_v7", "train.formats.mistral_v7:MistralV7Format")
 FORMATS.register("chatml", "train.formats.chatml:ChatMLFormat")
 FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFormat")
 FORMATS.register("deepseek_v3", "train.formats.deepseek_v3:DeepSeekV3Format")
-FORMATS.register("toolselect_text", "train.formats.toolselect_text:ToolSelectTextFormat")  # ToolVerifier (seed 003)
+FORMATS.register("toolselect_text", "train.papers.toolverifier.format:ToolSelectTextFormat")
 FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
 
 
-def format_class(name: str) -> type[ChatFormat]:
-    """The format class ``name`` (registered, or ``module:attr``) names; ValueError listing the valid names."""
-    return FORMATS.get(name)
+def format_class(name: str | type[ChatFormat]) -> type[ChatFormat]:
+    """The format class ``name`` (registered, or ``module:attr``) names; ValueError listing the valid names. A
+    class is its own (a format built from ``module:attr`` knows its class, not the string that named it)."""
+    return name if isinstance(name, type) else FORMATS.get(name)
 
 
-def format_options(name: str) -> dict[str, Any]:
+def variants_of(name: str) -> list[str]:
+    """The registered formats that are layouts of format ``name`` (their class's ``variant_of``)."""
+    return [variant for variant in FORMATS if format_class(variant).variant_of == name]
+
+
+def format_options(name: str | type[ChatFormat]) -> dict[str, Any]:
     """The options a format accepts (its constructor's keyword arguments) and their defaults."""
     init = format_class(name).__init__
     if init is object.__init__:
@@ -118,4 +124,5 @@ __all__ = [
     "get_format",
     "mask_segments",
     "parse_format_option",
+    "variants_of",
 ]

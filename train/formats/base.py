@@ -15,12 +15,16 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from train.formats.text_answers import ANSWER_STYLES, NATIVE, TOOLGT_TEXT, parse_as_format, text_answer_view
+# NATIVE (the default answer_style) is imported from here by the families, whose constructors take the option
+from train.formats.text_answers import ANSWER_STYLES, NATIVE, TEXT_STYLE, parse_as_format, text_answer_view
 from train.schema import Conversation, Message, Tool, ToolCall
+
+if TYPE_CHECKING:
+    from train.formats.serving import Serving
 
 Part = Literal[
     "header",  # role headers, BOS, separators a model never has to produce
@@ -137,8 +141,39 @@ def refuse_reasoning(format_name: str, conv: Conversation) -> None:
             )
 
 
+def _render_door(own: Callable[[Any, Conversation], list[Segment]]) -> Callable[[Any, Conversation], list[Segment]]:
+    """A family's ``render`` behind the shared rules: reasoning it has no place for is refused, the format's own
+    ``check`` runs, and text answers render through ``render_text_answers`` (which comes back here, natively)."""
+
+    @functools.wraps(own)
+    def render(self: ChatFormat, conv: Conversation) -> list[Segment]:
+        if not self.supports_reasoning:
+            refuse_reasoning(self.name, conv)
+        self.check(conv)
+        if self.text_answers:
+            return self.render_text_answers(conv)
+        return own(self, conv)
+
+    render._dispatched = True  # type: ignore[attr-defined]
+    return render
+
+
+def _parse_door(own: Callable[[Any, str], tuple[str | None, list[ToolCall]]]) -> Callable[..., Any]:
+    """A family's ``parse`` behind the answer style: text answers are read by ``parse_text``."""
+
+    @functools.wraps(own)
+    def parse(self: ChatFormat, text: str) -> tuple[str | None, list[ToolCall]]:
+        if self.text_answers:
+            return self.parse_text(text)
+        return own(self, text)
+
+    parse._dispatched = True  # type: ignore[attr-defined]
+    return parse
+
+
 class ChatFormat:
-    """Base class of the family formats: subclasses implement ``render`` and ``parse``."""
+    """Base class of the family formats: subclasses implement ``render`` and ``parse`` in their own syntax; the
+    base puts both behind the rules every format shares (``__init_subclass__``), text answers included."""
 
     name: ClassVar[str]
     default_tokenizer: ClassVar[str]
@@ -158,29 +193,39 @@ class ChatFormat:
     #: Whether the format renders ``Message.reasoning_content``. One that does not refuses a conversation
     #: carrying reasoning (``refuse_reasoning``, run before every ``render``) rather than drop it silently.
     supports_reasoning: ClassVar[bool] = False
-    #: How the assistant writes calls: the family's own syntax, or ToolGT text (``train.formats.text_answers``).
-    #: The formats take it as a constructor option; their ``render`` hands text answers to ``render_text_answers``.
+    #: How a model trained in this format is served: its chat template files and server parsers
+    #: (``train.formats.serving``); None: the format has no serving recipe, and ``tooltrain export`` says so.
+    serving: ClassVar[Serving | None] = None
+    #: The family format this one is a layout of (a recipe's variant of ``llama3_1``): a run on a model folder of
+    #: that family keeps it, one of another family is refused (``train.engine.model_folder``). None: a family.
+    variant_of: ClassVar[str | None] = None
+    #: Whether the format is plain text that any tokenizer writes (no control tokens of a family): a run on a
+    #: model folder keeps it instead of switching to the folder's family format.
+    any_tokenizer: ClassVar[bool] = False
+    #: How the assistant writes calls: the family's own syntax, or text answers (``train.formats.text_answers``).
+    #: The formats take it as a constructor option; the base dispatches on it, once for every family (below).
     answer_style: str = NATIVE
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Every rendering path (tokenize, prompts, stats, the render CLI) goes through ``render``: checking
-        # reasoning there, once for every family, means no format can drop it by forgetting a check.
+        # Every rendering path (tokenize, prompts, stats, the render CLI) goes through ``render`` and every reading
+        # of a completion through ``parse``: a family writes only its own syntax, and the base wraps both so that
+        # the rules every family shares (refusing reasoning it has no place for, the format's own checks, text
+        # answers) run in one place, and no format can skip one by forgetting it.
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("render")
-        if own is not None and not getattr(own, "_checks_reasoning", False):
-
-            @functools.wraps(own)
-            def render(self: ChatFormat, conv: Conversation) -> list[Segment]:
-                if not self.supports_reasoning:
-                    refuse_reasoning(self.name, conv)
-                return own(self, conv)
-
-            render._checks_reasoning = True  # type: ignore[attr-defined]
-            cls.render = render  # type: ignore[method-assign]
+        if own is not None and not getattr(own, "_dispatched", False):
+            cls.render = _render_door(own)  # type: ignore[method-assign]
+        own = cls.__dict__.get("parse")
+        if own is not None and not getattr(own, "_dispatched", False):
+            cls.parse = _parse_door(own)  # type: ignore[method-assign]
 
     @property
     def text_answers(self) -> bool:
-        return self.answer_style == TOOLGT_TEXT
+        return self.answer_style == TEXT_STYLE
+
+    def check(self, conv: Conversation) -> None:
+        """Refuse (``ValueError``) a conversation the format cannot train, in any answer style; run before every
+        ``render``. The base refuses nothing beyond ``refuse_reasoning``."""
 
     def render_text_answers(self, conv: Conversation) -> list[Segment]:
         """``render`` for text answers: the family's own rendering of ``text_answer_view(conv)`` (no tools, no
@@ -194,9 +239,15 @@ class ChatFormat:
             return segments
         return [replace(seg, message=seg.message - shifted if seg.message >= shifted else -1) for seg in segments]
 
+    def split_reasoning_block(self, text: str) -> tuple[str | None, str]:
+        """(reasoning, answer) of a completion whose turns open with the format's own reasoning block, read off in
+        every answer style; the base has no such block: (None, text)."""
+        return None, text
+
     def parse_text(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        """``parse`` for text answers: (reasoning, calls), ValueError when the answer is not a call list."""
-        return parse_as_format(text, self.end_of_turn_texts())
+        """``parse`` for text answers: (reasoning, calls) of the answer after the format's own reasoning block,
+        ValueError when the answer is not a call list."""
+        return parse_as_format(self.split_reasoning_block(text)[1], self.end_of_turn_texts())
 
     def render(self, conv: Conversation) -> list[Segment]:
         raise NotImplementedError

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups, to_json
+from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
-from train.formats.text_answers import NATIVE
+from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 START, END = "<|im_start|>", "<|im_end|>"
@@ -51,6 +51,14 @@ TOOLS_INSTRUCTION = (
 
 class ChatMLFormat(ChatFormat):
     name = "chatml"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "chatml.jinja"),
+        variables=("default_system",),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=HERMES_NOTES + " <tool_call> is plain text in SmolLM2's vocabulary; the parsers match the text.",
+    )
     default_tokenizer = "smollm2"
     default_system: ClassVar[str | None] = SMOLLM2_SYSTEM
 
@@ -60,8 +68,6 @@ class ChatMLFormat(ChatFormat):
     # ---- rendering -------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = conv.messages
         segments = self.system_turn(conv)
         first = 1 if messages and messages[0].role == "system" else 0
@@ -99,8 +105,6 @@ class ChatMLFormat(ChatFormat):
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         """Assistant text -> (content, calls): the Hermes parser (``train.formats.hermes``), or a text answer."""
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_hermes(text, END)
 
 

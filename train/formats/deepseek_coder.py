@@ -14,7 +14,7 @@ The template is the ``chat_template`` of ``deepseek-ai/deepseek-coder-1.3b-instr
 
 Loss mask: the assistant's content, the ``\\n`` before ``<|EOT|>`` and ``<|EOT|>`` itself train (the model
 must learn to end its turn); the ``### Response:\\n`` header, the newline after ``<|EOT|>``, BOS, system and
-user text are masked. ``<|EOT|>`` is the end-of-turn token of both models the ITC paper tunes:
+user text are masked. ``<|EOT|>`` is the end-of-turn token of both instruct models a recipe tunes:
 deepseek-coder-1.3b-instruct (id 32021, its ``eos_token``) and deepseek-coder-7b-instruct-v1.5 (id 100015, the
 ``eos_token_id`` of its ``generation_config.json``); the ids come from the tokenizer, so one format serves both.
 
@@ -22,7 +22,7 @@ Tools: DeepSeek-Coder has no tool-call syntax and no tool-result turn (its templ
 non-system message as a ``### Response:``). Rather than invent one the model never saw, the native style
 refuses a conversation with tools, tool calls or tool results (``ValueError`` naming the message and the way
 out); ``answer_style=toolgt_text`` puts the tools into the system prompt and the calls into the answer text
-(``train.formats.text_answers``), and a recipe whose data already is text (ITC: the APIs in the system
+(``train.formats.text_answers``), and a recipe whose data already is text (the APIs in the system
 prompt, a JSON answer) renders as is. ``parse`` therefore reads text only: the answer up to ``<|EOT|>``.
 
 Text is encoded with no added token matched (``train.formats.tokenize``): a user who types ``<|EOT|>`` gets
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment
+from train.formats.serving import Serving
 from train.schema import Conversation, ToolCall
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -52,14 +52,24 @@ class DeepSeekCoderFormat(ChatFormat):
     """DeepSeek-Coder Instruct (1.3b/6.7b/33b-instruct, 7b-instruct-v1.5): ``### Instruction:`` / ``### Response:``."""
 
     name: ClassVar[str] = "deepseek_coder"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "deepseek_coder.jinja"),
+        variables=(),
+        vllm_parser="",  # no tool syntax, so no tool-call parser: served as plain chat
+        sglang_parser="",
+        exact=True,
+        notes=(
+            "No tool syntax: the template refuses tools, tool calls and tool results as the format does, and the "
+            "servers run without a tool-call parser. A model tuned on text answers (answer_style=toolgt_text, or a "
+            "recipe whose data is text) answers in its message content; read it with the recipe's own parser."
+        ),
+    )
     default_tokenizer: ClassVar[str] = "deepseek-ai/deepseek-coder-1.3b-instruct"
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         refusal = self.refusal(conv)
         if refusal:
             raise ValueError(refusal)
@@ -106,8 +116,6 @@ class DeepSeekCoderFormat(ChatFormat):
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         """Generated text -> (the answer up to ``<|EOT|>`` without the newline before it, no calls)."""
-        if self.text_answers:
-            return self.parse_text(text)
         answer = text.split(EOT, 1)[0]
         return answer.removesuffix("\n"), []
 

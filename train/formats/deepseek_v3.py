@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, to_json
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment, to_json
+from train.formats.serving import Serving
 from train.schema import Conversation, ToolCall
 
 BOS, EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
@@ -194,19 +195,28 @@ class DeepSeekV3Format(ChatFormat):
     """DeepSeek-V3 (and V3-0324) chat with tools, as its official template writes it."""
 
     name = "deepseek_v3"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "deepseek_v3.jinja"),
+        variables=(),
+        vllm_parser="deepseek_v3",
+        sglang_parser="deepseekv3",
+        exact=True,
+        notes=(
+            "vLLM's deepseek_v3 and SGLang's deepseekv3 parsers read each tool-call block (function, the tool "
+            "separator, NAME, then the arguments in a json code block) between the tool-calls begin and end tokens, "
+            "as the format writes them (read from their sources, not run here); the text before the block is the "
+            "content. The control tokens must reach the parser (they are not special in DeepSeek's tokenizer)."
+        ),
+    )
     default_tokenizer = "deepseek_v4"  # the DeepSeek tokenizer that ships offline (docs/formats.md: V3 vs V4)
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         return render_deepseek_v3(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_deepseek_v3(text)
 
 

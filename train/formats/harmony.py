@@ -48,9 +48,9 @@ import json
 import re
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, to_json
+from train.formats.base import NATIVE, ChatFormat, Segment, to_json
 from train.formats.harmony_tools import functions_namespace
-from train.formats.text_answers import ANSWER_STYLES, NATIVE
+from train.formats.serving import Serving
 from train.schema import Conversation, Message, ToolCall
 
 START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
@@ -85,11 +85,26 @@ class HarmonyFormat(ChatFormat):
     """gpt-oss's Harmony format with analysis / commentary / final channels."""
 
     name: ClassVar[str] = "harmony"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "harmony.jinja"),
+        variables=("model_identity", "reasoning_effort", "knowledge_cutoff", "current_date"),
+        vllm_parser="openai",
+        sglang_parser="gpt-oss",
+        exact=True,
+        notes=(
+            "vLLM's openai tool parser and openai_gptoss reasoning parser read Harmony's channels: analysis is the "
+            "reasoning, each to=functions.NAME message on commentary a call, final the content (names taken from "
+            "vLLM's sources; vLLM was not run here). vLLM serves gpt-oss through openai-harmony's own renderer, "
+            "whose history rule differs from this template's (docs/formats.md, harmony); SGLang's parser is "
+            "gpt-oss. Exact: tooltrain's own parse (train.formats.get_format('harmony').parse) on the raw completion."
+        ),
+        reasoning_parser="openai_gptoss",
+    )
     default_tokenizer: ClassVar[str] = "o200k_harmony"
     supports_reasoning: ClassVar[bool] = True  # the analysis channel
     rewrites_history: ClassVar[bool] = True  # earlier analysis is dropped, a final in history ends <|end|>
     OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "answer_style": ANSWER_STYLES,
+        **ChatFormat.OPTION_CHOICES,
         "reasoning_effort": REASONING_EFFORTS,
     }
 
@@ -110,8 +125,6 @@ class HarmonyFormat(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = conv.messages
         for tool in conv.tools:
             check_recipient_name(tool.name)
@@ -225,8 +238,6 @@ class HarmonyFormat(ChatFormat):
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_harmony(text)
 
 

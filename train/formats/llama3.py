@@ -1,4 +1,4 @@
-"""Llama 3.1 chat formats: the official template, and the Meta-Tool variant with reasoning and parallel calls.
+"""Llama 3.1's official chat format, and the prelude and plain turns its variants share.
 
 ``llama3_1`` renders exactly what Llama 3.1's official chat template renders (trl ships it as
 ``trl/chat_templates/llama3_1.jinja``; the parity tests compare token ids with it):
@@ -16,29 +16,16 @@
 
 Two things the official template cannot express raise ``ValueError`` instead of losing data:
 more than one call in a turn (the template refuses them), and an assistant turn with both text
-and a call (the template silently drops the text, which would drop training text). The Meta-Tool
-variant expresses both. Both formats also refuse tools-in-the-user-message for a conversation
+and a call (the template silently drops the text, which would drop training text); a variant
+layout of the family (``Llama31Family``, a recipe's own format: a subclass with its own call turns and tool
+results) may express both. Every member also refuses tools-in-the-user-message for a conversation
 whose first non-system message is not a user message (the template would relabel it as user
 text, so an assistant turn would silently stop training); ``tools_in_user_message=False`` works.
 
-``llama3_1_metatool`` is the format of Meta-Tool's MT-LLaMA (seed paper, Figures 13-16, A.1):
-the same Llama 3.1 prelude ("We adopt the function calling instruction format used in LLaMA"),
-but an assistant turn with calls is its reasoning text, then ``<|python_tag|>``, then a JSON
-list of ``{"name": ..., "parameters": ...}`` objects (``", "``-separated, non-ASCII kept), with
-no separator around the tag (Figures 16, 18). Such a turn ends with ``<|eom_id|>``: in Llama
-3.1, ``<|eom_id|>`` ends a message after which the executor runs the calls and the model goes
-on, ``<|eot_id|>`` ends the model's turn; so a turn with calls ends in ``<|eom_id|>`` (even when
-it is the last message) and a turn without calls in ``<|eot_id|>``. A run of consecutive tool
-results is one ``ipython`` turn holding the paper's result list (Figures 12, 15):
-``[{"name": ..., "function_id": <index of the answered call in its turn>, "results": ...}]``,
-where ``results`` is the tool's output parsed as JSON when it is a JSON object or array, and the
-output string otherwise.
-
 ``parse`` reads generated assistant text (what follows the assistant header, with or without
-the end token). Text without a call marker is content. Text that starts a call (``{"name"`` for
-``llama3_1``; ``<|python_tag|>`` for the Meta-Tool variant) must be a well-formed call, or
-``parse`` raises ``ValueError`` saying what is wrong: a broken call is reported, not passed off
-as an answer. JSON is read with ``json.loads``, never evaluated.
+the end token). Text without a call marker is content. Text that starts a call (``{"name"``) must be a
+well-formed call, or ``parse`` raises ``ValueError`` saying what is wrong: a broken call is reported, not passed
+off as an answer. JSON is read with ``json.loads``, never evaluated.
 """
 
 from __future__ import annotations
@@ -47,8 +34,8 @@ import json
 import re
 from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups, to_json
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
+from train.formats.serving import Serving
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -97,11 +84,11 @@ def call_object(call: ToolCall, message: int) -> list[Segment]:
     ]
 
 
-def _text(message: Message) -> str:
+def message_text(message: Message) -> str:
     return (message.content or "").strip()
 
 
-class _Llama31Family(ChatFormat):
+class Llama31Family(ChatFormat):
     """The Llama 3.1 prelude and plain turns; subclasses render call turns and tool results."""
 
     default_tokenizer: ClassVar[str] = "llama3"
@@ -114,8 +101,6 @@ class _Llama31Family(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         segments = [Segment(BOS, "header", special=True)]
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
@@ -132,7 +117,7 @@ class _Llama31Family(ChatFormat):
             else:
                 part = {"assistant": "text", "user": "user", "system": "system"}[message.role]
                 end = Segment(EOT, "end" if message.role == "assistant" else "header", index, special=True)
-                segments += [*header(message.role), Segment(_text(message), part, index), end]
+                segments += [*header(message.role), Segment(message_text(message), part, index), end]
         return segments
 
     def _system_block(self, conv: Conversation, system: tuple[int, Message] | None) -> list[Segment]:
@@ -142,7 +127,7 @@ class _Llama31Family(ChatFormat):
         if conv.tools and not self.tools_in_user_message:
             segments.append(Segment(TOOLS_IN_SYSTEM + CALL_FORMAT + tool_definitions(conv), "tools"))
         if system is not None:
-            segments.append(Segment(_text(system[1]), "system", system[0]))
+            segments.append(Segment(message_text(system[1]), "system", system[0]))
         return [*segments, Segment(EOT, "header", special=True)]
 
     def _first_user_with_tools(self, conv: Conversation, messages: list[tuple[int, Message]]) -> list[Segment]:
@@ -156,7 +141,7 @@ class _Llama31Family(ChatFormat):
                 "use tools_in_user_message=False"
             )
         tools = Segment(TOOLS_IN_USER + CALL_FORMAT + tool_definitions(conv), "tools")
-        user = Segment(_text(first), "user", index)
+        user = Segment(message_text(first), "user", index)
         return [*header("user"), tools, user, Segment(EOT, "header", index, special=True)]
 
     def _call_turn(self, index: int, message: Message) -> list[Segment]:
@@ -176,7 +161,7 @@ class _Llama31Family(ChatFormat):
         return text
 
 
-def _call_from_json(obj: Any, where: str) -> ToolCall:
+def call_from_json(obj: Any, where: str) -> ToolCall:
     if not isinstance(obj, dict) or set(obj) != {"name", "parameters"}:
         raise ValueError(f'{where}: expected an object with exactly "name" and "parameters", got {obj!r}')
     if not isinstance(obj["name"], str) or not obj["name"] or not isinstance(obj["parameters"], dict):
@@ -184,7 +169,7 @@ def _call_from_json(obj: Any, where: str) -> ToolCall:
     return ToolCall(name=obj["name"], arguments=obj["parameters"])
 
 
-def _load_json(text: str, where: str) -> Any:
+def load_json(text: str, where: str) -> Any:
     """Exactly one JSON value, whitespace around it allowed, nothing else."""
     try:
         value, end = json.JSONDecoder().raw_decode(text, len(text) - len(text.lstrip()))
@@ -195,21 +180,45 @@ def _load_json(text: str, where: str) -> Any:
     return value
 
 
-class Llama31Format(_Llama31Family):
+class Llama31Format(Llama31Family):
     """Llama 3.1's official format (trl's ``llama3_1.jinja``): one JSON call per assistant turn."""
 
     name: ClassVar[str] = "llama3_1"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "llama3_prelude.jinja", "llama3_1.jinja"),
+        variables=("tools_in_user_message", "date_string"),
+        vllm_parser="llama3_json",
+        sglang_parser="llama3",
+        exact=True,
+        pinned=("variants",),  # the refusals name the family's registered variants as the format does
+        notes=(
+            'A call turn is one {"name": ..., "parameters": ...} object; vLLM\'s llama3_json and SGLang\'s llama3 '
+            "parsers read name and parameters from it. One call per turn, as the format trained."
+        ),
+    )
+
+    @property
+    def variants(self) -> str:
+        """The registered formats that are layouts of this one (their ``variant_of``), comma-separated."""
+        from train.formats import variants_of
+
+        return ", ".join(variants_of(self.name))
+
+    def _way_out(self, what: str) -> str:
+        """`` (VARIANTS what)``: the registered layouts of the family that a refusal names, or nothing."""
+        variants = self.variants
+        return f" ({variants} {what})" if variants else ""
 
     def _call_turn(self, index: int, message: Message) -> list[Segment]:
         if len(message.tool_calls) != 1:
             raise ValueError(
                 f"llama3_1: message {index} has {len(message.tool_calls)} tool calls; the official Llama 3.1 "
-                "template allows one call per assistant turn (llama3_1_metatool expresses parallel calls)"
+                "template allows one call per assistant turn" + self._way_out("expresses parallel calls")
             )
-        if _text(message):
+        if message_text(message):
             raise ValueError(
                 f"llama3_1: message {index} has both text and a tool call; the official Llama 3.1 template "
-                "drops the text of a call turn (llama3_1_metatool keeps it)"
+                "drops the text of a call turn" + self._way_out("keeps it")
             )
         call = call_object(message.tool_calls[0], index)
         return [*header("assistant"), *call, Segment(EOT, "end", index, special=True)]
@@ -223,78 +232,10 @@ class Llama31Format(_Llama31Family):
         return segments
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         body = self._strip_end(text).strip()
         if _CALL_START.match(body):
-            return None, [_call_from_json(_load_json(body, "llama3_1 tool call"), "llama3_1 tool call")]
+            return None, [call_from_json(load_json(body, "llama3_1 tool call"), "llama3_1 tool call")]
         return body or None, []
 
 
-class Llama31MetaToolFormat(_Llama31Family):
-    """Meta-Tool's MT-LLaMA format: reasoning text, ``<|python_tag|>``, a JSON list of calls, ``<|eom_id|>``."""
-
-    name: ClassVar[str] = "llama3_1_metatool"
-
-    def _call_turn(self, index: int, message: Message) -> list[Segment]:
-        calls: list[Segment] = [Segment("[", "call_syntax", index)]
-        for position, call in enumerate(message.tool_calls):
-            if position:
-                calls.append(Segment(", ", "call_syntax", index))
-            calls += call_object(call, index)
-        calls.append(Segment("]", "call_syntax", index))
-        return [
-            *header("assistant"),
-            Segment(_text(message), "text", index),
-            Segment(PYTHON_TAG, "call_syntax", index, special=True),
-            *calls,
-            Segment(EOM, "end", index, special=True),
-        ]
-
-    def _tool_results(self, conv: Conversation, run: list[tuple[int, Message]]) -> list[Segment]:
-        answered = _calls_answered(conv, run[0][0])
-        results = []
-        for position, (_, message) in enumerate(run):
-            # Linked by id when the result names its call; otherwise results answer calls in order.
-            function_id, call_name = answered.get(message.tool_call_id or "", (position, None))
-            name = message.name if message.name is not None else call_name
-            results.append({"name": name, "function_id": function_id, "results": _result_value(message.content)})
-        first, last = run[0][0], run[-1][0]
-        result_list = Segment(to_json(results), "tool_result", first)
-        return [*header("ipython"), result_list, Segment(EOT, "header", last, special=True)]
-
-    def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
-        body = self._strip_end(text)
-        reasoning, tag, calls_text = body.partition(PYTHON_TAG)
-        content = reasoning.strip() or None
-        if not tag:
-            return content, []
-        where = "llama3_1_metatool calls after <|python_tag|>"
-        calls = _load_json(calls_text, where)
-        if not isinstance(calls, list) or not calls:
-            raise ValueError(f"{where}: expected a non-empty JSON list of calls, got {calls!r}")
-        return content, [_call_from_json(call, f"{where}, item {i}") for i, call in enumerate(calls)]
-
-
-def _calls_answered(conv: Conversation, first_result: int) -> dict[str, tuple[int, str]]:
-    """call id -> (its position, its name) in the assistant turn right before a run of tool results."""
-    previous = conv.messages[first_result - 1] if first_result > 0 else None
-    if previous is None or previous.role != "assistant":
-        return {}
-    return {call.id: (i, call.name) for i, call in enumerate(previous.tool_calls) if call.id is not None}
-
-
-def _result_value(content: str | None) -> Any:
-    """A tool's output as the result list holds it: parsed when it is a JSON object or array."""
-    text = content or ""
-    if text.strip()[:1] in ("{", "["):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass
-    return text
-
-
-__all__ = ["Llama31Format", "Llama31MetaToolFormat"]
+__all__ = ["Llama31Family", "Llama31Format", "call_from_json", "call_object", "header", "load_json", "message_text"]

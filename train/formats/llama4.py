@@ -25,10 +25,10 @@ reasoning; Llama 4's reasoning tokens are not part of its tool format).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment
+from train.formats.serving import Serving
 from train.schema import Conversation, Message, ToolCall
 
 BOS = "<|begin_of_text|>"
@@ -170,19 +170,30 @@ class Llama4Format(ChatFormat):
     """Llama 4 Instruct: ``<|header_start|>`` headers, JSON calls, ``<|eom|>`` after a call turn."""
 
     name = "llama4"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "llama4.jinja"),
+        variables=(),
+        vllm_parser="llama4_json",
+        sglang_parser="llama3",
+        exact=False,
+        notes=(
+            'A call is {"type": "function", "name": ..., "parameters": ...}; vLLM\'s llama4_json (its llama3_json '
+            "parser under Llama 4's name) reads name and parameters from a turn that is one call. Parallel calls are "
+            "objects side by side with no separator, as llama-models writes them, which it is not known to split "
+            "(not run here: no vLLM offline), and text before a call is not a call. SGLang's llama3 detector reads the "
+            "same JSON objects (read from its sources, not run). Exact: tooltrain's own parse "
+            "(train.formats.get_format('llama4').parse) on the raw completion."
+        ),
+    )
     default_tokenizer = "llama4"
 
     def __init__(self, answer_style: str = NATIVE):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         return render_llama4(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_llama4(text)
 
 

@@ -39,10 +39,10 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from train.formats.base import ChatFormat, Segment, to_json
-from train.formats.text_answers import NATIVE
+from train.formats.base import NATIVE, ChatFormat, Segment, to_json
+from train.formats.serving import MISTRAL_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 BOS, EOS = "<s>", "</s>"
@@ -410,6 +410,15 @@ class MistralV3Format(ChatFormat):
     """Mistral 7B Instruct v0.3 (SentencePiece vocabulary, ``[TOOL_CALLS]`` = 5)."""
 
     name = "mistral_v3"
+    # the two Mistral formats differ only in their tokenizer: one template and parser serve both
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "mistral.jinja"),
+        variables=(),
+        vllm_parser="mistral",
+        sglang_parser="mistral",
+        exact=True,
+        notes=MISTRAL_NOTES,
+    )
     default_tokenizer = "mistral_v3"
     # the native layout and its parser (mistral_v7 swaps them in)
     render_native = staticmethod(render_mistral)
@@ -419,13 +428,9 @@ class MistralV3Format(ChatFormat):
         self.answer_style = answer_style
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         return self.render_native(conv)
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return self.parse_native(text)
 
 

@@ -24,6 +24,8 @@ it, and dropping it would train on a turn the data did not hold.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from train.formats.base import Segment, to_json
 from train.formats.mistral import (
     BOS,
@@ -45,6 +47,7 @@ from train.formats.mistral import (
     parse_mistral,
     with_mistral_call_ids,
 )
+from train.formats.serving import MISTRAL_NOTES, Serving
 from train.schema import Conversation, ToolCall
 
 SYSTEM, END_SYSTEM = "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"
@@ -129,6 +132,15 @@ class MistralV7Format(MistralV3Format):
     class with v7's layout and parser."""
 
     name = "mistral_v7"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "mistral_v7.jinja"),
+        variables=(),
+        vllm_parser="mistral",
+        sglang_parser="mistral",
+        exact=True,
+        notes=MISTRAL_NOTES
+        + " v7 turns may hold text before [TOOL_CALLS]; vLLM's mistral parser returns it as the content.",
+    )
     default_tokenizer = "mistral_v7"
     render_native = staticmethod(render_mistral_v7)
     parse_native = staticmethod(parse_mistral_v7)

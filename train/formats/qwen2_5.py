@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups, to_json
+from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
 from train.formats.hermes import CALL_OPEN as TOOL_CALL
 from train.formats.hermes import parse_hermes
-from train.formats.text_answers import NATIVE
+from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 IM_START = "<|im_start|>"
@@ -58,6 +58,14 @@ class Qwen25Format(ChatFormat):
     """Qwen2.5 Instruct's format with Hermes-style ``<tool_call>`` blocks."""
 
     name: ClassVar[str] = "qwen2_5"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "qwen2_5.jinja"),
+        variables=(),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=HERMES_NOTES,
+    )
     default_tokenizer: ClassVar[str] = "qwen2_5"
 
     def __init__(self, answer_style: str = NATIVE):
@@ -66,8 +74,6 @@ class Qwen25Format(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = list(enumerate(conv.messages))
         system = messages.pop(0) if messages and messages[0][1].role == "system" else None
         segments = self._system_turn(conv, system)
@@ -134,8 +140,6 @@ class Qwen25Format(ChatFormat):
     # --- parsing -----------------------------------------------------------------------------
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
-        if self.text_answers:
-            return self.parse_text(text)
         return parse_hermes(text, IM_END)
 
 

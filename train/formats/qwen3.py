@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from train.formats.base import ChatFormat, Segment, message_groups, to_json
+from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
 from train.formats.qwen2_5 import (
     CALL_EXAMPLE,
@@ -47,7 +47,7 @@ from train.formats.qwen2_5 import (
     turn_end,
     turn_start,
 )
-from train.formats.text_answers import ANSWER_STYLES, NATIVE
+from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
 THINK, THINK_END = "<think>", "</think>"
@@ -71,10 +71,21 @@ class Qwen3Format(ChatFormat):
     """Qwen3 (hybrid thinking) and Qwen3-Instruct-2507, with Hermes-style ``<tool_call>`` blocks."""
 
     name: ClassVar[str] = "qwen3"
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "qwen3.jinja"),
+        variables=("mode",),
+        vllm_parser="hermes",
+        sglang_parser="qwen25",
+        exact=True,
+        notes=HERMES_NOTES
+        + " The <think> block is read off by vLLM's qwen3 reasoning parser (--reasoning-parser qwen3; SGLang's is "
+        "qwen3 too) into reasoning_content; a client that sends it back in history gets it rendered as trained.",
+        reasoning_parser="qwen3",
+    )
     default_tokenizer: ClassVar[str] = "qwen3"
     supports_reasoning: ClassVar[bool] = True
     rewrites_history: ClassVar[bool] = True  # <think> is dropped before the last user query: data.turns=auto expands
-    OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"answer_style": ANSWER_STYLES, "mode": MODES}
+    OPTION_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {**ChatFormat.OPTION_CHOICES, "mode": MODES}
 
     def __init__(self, mode: str = THINKING, answer_style: str = NATIVE):
         if mode not in MODES:
@@ -90,9 +101,6 @@ class Qwen3Format(ChatFormat):
     # --- rendering ---------------------------------------------------------------------------
 
     def render(self, conv: Conversation) -> list[Segment]:
-        self._check(conv)
-        if self.text_answers:
-            return self.render_text_answers(conv)
         messages = conv.messages
         last_query = last_query_index(messages)
         has_system = bool(messages) and messages[0].role == "system"
@@ -112,7 +120,9 @@ class Qwen3Format(ChatFormat):
                 segments += turn_end(index)
         return segments
 
-    def _check(self, conv: Conversation) -> None:
+    def check(self, conv: Conversation) -> None:
+        """Reasoning only in thinking mode; no think tags in message text (run before ``render``, in every answer
+        style)."""
         for index, message in enumerate(conv.messages):
             if message.role != "assistant":
                 continue
@@ -213,16 +223,20 @@ class Qwen3Format(ChatFormat):
 
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         """Generated assistant text -> (content, calls); the ``<think>`` block is read off and set aside."""
-        _, content, calls = self.parse_with_reasoning(text)
-        return content, calls
+        return parse_hermes(self.split_reasoning_block(text)[1], IM_END)
 
     def parse_with_reasoning(self, text: str) -> tuple[str | None, str | None, list[ToolCall]]:
-        """Generated assistant text -> (reasoning, content, calls).
+        """Generated assistant text -> (reasoning, content, calls): the ``<think>`` block's text
+        (``split_reasoning_block``), then what ``parse`` reads from the answer in the format's answer style."""
+        reasoning, _ = self.split_reasoning_block(text)
+        content, calls = self.parse(text)
+        return reasoning, content, calls
 
-        The reasoning is what a leading ``<think>`` block holds (newlines around it stripped; None when empty
-        or absent). In non_thinking mode the block was prompt, so the text starts at the answer; a completion
-        that opens ``<think>`` and never closes it ran out while reasoning: ``ToolCallParseError``.
-        """
+    def split_reasoning_block(self, text: str) -> tuple[str | None, str]:
+        """(reasoning, answer): the reasoning is what a leading ``<think>`` block holds (newlines around it
+        stripped; None when empty or absent). In non_thinking mode the block was prompt, so the text starts at the
+        answer; a completion that opens ``<think>`` and never closes it ran out while reasoning:
+        ``ToolCallParseError``."""
         reasoning, answer = None, text
         if self.thinks and THINK_END in text:
             before, _, answer = text.partition(THINK_END)
@@ -235,11 +249,7 @@ class Qwen3Format(ChatFormat):
             answer = answer.lstrip("\n")
         elif self.thinks and text.lstrip().startswith(THINK):
             raise ToolCallParseError(f"the reasoning block is never closed with {THINK_END!r}")
-        if self.text_answers:
-            content, calls = self.parse_text(answer)
-        else:
-            content, calls = parse_hermes(answer, IM_END)
-        return reasoning, content, calls
+        return reasoning, answer
 
 
 __all__ = ["MODES", "Qwen3Format", "last_query_index"]

@@ -1,13 +1,14 @@
 """Text answers: the assistant writes its calls as text, ``<thinking>…</thinking>`` then ``[func(a=1, b="x")]``.
 
-The ``answer_style`` option of the chat formats (chatml, qwen2_5, llama3_1, mistral_v3, mistral_nemo) picks it:
-``native`` (the default) is the family's own tool-call syntax; ``toolgt_text`` is ToolGT's (seed 004, Table 11):
+The ``answer_style`` option of the chat formats (every family, through ``ChatFormat``) picks it: ``native`` (the
+default) is the family's own tool-call syntax; ``toolgt_text`` (``TEXT_STYLE``; the value keeps the name of the
+recipe that brought it, configs spell it so) is this layout:
 
-* Prompt. The functions are written into the system prompt as text, in the BFCL prompting wording ToolACE and
-  ToolGT train with (``TOOLGT_SYSTEM_PROMPT``, Table 11), never in the family's own tools block. A conversation
-  whose system message already is that prompt (the ToolGT builder writes it so) is rendered as given; one with
-  tools and no such prompt gets it composed from its tools, put before its own system text as BFCL's prompting
-  handler does (``prompt + "\\n\\n" + system``), or as the whole system message when it has none.
+* Prompt. The functions are written into the system prompt as text, in the wording of BFCL's prompting handler
+  (``SYSTEM_PROMPT``), never in the family's own tools block. A conversation whose system message already is that
+  prompt (a builder may write it so) is rendered as given; one with tools and no such prompt gets it composed
+  from its tools, put before its own system text as BFCL's prompting handler does (``prompt + "\\n\\n" +
+  system``), or as the whole system message when it has none.
 * Answer. An assistant turn is plain text, trained as a whole like any text turn (the loss mask of every
   format). A turn that carries ``tool_calls`` (a converted dataset, a benchmark's gold turn) is written as its
   text, a newline, then the calls as a Python-style list, so the model learns the same text either way.
@@ -15,10 +16,10 @@ The ``answer_style`` option of the chat formats (chatml, qwen2_5, llama3_1, mist
 
 ``parse_text_answer`` reads an answer back (never evaluating it): the ``<thinking>`` block is removed (a missing
 ``</thinking>`` ends the reasoning at the first call list, ``[`` at a line start, or else at the end of the
-text), an optional ``<function>…</function>`` wrapping (Table 9's stage-2 answer) is removed, and what is left
+text), an optional ``<function>…</function>`` wrapping (a two-stage answer's) is removed, and what is left
 must be one list of calls, read with ``train.base.pysyntax`` (lenient: ToolACE names such as
-``Market Trends API(...)``). Every argument must be named (BFCL and ToolGT answers are keyword-only; a
-positional value cannot be matched to a parameter by name). ``[]`` is a well-formed answer with no call.
+``Market Trends API(...)``). Every argument must be named (BFCL's answers are keyword-only; a positional value
+cannot be matched to a parameter by name). ``[]`` is a well-formed answer with no call.
 """
 
 from __future__ import annotations
@@ -32,13 +33,13 @@ from typing import Any
 from train.base.pysyntax import PySyntaxError, parse_call_list
 from train.schema import Conversation, Message, Tool, ToolCall
 
-NATIVE, TOOLGT_TEXT = "native", "toolgt_text"
-ANSWER_STYLES = (NATIVE, TOOLGT_TEXT)
+NATIVE, TEXT_STYLE = "native", "toolgt_text"
+ANSWER_STYLES = (NATIVE, TEXT_STYLE)
 
-# Table 11's system prompt (ToolACE's BFCL-style prompt), with the functions as one JSON list.
-TOOLGT_PROMPT_OPENING = "You are an expert in composing functions."
-TOOLGT_SYSTEM_PROMPT = (  # Table 11's training sample, the prompt of training and of evaluation alike
-    TOOLGT_PROMPT_OPENING + " You are given a question and a set of possible functions. Based on the question, you "
+# BFCL's prompting-handler system prompt (as ToolACE-style training data writes it), the functions as one JSON list.
+PROMPT_OPENING = "You are an expert in composing functions."
+SYSTEM_PROMPT = (  # the prompt of training and of evaluation alike
+    PROMPT_OPENING + " You are given a question and a set of possible functions. Based on the question, you "
     "will need to make one or more function/tool calls to achieve the purpose. If none of the function can be used, "
     "point it out. If the given question lacks the parameters required by the function, also point it out. You "
     "should only return the function call in tools call sections.\n"
@@ -62,10 +63,10 @@ def check_answer_style(value: Any) -> str | None:
 # ---------------------------------------------------------------- the prompt and the answer as text
 
 
-def toolgt_system_prompt(tools: list[Tool]) -> str:
-    """Table 11's system prompt listing ``tools`` (name, description, parameters) as JSON."""
+def text_system_prompt(tools: list[Tool]) -> str:
+    """The text-answer system prompt listing ``tools`` (name, description, parameters) as JSON."""
     functions = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
-    return TOOLGT_SYSTEM_PROMPT.format(functions=json.dumps(functions, ensure_ascii=False))
+    return SYSTEM_PROMPT.format(functions=json.dumps(functions, ensure_ascii=False))
 
 
 def python_value(value: Any) -> str:
@@ -94,7 +95,7 @@ def _argument_name(name: str) -> str:
 
 
 def call_list_text(calls: list[ToolCall]) -> str:
-    """``[func(a=1, b="x"), g()]``: the calls as the Python-style list ToolGT trains on (one line)."""
+    """``[func(a=1, b="x"), g()]``: the calls as the Python-style list a text answer writes (one line)."""
     written = []
     for call in calls:
         arguments = ", ".join(f"{_argument_name(name)}={python_value(value)}" for name, value in call.arguments.items())
@@ -103,14 +104,14 @@ def call_list_text(calls: list[ToolCall]) -> str:
 
 
 def text_answer_view(conv: Conversation) -> tuple[Conversation, int]:
-    """(the conversation as ``toolgt_text`` renders it: tools in the system prompt, calls as answer text; how many
+    """(the conversation as text answers render it: tools in the system prompt, calls as answer text; how many
     messages were put in front of the conversation's own, 1 when the prompt became a new system message)."""
     messages = list(conv.messages)
     if conv.tools:
         has_system = bool(messages) and messages[0].role == "system"
         own = (messages[0].content or "") if has_system else ""
-        if not own.startswith(TOOLGT_PROMPT_OPENING):
-            prompt = toolgt_system_prompt(conv.tools) + ("\n\n" + own if own else "")
+        if not own.startswith(PROMPT_OPENING):
+            prompt = text_system_prompt(conv.tools) + ("\n\n" + own if own else "")
             system = Message(role="system", content=prompt)
             messages = [system, *messages[1:]] if has_system else [system, *messages]
     shifted = len(messages) - len(conv.messages)  # 1 when a system message was added in front
@@ -197,8 +198,8 @@ def parse_as_format(text: str, end_tokens: tuple[str, ...]) -> tuple[str | None,
 __all__ = [
     "ANSWER_STYLES",
     "NATIVE",
-    "TOOLGT_SYSTEM_PROMPT",
-    "TOOLGT_TEXT",
+    "SYSTEM_PROMPT",
+    "TEXT_STYLE",
     "TextAnswer",
     "call_list_text",
     "check_answer_style",
@@ -207,5 +208,5 @@ __all__ = [
     "python_value",
     "split_reasoning",
     "text_answer_view",
-    "toolgt_system_prompt",
+    "text_system_prompt",
 ]

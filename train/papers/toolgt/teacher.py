@@ -20,7 +20,8 @@ import re
 from typing import Any
 
 from train.base.pysyntax import PyCall, PySyntaxError, parse_call_list
-from train.formats.text_answers import call_list_text, python_value, toolgt_system_prompt
+from train.formats.text_answers import call_list_text, python_value
+from train.formats.text_answers import text_system_prompt as toolgt_system_prompt
 from train.schema import Tool, ToolCall
 from train.teacher.backends import TeacherRequest
 

@@ -44,8 +44,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from train.formats.toolselect_text import CHOICES, SECTION, USER, ToolSelectTextFormat
 from train.papers.toolverifier import teacher as prompts
+from train.papers.toolverifier.format import CHOICES, SECTION, USER, ToolSelectTextFormat
 from train.papers.toolverifier.teacher import Demonstration
 from train.schema import Tool
 from train.teacher import Teacher, TeacherError, TeacherRequest

@@ -1,5 +1,8 @@
 """ToolSelect's plain-completion layout (ToolVerifier, seed 003, §2.1, Figure 2) for a base model trained on raw text.
 
+Registered as the chat format ``toolselect_text`` (``train.formats.FORMATS``); its chat template is
+``toolselect_text.jinja`` beside this module.
+
 Llama-2-70B, the paper's selector, is a base model: no chat template, no role tokens. A sample is the text of a
 ToolSelect row (``train.csv``), byte for byte::
 
@@ -36,8 +39,10 @@ with ``{}`` arguments. Text that is not in that layout comes back as content wit
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from train.formats.base import ChatFormat, Segment
+from train.formats.serving import Serving
 from train.schema import Conversation, ToolCall
 from train.sources.toolselect import parse_text as parse_row_text
 
@@ -49,6 +54,25 @@ _FIRST_ACT = re.compile(r'\nAct: CALLTOOL\["[^"\n]*"\]')
 
 class ToolSelectTextFormat(ChatFormat):
     name = "toolselect_text"
+    any_tokenizer: ClassVar[bool] = True  # plain text: written with whatever tokenizer the model folder brings
+    # No vLLM / SGLang parser reads CALLTOOL["<name>"]: the selector is served without one (an empty parser name)
+    # and its completion read by tooltrain's own parse (this class's).
+    serving: ClassVar[Serving] = Serving(
+        templates=("common.jinja", "train.papers.toolverifier:toolselect_text.jinja"),
+        variables=(),
+        vllm_parser="",
+        sglang_parser="",
+        exact=False,
+        notes=(
+            "No server parser reads this format: the answer is plain text, 'Thought: ...' then "
+            "'Act: CALLTOOL[\"<name>\"]', never an OpenAI tool call, so the server runs without a tool-call "
+            "parser and the client reads the Act with tooltrain's parse "
+            "(train.formats.get_format('toolselect_text').parse) on the completion text. The template renders "
+            "only what the layout holds (one user message, the candidates as tools, one answer with at most one "
+            "call without arguments) and raises on anything else with the format's reason."
+        ),
+        pinned=("bos_token", "eos_token"),
+    )
     default_tokenizer = "meta-llama/Llama-2-70b-hf"  # the paper's base model (hub access or a local copy)
 
     def __init__(self, bos_token: str = "<s>", eos_token: str = "</s>"):
