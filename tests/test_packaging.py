@@ -53,8 +53,8 @@ def test_a_wheel_ships_every_config_and_recipe_and_the_installed_package_compose
     primary = {f"train/_conf/{p.name}" for p in (REPO / "conf").glob("*.yaml")}  # train.yaml, retrieval.yaml
     assert {"train/_conf/train.yaml", "train/_conf/retrieval.yaml"} <= primary
     assert shipped == primary | groups | recipes
-    template_files = (REPO / "train" / "formats" / "templates").glob("*.jinja")
-    templates = {f"train/formats/templates/{p.name}" for p in template_files}
+    # every chat template: the families' under formats/templates, the papers' variants beside their wing's format
+    templates = {p.relative_to(REPO).as_posix() for p in (REPO / "train").rglob("*.jinja")}
     assert templates and templates <= set(zipfile.ZipFile(wheel).namelist())
 
     site = tmp_path / "site"
