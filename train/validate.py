@@ -50,6 +50,7 @@ from typing import Any, Literal
 import jsonschema
 import referencing.exceptions
 
+from train.base.call_markers import markup_findings
 from train.base.json_schema import (
     LOCAL_ONLY,
     REGEX_BUDGET_S,
@@ -59,7 +60,6 @@ from train.base.json_schema import (
     regex_budget,
 )
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall, ToolLibrary, ToolQuery
-from train.sources.call_markers import markup_findings
 
 Severity = Literal["error", "warning"]
 Setting = Literal["error", "warning", "ignore"]
@@ -82,7 +82,7 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     "duplicate-call-id": "error",
     "text-encoding": "error",
     "replacement-char": "warning",
-    "call-markup-in-text": "warning",  # tool-call markup kept as text (train.sources.call_markers)
+    "call-markup-in-text": "warning",  # tool-call markup kept as text (train.base.call_markers)
     # across records of one file (``data validate``): the eval split and held-out set go by id
     "duplicate-id": "error",
     # tool queries (retrieval datasets); MetaTool's "no tool needed" queries have empty gold sets
