@@ -25,11 +25,11 @@ from omegaconf.errors import ConfigTypeError, OmegaConfBaseException
 
 from train.base.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
 # YAML inside the package as plain files (package-data follows the links), so an installed
 # tooltrain finds its configs in the same place.
-CONF_DIR = Path(__file__).resolve().parent / "_conf"
+CONF_DIR = Path(__file__).resolve().parents[1] / "_conf"
 
 
 class ModelSource(str, Enum):
