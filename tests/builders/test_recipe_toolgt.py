@@ -178,16 +178,23 @@ def test_toolgt_tiny_never_trains_on_a_row_it_is_scored_on():
     assert not {normal_query(q) for q in queries} & {normal_query(q) for q in scored}
 
 
-def run_tooltrain(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TOOLTRAIN_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+def run_tooltrain(tmp_path: Path, *overrides: str, cache: Path | None = None) -> subprocess.CompletedProcess:
+    cache = cache or tmp_path / "cache"
+    env = {**os.environ, "TOOLTRAIN_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "train", "train", *overrides]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
-def test_eval_data_the_builder_cannot_read_is_one_error_line_not_a_traceback(tmp_path):
-    # eval=none: the run's input check does not see the BFCL folder, only the builder's decontamination reads it
+def test_eval_data_the_builder_cannot_read_is_one_error_line_not_a_traceback(tmp_path, tooltrain_cache):
+    # eval=none: the run's input check does not see the BFCL folder, only the builder's decontamination reads it.
+    # The session's cache: its llama3 tokenizer is built once for every test, not again here
     done = run_tooltrain(
-        tmp_path, "recipe=toolgt_tiny", "eval=none", f"toolgt.bfcl_dir={tmp_path}/no_bfcl", f"output_dir={tmp_path}/run"
+        tmp_path,
+        "recipe=toolgt_tiny",
+        "eval=none",
+        f"toolgt.bfcl_dir={tmp_path}/no_bfcl",
+        f"output_dir={tmp_path}/run",
+        cache=tooltrain_cache,
     )
     assert (done.returncode, done.stderr.strip().splitlines()) == (
         2,

@@ -169,7 +169,15 @@ def test_ordered_map_keeps_the_order_runs_in_workers_and_reads_ahead_boundedly()
 SMALL_TINY = ["recipe=tiny", "data.sources.0.limit=16", "data.max_seq_len=256", "peft.dropout=0", "eval=none"]
 
 
-@pytest.mark.parametrize("weights", [[], ["+data.part_weights.call_args=2.0"]])
+@pytest.mark.parametrize(
+    "weights",
+    [
+        [],
+        # slow tier: the packing test above gives the weighted batches the lists gave, and the unweighted case here
+        # trains on them alike: this run adds nothing the two do not pin
+        pytest.param(["+data.part_weights.call_args=2.0"], marks=pytest.mark.slow),
+    ],
+)
 def test_recipe_tiny_trains_to_the_same_losses_from_the_json_lines_rows(
     weights, tooltrain_cache, tmp_path, monkeypatch
 ):

@@ -81,6 +81,8 @@ def test_a_missing_input_is_one_error_line_and_nothing_is_created(engine, tmp_pa
     assert not out.exists()
 
 
+# slow tier: test_run_dir's check_inputs test has this message, the missing input above this CLI path
+@pytest.mark.slow
 def test_a_symlink_loop_as_input_is_one_error_line(engine, tmp_path):
     (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
     result = train(engine, tmp_path / "run", f"data.sources.0.inputs=[{tmp_path}/loop.json]")
@@ -95,6 +97,8 @@ def test_a_folder_given_to_a_reader_of_files_is_one_error_line(engine, tmp_path)
     assert the_error(result, 2) == f"error: {tmp_path}: is a folder; expected a JSON or JSON Lines file"
 
 
+# slow tier: test_run_dir's output_dir test has this message and the kept file, the missing input this CLI path
+@pytest.mark.slow
 def test_an_output_dir_that_is_a_file_is_one_error_line_and_the_file_is_kept(engine, tmp_path):
     a_file = tmp_path / "notes.txt"
     a_file.write_text("mine")
@@ -111,6 +115,8 @@ def test_data_that_leaves_nothing_to_train_on_is_one_error_line_with_the_reasons
     assert "x dropped_overlong: N > N tokens" in error
 
 
+# slow tier: test_registries has this message, test_config_ranges the CLI's one line for a config error
+@pytest.mark.slow
 def test_an_unknown_builder_argument_is_one_error_line(engine, tmp_path):
     result = train(engine, tmp_path / "run", "data.builder=metatool", "+data.builder_args.bogus=1")
     assert the_error(result, 2) == "error: invalid configuration:"  # at compose time, before any data is read
@@ -127,6 +133,8 @@ def test_an_eval_benchmark_without_conversations_is_one_error_line(engine, tmp_p
 # ---------------------------------------------------------------- item 5: a full disk, Ctrl-C
 
 
+# slow tier: test_run_dir's failed-save and failed-write tests (in process) and test_checkpoint_atomicity cover it
+@pytest.mark.slow
 def test_a_save_cut_short_by_a_full_disk_keeps_the_last_complete_checkpoint_and_resumes_from_it(
     engine, single_run, tmp_path, capsys
 ):
@@ -167,6 +175,8 @@ def test_ctrl_c_while_training_saves_a_checkpoint_and_exits_130(engine, tmp_path
     assert not (run_dir / HOLDER_NAME).exists()
 
 
+# slow tier: the in-process setup Ctrl-C test below has the rule, Ctrl-C while training the CLI's exit 130
+@pytest.mark.slow
 def test_ctrl_c_before_training_is_one_error_line_and_exits_130(engine, tmp_path):
     run_dir = tmp_path / "run"
     process = engine.start(run_dir, LONG)
@@ -188,6 +198,8 @@ def test_ctrl_c_before_training_is_one_error_line_and_exits_130(engine, tmp_path
 # ---------------------------------------------------------------- item 6: one run at a time
 
 
+# slow tier: test_run_dir's held-run-dir test (a real holder process) has the message and the killed holder
+@pytest.mark.slow
 def test_a_second_run_into_a_busy_output_dir_says_who_holds_it_and_a_killed_holder_blocks_nothing(engine, tmp_path):
     run_dir = tmp_path / "run"
     first = engine.start(run_dir, LONG)
@@ -268,7 +280,12 @@ def test_under_torchrun_only_rank_zero_locks_and_a_refused_run_ends_on_every_ran
             "model.arch.hidden_size=128",
             "  model.arch.hidden_size: 64 -> 128 (the checkpoint's weights have this model's shapes",
         ),
-        ("optim.lr=0.5", "  optim.lr: 0.001 -> 0.5 (the optimizer state and learning-rate schedule come back from the"),
+        # slow tier: the same refusal through the CLI as "model"; test_resume_config lists this difference
+        pytest.param(
+            "optim.lr=0.5",
+            "  optim.lr: 0.001 -> 0.5 (the optimizer state and learning-rate schedule come back from the",
+            marks=pytest.mark.slow,
+        ),
     ],
     ids=["model", "lr"],
 )

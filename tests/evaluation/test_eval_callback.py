@@ -155,6 +155,9 @@ def test_eval_configs_are_checked_when_composed():
         assert f"  - {message}" in str(raised.value).splitlines()
 
 
+# slow tier: composes every recipe twice; test_config composes every recipe, and the heldout eval's checks run on
+# recipe=tiny in the default tier (the test above)
+@pytest.mark.slow
 def test_every_recipe_composes_with_and_without_the_heldout_eval():
     recipes = sorted(path.stem for path in (REPO / "recipes").glob("*.yaml"))
     assert "tiny" in recipes

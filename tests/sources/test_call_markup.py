@@ -212,7 +212,7 @@ def test_convert_rejects_markup_a_reader_left_in_text(tmp_path, capsys):
 
 def test_validate_findings_have_validates_shape():
     """``markup_findings`` yields validate.py's ``(code, where, reason)``: a warning there once registered."""
-    from train.sources.call_markers import markup_findings
+    from train.base.call_markers import markup_findings
     from train.validate import Problem
 
     conv = Conversation.from_dict(

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from train.base.cache import cache_root
 from train.data.dataset import BuildReport, BuiltDataset, build_dataset
 from train.data.inputs import resolve_input
 from train.data.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
@@ -48,7 +49,6 @@ from train.engine.run_folder import run_tokenizer
 from train.engine.signals import EarlySignals
 from train.engine.summary import eval_before_after, run_identity
 from train.engine.tracking import rank_zero_print, report_to
-from train.tokenizers import cache_root
 
 
 @dataclass

@@ -32,7 +32,7 @@ class ModelFetchError(RuntimeError):
 
 
 def model_dir() -> Path:
-    from train.tokenizers import cache_root
+    from train.base.cache import cache_root
 
     return cache_root() / "models" / "smollm2-135m-instruct"
 

@@ -20,7 +20,7 @@ Embedders by name (``load_embedder``):
   name's last part starts with ``e5-`` or ``multilingual-e5``.
 
 Cache: ``cached_encode`` keeps one ``.npy`` file per (embedder, role, list of texts), named by a
-hash of all three, under ``train.tokenizers.cache_root()/retrieval/<embedder>/``. Only unique
+hash of all three, under ``train.base.cache.cache_root()/retrieval/<embedder>/``. Only unique
 texts are embedded; a changed list (a changed library) hashes to a new file and is embedded anew.
 """
 
@@ -186,7 +186,7 @@ def load_embedder(
 
 
 def cache_dir(embedder: Embedder) -> Path:
-    from train.tokenizers import cache_root
+    from train.base.cache import cache_root
 
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder.name).strip("_") or "embedder"
     return cache_root() / "retrieval" / slug

@@ -20,7 +20,7 @@ Layouts parsed:
 Markers of other layouts (``<functioncall>``, DeepSeek's, Kimi's, InternLM's, ...) are recognised but
 not parsed: a reader rejects the record naming the marker. Only assistant, tool and system turns are
 looked at: markup in user text is what the user typed, and stays text (as control tokens do). The markers
-themselves, and the ``data validate`` check, are in ``train.sources.call_markers``: it needs only the
+themselves, and the ``data validate`` check, are in ``train.base.call_markers``: it needs only the
 schema, so ``train.validate`` (a layer below the readers) can use it.
 """
 
@@ -32,10 +32,7 @@ import re
 import warnings
 from typing import Any
 
-from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
-from train.base.records import STRICT_JSON, parse_json_string
-from train.schema import Conversation, SchemaError
-from train.sources.call_markers import (
+from train.base.call_markers import (
     CODE,
     OTHER_MARKERS,
     PYTHON_TAG,
@@ -46,6 +43,9 @@ from train.sources.call_markers import (
     tool_blocks,
     without,
 )
+from train.base.pysyntax import MAX_SOURCE_CHARS, PySyntaxError, literal
+from train.base.records import STRICT_JSON, parse_json_string
+from train.schema import Conversation, SchemaError
 
 Call = tuple[str, dict[str, Any]]  # (name, arguments object)
 _MISTRAL_V11 = re.compile(r"\s*([A-Za-z0-9_.\-]+)\[ARGS\]")

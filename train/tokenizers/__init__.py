@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from train.base.cache import cache_root
+
 # name -> "module:builder". A builder takes no arguments and returns a PreTrainedTokenizerFast.
 # Bump BUILD_VERSION when a builder changes what it produces: it is part of the cache key.
 BUILDERS: dict[str, str] = {
@@ -27,11 +29,6 @@ BUILDERS: dict[str, str] = {
     "o200k_harmony": "train.tokenizers.harmony:build_o200k_harmony",
 }
 BUILD_VERSION = "1"
-
-
-def cache_root() -> Path:
-    """Where tooltrain keeps built tokenizers, fetched models and dataset caches."""
-    return Path(os.environ.get("TOOLTRAIN_CACHE", Path.home() / ".cache" / "tooltrain"))
 
 
 def load_tokenizer(name: str, *, trust_remote_code: bool = False, cache: bool = True) -> Any:
@@ -65,4 +62,4 @@ def load_tokenizer(name: str, *, trust_remote_code: bool = False, cache: bool = 
     return tokenizer
 
 
-__all__ = ["BUILDERS", "cache_root", "load_tokenizer"]
+__all__ = ["BUILDERS", "load_tokenizer"]

@@ -75,7 +75,7 @@ def o200k_tiktoken_file(folder: Path | None = None) -> Path:
 
     ValueError when the rebuilt file's SHA-256 is not the one OpenAI publishes (a changed quicktok)."""
     if folder is None:
-        from train.tokenizers import cache_root
+        from train.base.cache import cache_root
 
         folder = cache_root() / "tiktoken"
     path = folder / O200K_BASE_FILE

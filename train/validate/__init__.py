@@ -43,8 +43,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from train.base.call_markers import markup_findings
 from train.schema import Conversation, ToolLibrary, ToolQuery
-from train.sources.call_markers import markup_findings
 from train.validate.calls import CallRef, check_arguments, check_duplicate_call_ids, check_undefined_tools, iter_calls
 from train.validate.findings import (
     DEFAULT_SEVERITIES,

@@ -33,7 +33,7 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     "duplicate-call-id": "error",
     "text-encoding": "error",
     "replacement-char": "warning",
-    "call-markup-in-text": "warning",  # tool-call markup kept as text (train.sources.call_markers)
+    "call-markup-in-text": "warning",  # tool-call markup kept as text (train.base.call_markers)
     # across records of one file (``data validate``): the eval split and held-out set go by id
     "duplicate-id": "error",
     # tool queries (retrieval datasets); "no tool needed" queries have empty gold sets

@@ -155,9 +155,9 @@ def hf_dataset(cfg: Any, tokenizer: Any) -> Any:
     from datasets import Dataset, Features, Json, List
     from omegaconf import OmegaConf
 
+    from train.base.cache import cache_root
     from train.data.dataset import BuildReport, build_dataset, read_conversations
     from train.formats.hf import to_hf_messages
-    from train.tokenizers import cache_root
 
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     built = build_dataset(

@@ -224,8 +224,8 @@ def run_eval_split(cfg: Any, tokenizer: Any) -> list[Any]:
     """The run's own eval split (the dataset build is cached, so this loads it)."""
     from omegaconf import OmegaConf
 
+    from train.base.cache import cache_root
     from train.data.dataset import build_dataset
-    from train.tokenizers import cache_root
 
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     cache = Path(cfg.data.cache_dir or cache_root() / "datasets")

@@ -1,8 +1,8 @@
 """Which text holds tool-call markup: the markers, and the ``data validate`` check built on them.
 
-Kept apart from ``train.sources.call_markup`` (which parses the markup) because it needs nothing but ``re``
-and the schema, so ``train.validate``, a layer below the readers, can use it: the check there and the
-readers' parsing recognise exactly the same markup. User text is never looked at: markup there is what the
+In the base layer, apart from ``train.sources.call_markup`` (which parses the markup), because it needs nothing
+but ``re`` and the schema, so ``train.validate``, below the readers, can use it: the check there and the readers'
+parsing recognise exactly the same markup. User text is never looked at: markup there is what the
 user typed, and stays text (as control tokens do).
 """
 
