@@ -27,7 +27,10 @@ TRAIN = Path(__file__).resolve().parents[1] / "train"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the record contract (schema, validate, record reading), the registries every concept registers through, and
     # small shared pieces (errors, progress bars, the cache root, call syntax): everything may import them
-    ("base", ("train", "train.base.*", "train.schema", "train.validate", "train.registry", "train.builders")),
+    (
+        "base",
+        ("train", "train.base.*", "train.schema", "train.validate", "train.validate.*", "train.registry", "train.builders"),
+    ),
     ("sources", ("train.sources.*",)),  # the readers: a source file -> canonical conversations
     # tokenizers, and the model files fetched without a hub: SmolLM2's GGUF is both its tokenizer (read by
     # train.tokenizers.smollm2) and its weights (train.models.smollm2 loads them with that tokenizer), so peers
@@ -65,8 +68,6 @@ PENDING: dict[tuple[str, str], str] = {
     "PAPERS spec's hook, which run() calls without naming the paper",
     ("train.engine.run_dir", "train.papers.toolverifier.after_training"): "papers (or runfolder): the run folder "
     "asks the PAPERS spec, not ToolVerifier, what an after-training step leaves",
-    ("train.evaluation.tasks", "train.papers.metatool.pool"): "evalbench/papers: the metabench task (MetaTool's "
-    "pool retrieval) moves into MetaTool's wing, registered in TASKS as a module:attr string",
 }
 
 # The modules the CLI dispatches besides its VERBS tables: main runs these itself.
@@ -92,6 +93,16 @@ def module_files(root: Path = TRAIN) -> dict[str, Path]:
     return found
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """An ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) block."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the ``train`` modules it imports anywhere in its file (``from pkg import sub`` counts as sub)."""
 
@@ -104,7 +115,12 @@ def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str | None] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        guarded = [stmt for block in ast.walk(tree) if _type_checking(block) for stmt in block.body]
+        typing_only = {id(n) for stmt in guarded for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:  # ``if TYPE_CHECKING:`` imports never run: annotations only, no edge
+                continue
             if isinstance(node, ast.Import):
                 targets.update(known(alias.name) for alias in node.names if alias.name.split(".")[0] == "train")
             elif isinstance(node, ast.ImportFrom):
@@ -313,6 +329,18 @@ def test_a_lazy_import_inside_a_function_is_an_edge_and_closes_a_circle(tmp_path
 def test_a_registration_string_is_no_edge(tmp_path):
     edges = _package(tmp_path, {"registry.py": 'NAMES = {"x": "train.papers.x.builder:build"}\n'})
     assert edges["train.registry"] == set()
+
+
+def test_a_type_checking_import_is_no_edge_but_the_same_import_at_run_time_is(tmp_path):
+    edges = _package(
+        tmp_path,
+        {
+            "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from train.b import B\n",
+            "c.py": "import typing\nif typing.TYPE_CHECKING:\n    import train.b\nelse:\n    import train.a\n",
+            "b.py": "def f():\n    from train.a import x\n",
+        },
+    )
+    assert edges["train.a"] == set() and edges["train.c"] == {"train.a"} and edges["train.b"] == {"train.a"}
 
 
 def test_each_rule_is_reported_and_a_pending_arrow_is_not():
