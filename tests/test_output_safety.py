@@ -119,7 +119,7 @@ def test_interrupted_render_keeps_the_previous_outputs(tmp_path, monkeypatch):
     out = tmp_path / "out.jsonl"
     out.write_text("previous\n")
     (tmp_path / "out.rejects.jsonl").write_text("previous rejects\n")
-    from train.commands import render as render_module
+    from train.commands.data import render as render_module
 
     calls = []
 
