@@ -11,8 +11,8 @@ import pytest
 from train.data.bench_render import (
     Comparison,
     Rate,
-    all_conversations,
     Reference,
+    all_conversations,
     best_batched_pass,
     best_of,
     best_pass,
