@@ -53,13 +53,15 @@ def test_bench_data_reports_both_rates_the_build_and_the_read(smollm2, tmp_path,
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--workers", "0"], "error: --workers must be at least 1"),
-        (["--repeat", "0"], "error: --repeat must be at least 1"),
+        (["--workers", "0"], "tooltrain bench data: error: argument --workers: must be at least 1, got 0"),
+        (["--repeat", "0"], "tooltrain bench data: error: argument --repeat: must be at least 1, got 0"),
     ],
 )
 def test_bench_data_refuses_a_count_below_one(extra, message, capsys):
-    assert main(["bench", "data", str(CORPUS_FILE), "--format", "chatml", *extra]) == 2
-    assert capsys.readouterr().err.strip() == message
+    with pytest.raises(SystemExit) as stop:  # refused as the command line is parsed (train.commands.arg_types.count)
+        main(["bench", "data", str(CORPUS_FILE), "--format", "chatml", *extra])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == message
 
 
 def test_bench_data_names_a_missing_file(tmp_path, capsys):

@@ -29,7 +29,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # small shared pieces (errors, progress bars, the cache root, call syntax): everything may import them
     (
         "base",
-        ("train", "train.base.*", "train.schema", "train.validate", "train.validate.*", "train.registry", "train.builders"),
+        (
+            *("train", "train.base.*", "train.schema", "train.validate", "train.validate.*"),
+            *("train.registry", "train.builders"),
+        ),
     ),
     ("sources", ("train.sources.*",)),  # the readers: a source file -> canonical conversations
     # tokenizers, and the model files fetched without a hub: SmolLM2's GGUF is both its tokenizer (read by

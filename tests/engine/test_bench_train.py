@@ -3,7 +3,8 @@ numbers are timings, which no test can pin)."""
 
 from __future__ import annotations
 
-from train.commands.bench.train import Measurement, ratio, table
+from train.commands.bench.train import ratio, table
+from train.engine.bench_train import Measurement
 
 
 def test_table_and_ratios_from_measurements():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from train.commands.data.render import trained_runs
+from train.data.rendered import trained_runs
 from train.formats import FORMATS, MaskPolicy, format_class, get_format
 from train.formats.base import Segment
 from train.formats.chatml import ChatMLFormat

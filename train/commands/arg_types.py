@@ -1,5 +1,6 @@
 """argparse types for the verbs' numbers: a count below its least, or a NaN, is refused when the command line is
-parsed (argparse's own ``usage:`` and ``error:`` lines, exit 2), before any file is read or model loaded."""
+parsed (argparse's own ``usage:`` and ``error:`` lines, exit 2), before any file is read or model loaded. A verb
+refuses its counts here, not by a check of its own after parsing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Callable
 
 
 def count(least: int) -> Callable[[str], int]:
-    """An integer of at least ``least`` (``--limit``, ``--show``, ``--max-report``, batch sizes)."""
+    """An integer of at least ``least`` (``--limit``, ``--show``, ``--max-report``, ``--repeat``, ``--steps``, batch
+    sizes, worker counts)."""
 
     def parse(text: str) -> int:
         try:

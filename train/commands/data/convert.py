@@ -11,6 +11,7 @@ rejected naming the markup: its calls would train as text, with no tools listed.
 ``--validate``, records that fail tool-aware validation with an *error* are rejected here too
 (warnings pass).
 
+What is kept of each record is ``train.sources.convert.canonical_line``.
 Outputs are replaced only when the conversion succeeds (``train.commands.outputs``); an output
 that is one of the inputs is refused. ``-o -`` writes the records to stdout and the report to
 stderr; beside stdout or a device (``-o /dev/null``) side files are written only to the paths
@@ -24,17 +25,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from train.base.progress import progress
 from train.commands.data.rejects import RejectReport, nothing_written, where_rejects_are
 from train.commands.outputs import Outputs, is_stdout, output_path, side_file
-from train.schema import Conversation, ToolLibrary, dumps
-from train.sources import SOURCES, Rejected, SourceError, get_reader, reader_doc
-from train.sources.call_markup import markup_reject
-from train.validate import check_conversation
+from train.schema import ToolLibrary, dumps
+from train.sources import SOURCES, Reader, Rejected, SourceError, get_reader
+from train.sources.convert import canonical_line, source_inputs, trains_nothing
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,13 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def source_inputs(source: str) -> str:
-    """What a source reads, in order: the first sentence of its module's ``INPUTS:`` paragraph."""
-    doc = reader_doc(source)
-    match = re.search(r"^INPUTS?: (.+?)\.(?:\s|$)", doc, re.MULTILINE | re.DOTALL)
-    if match is None:
-        return "see the convert table in the README"
-    return " ".join(match.group(1).replace("``", "").split())
+@dataclass
+class Converted:
+    """What one conversion wrote and rejected."""
+
+    written: int = 0
+    no_assistant: int = 0  # written conversations that end before any assistant turn
+    rejects: RejectReport = field(default_factory=RejectReport)
+    libraries: list[ToolLibrary] = field(default_factory=list)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,71 +91,75 @@ def run(args: argparse.Namespace) -> int:
         return 2
     rejects_path = side_file(args.output, "rejects", args.rejects)
     library_path = side_file(args.output, "library", args.library)
-    report_to = sys.stderr if is_stdout(args.output) else sys.stdout
-    written = 0
-    no_assistant = 0  # written conversations that end before any assistant turn
-    rejects = RejectReport()
-    libraries: list[ToolLibrary] = []
     try:
-        # checked and created before any input is read: a bad -o costs nothing, an input is never an output
-        with Outputs([args.output, rejects_path, library_path], inputs=args.inputs) as outputs:
-            out = outputs.open(args.output, "wb")
-            rejects_file = outputs.open(rejects_path) if rejects_path else None
-            for item in progress(reader(list(args.inputs)), desc=f"convert {args.source}", unit="rec"):
-                if isinstance(item, ToolLibrary):
-                    libraries.append(item)
-                    continue
-                if isinstance(item, Conversation) and (markup := markup_reject(item)):
-                    item = Rejected(item.id, markup, item.to_dict())
-                if isinstance(item, Conversation) and args.validate:
-                    errors = [p for p in check_conversation(item) if p.severity == "error"]
-                    if errors:
-                        item = Rejected(item.id, "; ".join(map(str, errors)), item.to_dict())
-                if not isinstance(item, Rejected):
-                    try:
-                        line = dumps(item).encode("utf-8")
-                    except UnicodeEncodeError as err:  # lone surrogates: text that is not Unicode
-                        item = Rejected(item.id, f"text-encoding: not encodable as UTF-8 ({err.reason})")
-                if isinstance(item, Rejected):
-                    rejects.add(item)
-                    if rejects_file:
-                        # ASCII escapes: a rejected record may hold the very text that cannot be encoded
-                        rejects_file.write(json.dumps(item.to_dict(), ensure_ascii=True) + "\n")
-                else:
-                    written += 1
-                    no_assistant += isinstance(item, Conversation) and not any(
-                        m.role == "assistant" for m in item.messages
-                    )
-                    out.write(line + b"\n")
-            if not written:
-                outputs.discard()  # a wrong reader rejects everything: keep whatever was there before
-            elif libraries and library_path:
-                library_file = outputs.open(library_path)
-                for library in libraries:
-                    library_file.write(dumps(library) + "\n")
+        done = convert(args, reader, rejects_path, library_path)
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"read {written + rejects.count}, written {written}, rejected {rejects.count}", file=report_to)
-    for line in rejects.lines():
+    report_to = sys.stderr if is_stdout(args.output) else sys.stdout
+    print(
+        f"read {done.written + done.rejects.count}, written {done.written}, rejected {done.rejects.count}",
+        file=report_to,
+    )
+    for line in done.rejects.lines():
         print(line, file=report_to)
-    if not written:
+    if not done.written:
         hint = (
             f"is {args.source} the right source for these files, and are they in the order it reads? "
             f"{args.source} reads: {source_inputs(args.source)}"
         )
-        return nothing_written(rejects.count, args.output, hint)
-    if rejects.count:
+        return nothing_written(done.rejects.count, args.output, hint)
+    notes(args, done, rejects_path, library_path, report_to)
+    return 0
+
+
+def convert(
+    args: argparse.Namespace, reader: Reader, rejects_path: Path | None, library_path: Path | None
+) -> Converted:
+    """Every item the reader yields written as a canonical line or rejected; the outputs replaced together, and
+    only when something was written."""
+    done = Converted()
+    # checked and created before any input is read: a bad -o costs nothing, an input is never an output
+    with Outputs([args.output, rejects_path, library_path], inputs=args.inputs) as outputs:
+        out = outputs.open(args.output, "wb")
+        rejects_file = outputs.open(rejects_path) if rejects_path else None
+        for item in progress(reader(list(args.inputs)), desc=f"convert {args.source}", unit="rec"):
+            if isinstance(item, ToolLibrary):
+                done.libraries.append(item)
+                continue
+            line = canonical_line(item, args.validate)
+            if isinstance(line, Rejected):
+                done.rejects.add(line)
+                if rejects_file:
+                    # ASCII escapes: a rejected record may hold the very text that cannot be encoded
+                    rejects_file.write(json.dumps(line.to_dict(), ensure_ascii=True) + "\n")
+                continue
+            done.written += 1
+            done.no_assistant += trains_nothing(item)
+            out.write(line + b"\n")
+        if not done.written:
+            outputs.discard()  # a wrong reader rejects everything: keep whatever was there before
+        elif done.libraries and library_path:
+            library_file = outputs.open(library_path)
+            for library in done.libraries:
+                library_file.write(dumps(library) + "\n")
+    return done
+
+
+def notes(
+    args: argparse.Namespace, done: Converted, rejects_path: Path | None, library_path: Path | None, report_to: TextIO
+) -> None:
+    """The lines under the counts: where the rejects are, a library not written, conversations that train nothing."""
+    if done.rejects.count:
         print(where_rejects_are(rejects_path), file=report_to)
-    if libraries and not library_path:
+    if done.libraries and not library_path:
         print(
             "  tool library not written (the output is not a regular file): give --library PATH to keep it",
             file=report_to,
         )
-    if no_assistant:
+    if done.no_assistant:
         print(
-            f"  note: {no_assistant} of {written} conversations have no assistant turn (nothing to train on); "
-            f"{args.source} reads: {source_inputs(args.source)}",
+            f"  note: {done.no_assistant} of {done.written} conversations have no assistant turn (nothing to train "
+            f"on); {args.source} reads: {source_inputs(args.source)}",
             file=report_to,
         )
-    return 0

@@ -17,6 +17,7 @@ is the input is refused. ``-o -`` writes the rows to stdout and the report to st
 or a device (``-o /dev/null``) rejects are written only to the path ``--rejects`` names.
 Exit code 0; 1 when every record of a non-empty input was rejected (nothing is written); 2 when
 the input, the format or the tokenizer cannot be loaded, or an output cannot be written.
+What a rendered line holds, and how trained tokens are told apart for ``--show``, is ``train.data.rendered``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,12 +35,13 @@ from train.commands.arg_types import count
 from train.commands.chat_setup import load_format_and_tokenizer
 from train.commands.data.rejects import RejectReport, nothing_written, where_rejects_are
 from train.commands.outputs import Outputs, is_stdout, output_path, side_file
+from train.data.rendered import part_runs, part_segments, rendered_record, trained_runs
 from train.formats import FORMATS, MaskPolicy, Tokenized
-from train.formats.base import WEIGHT_PARTS, ChatFormat, Segment, call_turns, weight_part
-from train.formats.tokenize import tokenize
+from train.formats.base import WEIGHT_PARTS, ChatFormat, Segment
 from train.schema import Conversation, SchemaError
 
 OPEN, CLOSE = "⟦", "⟧"  # marks trained spans where colour is not available
+Shown = tuple[str, Tokenized, list[Segment]]  # a conversation's id, tokens and part-marked segments, for --show
 
 
 def part_weight(spec: str) -> tuple[str, float]:
@@ -109,21 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def rendered_record(
-    conv: Conversation, fmt: ChatFormat, tokenizer: Any, policy: MaskPolicy, with_text: bool
-) -> tuple[dict[str, Any], Tokenized]:
-    """One output line (raises ValueError when the format cannot express the conversation)."""
-    tokens = tokenize(fmt, conv, tokenizer, policy)
-    record: dict[str, Any] = {"id": conv.id, **tokens.to_dict()}
-    if policy.weights:
-        record["weights"] = tokens.weights
-    if with_text:
-        record["text"] = fmt.render_text(conv)
-    return record, tokens
-
-
 def run(args: argparse.Namespace) -> int:
-    from train.base.records import Rejected, SourceError, input_problem, iter_json_records
+    from train.base.records import SourceError, input_problem
 
     problem = input_problem(args.file)  # before loading a tokenizer; reading checks it again
     if problem:
@@ -134,38 +122,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    policy = MaskPolicy(last_turn_only=args.last_turn_only, weights=dict(args.weights))
     rejects_path = side_file(args.output, "rejects", args.rejects)
     report_to = sys.stderr if is_stdout(args.output) else sys.stdout
-    rendered = 0
-    rejects = RejectReport()
-    shown: list[tuple[str, Tokenized, list[Segment]]] = []
     try:
-        with Outputs([args.output, rejects_path], inputs=[args.file]) as outputs:
-            out = outputs.open(args.output)
-            rejects_file = outputs.open(rejects_path) if rejects_path else None
-            for item in progress(iter_json_records(args.file), desc=f"render {args.format}", unit="conv"):
-                if not isinstance(item, Rejected):
-                    location, obj = item
-                    try:
-                        conv = Conversation.from_dict(obj)
-                        record, tokens = rendered_record(conv, fmt, tokenizer, policy, args.text)
-                    except SchemaError as err:
-                        item = Rejected(location, f"not a canonical conversation: {err}", obj)
-                    except ValueError as err:  # the format cannot express it
-                        item = Rejected(location, f"unrenderable: {err}", obj)
-                if isinstance(item, Rejected):
-                    rejects.add(item)
-                    if rejects_file:
-                        rejects_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
-                    continue
-                rendered += 1
-                out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-                if len(shown) < args.show:
-                    calls = call_turns(conv)  # their text is "reasoning", as data.part_weights names it
-                    shown.append((conv.id, tokens, [replace(s, part=weight_part(s, calls)) for s in fmt.render(conv)]))
-            if not rendered:
-                outputs.discard()  # nothing renderable: keep whatever was there before
+        rendered, rejects, shown = render_file(args, fmt, tokenizer, rejects_path)
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -182,25 +142,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def render_file(
+    args: argparse.Namespace, fmt: ChatFormat, tokenizer: Any, rejects_path: Path | None
+) -> tuple[int, RejectReport, list[Shown]]:
+    """Every line of ``args.file`` rendered to ``args.output`` or rejected to ``rejects_path``; the outputs replaced
+    together, and only when something was rendered. How many were, the rejects, and the first ``--show`` ones."""
+    from train.base.records import Rejected, iter_json_records
+
+    policy = MaskPolicy(last_turn_only=args.last_turn_only, weights=dict(args.weights))
+    rendered = 0
+    rejects = RejectReport()
+    shown: list[Shown] = []
+    with Outputs([args.output, rejects_path], inputs=[args.file]) as outputs:
+        out = outputs.open(args.output)
+        rejects_file = outputs.open(rejects_path) if rejects_path else None
+        for item in progress(iter_json_records(args.file), desc=f"render {args.format}", unit="conv"):
+            if not isinstance(item, Rejected):
+                location, obj = item
+                try:
+                    conv = Conversation.from_dict(obj)
+                    record, tokens = rendered_record(conv, fmt, tokenizer, policy, args.text)
+                except SchemaError as err:
+                    item = Rejected(location, f"not a canonical conversation: {err}", obj)
+                except ValueError as err:  # the format cannot express it
+                    item = Rejected(location, f"unrenderable: {err}", obj)
+            if isinstance(item, Rejected):
+                rejects.add(item)
+                if rejects_file:
+                    rejects_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+                continue
+            rendered += 1
+            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            if len(shown) < args.show:
+                shown.append((conv.id, tokens, part_segments(fmt, conv)))
+        if not rendered:
+            outputs.discard()  # nothing renderable: keep whatever was there before
+    return rendered, rejects, shown
+
+
 # ---- --show ---------------------------------------------------------------------------------
-
-
-def trained_runs(tokens: Tokenized, tokenizer: Any) -> list[tuple[str, bool]]:
-    """The conversation as (text, trained) runs of consecutive tokens.
-
-    Decoding whole runs (not token by token) keeps multi-byte characters intact: a character's
-    bytes never straddle a trained/masked edge, because no token does.
-    """
-    runs: list[tuple[str, bool]] = []
-    start = 0
-    labels = tokens.labels
-    for end in range(1, len(labels) + 1):
-        if end == len(labels) or (labels[end] != -100) != (labels[start] != -100):
-            ids = tokens.input_ids[start:end]
-            text = tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-            runs.append((text, labels[start] != -100))
-            start = end
-    return runs
 
 
 def plain_view(runs: Iterable[tuple[str, bool]]) -> str:
@@ -219,28 +199,7 @@ PART_STYLES = {
 TRAINED_STYLE, MASKED_STYLE = "bold green", "dim"  # a trained token whose part is unknown; a masked one
 
 
-def part_runs(runs: list[tuple[str, bool]], segments: list[Segment]) -> list[tuple[str, bool, str | None]]:
-    """``trained_runs`` split where the part changes: (text, trained, part). The parts come from the segments'
-    characters, so only when the decoded runs spell the rendered text exactly (a byte-level tokenizer); else
-    each run keeps part None (coloured as trained or masked only)."""
-    if "".join(text for text, _ in runs) != "".join(seg.text for seg in segments):
-        return [(text, trained, None) for text, trained in runs]
-    part_of = [seg.part for seg in segments for _ in seg.text]
-    out: list[tuple[str, bool, str | None]] = []
-    position = 0
-    for text, trained in runs:
-        start = 0
-        for k in range(1, len(text) + 1):
-            if k == len(text) or part_of[position + k] != part_of[position + start]:
-                out.append((text[start:k], trained, part_of[position + start]))
-                start = k
-        position += len(text)
-    return out
-
-
-def show(
-    conversations: list[tuple[str, Tokenized, list[Segment]]], tokenizer: Any, stream: TextIO | None = None
-) -> None:
+def show(conversations: list[Shown], tokenizer: Any, stream: TextIO | None = None) -> None:
     """Print to ``stream`` (stdout by default; stderr when the rows themselves go to stdout)."""
     from rich.console import Console
     from rich.text import Text  # Text, not markup: conversations are full of "[...]"
