@@ -2,7 +2,7 @@
 
 Canonical ToolSelect conversations in (reader ``toolselect``: candidates as ``tools``, the instruction as the user
 message, the reasoning note as the assistant's content and one ``{}`` call to the gold), rows out, in input order,
-for the ``toolselect_text`` format (``train.formats.toolselect_text``) to render as the paper's text layout.
+for the ``toolselect_text`` format (``train.papers.toolverifier.format``) to render as the paper's text layout.
 
 The paper's "Full Data" (A.4, Figure 4) is the default; each ablation row is one argument:
 
