@@ -405,7 +405,7 @@ def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
         from transformers import PreTrainedTokenizerFast
 
         return PreTrainedTokenizerFast.from_pretrained(str(weights))
-    from train.engine.config import choice
+    from train.base.errors import choice
     from train.tokenizers import load_tokenizer
 
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
@@ -531,7 +531,7 @@ def export_folder(output_dir: Path) -> Iterator[Path]:
 
 
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
-    from train.engine.config import choice
+    from train.base.errors import choice
     from train.formats.serving import chat_template
 
     run_dir = Path(run_dir)
