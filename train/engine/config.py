@@ -243,7 +243,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    # each paper's node (PAPERS: toolgt, itc, ptr, ...) is added by ``schema()``, null outside its recipes
+    # each paper's node (train.papers.PAPERS: PaperSpec.node) is added by ``schema()``, null outside its recipes
 
 
 def schema() -> type:

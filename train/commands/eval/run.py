@@ -11,7 +11,7 @@ MODEL is one of
 The bench's task (``train.evaluation.tasks``) turns each reference conversation into a prompt, the
 model writes the target turn (greedy unless ``--temperature``), the chat format parses it, and the
 bench's scorer scores the prediction rows. ``--option KEY=VALUE`` sets a task option (metabench: the
-retriever that executes the model's meta_tool calls for HR@k: ``embedder``, ``alpha``, ``k``).
+retriever that executes the model's retrieval calls for HR@k: ``embedder``, ``alpha``, ``k``).
 ``--predictions`` writes those rows (re-scorable with ``tooltrain eval score``) with each generation
 beside them. ``heldout`` on a run directory without
 ``--data`` evaluates the run's own eval split. BENCH comes first, as in ``tooltrain eval score BENCH``; the old
