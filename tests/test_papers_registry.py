@@ -160,3 +160,21 @@ def test_the_entry_dispatches_an_evaluation_only_job_through_the_registry(monkey
 
     assert evaluation_job(compose(["recipe=tiny"])) is None  # a training recipe trains
     assert evaluation_job(compose(["recipe=ptr_tiny"])) is PAPERS.get("ptr").job
+
+
+def test_a_config_with_the_papers_nodes_pickles_for_a_sweeps_jobs(tmp_path):
+    """submitit pickles each job's config: the schema built from the registry must be found again by name, in this
+    process and in a fresh one (which builds the same schema from its own registry)."""
+    import pickle
+    import subprocess
+
+    from train.engine.config import compose
+
+    cfg = compose(["recipe=toolgt_tiny", "toolgt.arm=cot"])
+    assert pickle.loads(pickle.dumps(cfg)).toolgt.arm == "cot"
+    (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(cfg))
+    code = "import pickle, sys; print(pickle.load(open(sys.argv[1], 'rb')).toolgt.arm)"
+    repo = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-c", code, str(tmp_path / "cfg.pkl")]
+    done = subprocess.run(argv, cwd=repo, check=False, capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "cot"), done.stderr

@@ -269,9 +269,9 @@ def _schema(names: tuple[str, ...]) -> type:
     fields = [_node_field(Config, key, section, name) for key, section, name in nodes.pop("", [])]
     for parent, children in nodes.items():
         base = _section_type(parent)
-        extended = _extend(base, [_node_field(base, key, section, name) for key, section, name in children])
+        extended = _extend(base, [_node_field(base, key, section, name) for key, section, name in children], names)
         fields.append((parent, extended, field(default_factory=extended)))  # replaces Config's own field
-    return _extend(Config, fields)
+    return _extend(Config, fields, names)
 
 
 def _node_field(base: type, key: str, section: Any, paper: str) -> tuple[str, Any, Any]:
@@ -291,13 +291,28 @@ def _section_type(parent: str) -> type:
     return factory
 
 
-def _extend(base: type, fields: list[tuple[str, Any, Any]]) -> type:
-    """``base`` with more fields (a field of base's name is replaced), under base's name and module."""
+_SCHEMA_PREFIX = "_PaperSchema_"
+
+
+def _extend(base: type, fields: list[tuple[str, Any, Any]], names: tuple[str, ...]) -> type:
+    """``base`` with more fields (a field of base's name is replaced). It keeps base's ``__name__`` (what OmegaConf's
+    messages call it) and gets a module-level name of its own, so a composed config pickles (a sweep's submitit
+    jobs) and unpickles in a process that builds the same schema (``__getattr__``)."""
     if not fields:
         return base
     extended = dataclasses.make_dataclass(base.__name__, fields, bases=(base,))
-    extended.__module__, extended.__qualname__ = base.__module__, base.__qualname__
+    extended.__module__, extended.__qualname__ = __name__, f"{_SCHEMA_PREFIX}{base.__name__}_{'_'.join(names)}"
+    globals()[extended.__qualname__] = extended
     return extended
+
+
+def __getattr__(name: str) -> Any:
+    """A schema class another process pickled (``_extend``): built from this process's registry on first use."""
+    if name.startswith(_SCHEMA_PREFIX):
+        schema()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register() -> None:
