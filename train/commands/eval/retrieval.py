@@ -107,9 +107,9 @@ def option_defaults() -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.overrides or args.multirun:
-        from train.commands import eval_retrieval_sweep  # the Hydra form of this verb, not a verb of its own
+        from train.commands.eval import retrieval_sweep  # the Hydra form of this verb, not a verb of its own
 
-        return eval_retrieval_sweep.main(args, option_defaults())
+        return retrieval_sweep.main(args, option_defaults())
     library = args.library or (default_library(args.queries) if args.queries else None)
     check_outputs([args.per_item, args.output], [args.queries, library])  # before any embedding
     try:
