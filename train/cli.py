@@ -20,13 +20,13 @@ VERBS: dict[str, dict[str, tuple[str, str]]] = {
         "validate": ("data.validate", "check canonical conversations against their tools"),
         "stats": ("data.stats", "count conversations, turns, calls and tools"),
         "render": ("data.render", "render conversations to token ids and loss labels"),
-        "build": ("data.build", "build a recipe's training set and benchmark (metatool: MT-LLaMA data + Meta-Bench)"),
+        "build": ("data.build", "build a recipe's training set with its data builder (and the benchmark it writes)"),
     },
     "eval": {
         "score": ("eval.score", "score model predictions against a benchmark's references"),
         "run": ("eval.run", "generate a benchmark's answers with a model or a run, then score them"),
-        "retrieval": ("eval.retrieval", "HR@k of meta_tool, history and keyword tool retrieval on tool-query files"),
-        "recommend": ("eval.recommend", "PTR tool recommendation: TRACC, Recall, NDCG (RecTools, MetaTool, ToolLens)"),
+        "retrieval": ("eval.retrieval", "HR@k of tool retrieval (by a retrieval call, history, keyword) on queries"),
+        "recommend": ("eval.recommend", "tool-set recommendation on tool-query datasets: TRACC, Recall, NDCG"),
     },
     "bench": {
         "render": (

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from train.engine.checkpoints import COMPLETE_MARKER
-from train.engine.config import CONF_DIR, Config, compose
+from train.engine.config import CONF_DIR, compose, schema
 from train.engine.resume_config import (
     FIXED,
     FREE,
@@ -92,7 +92,7 @@ def _schema_leaves(schema, prefix: str = "") -> list[str]:
 
 @pytest.mark.parametrize("recipe", sorted(path.stem for path in (CONF_DIR / "recipe").glob("*.yaml")))
 def test_every_key_of_every_recipe_and_of_the_schema_has_a_row_of_its_own(recipe):
-    keys = set(flatten(as_plain(compose([f"recipe={recipe}"])))) | set(_schema_leaves(Config))
+    keys = set(flatten(as_plain(compose([f"recipe={recipe}"])))) | set(_schema_leaves(schema()))
     assert sorted(key for key in keys if rule_for(key) == UNLISTED) == []
     assert all(rule in (FIXED, FREE, IGNORED) and why for rule, why in RESUME_RULES.values())
 

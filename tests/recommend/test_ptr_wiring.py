@@ -173,7 +173,7 @@ def test_bad_llm_values_are_one_error_line(shared_data: Path, tmp_path: Path, ca
 
 def test_the_ptr_tiny_recipe_runs_stages_2_3(tmp_path: Path):
     from train.engine.config import compose
-    from train.engine.run import run
+    from train.engine.entry import start as run  # the ptr recipes run PTR's evaluation-only job (PaperSpec.job)
 
     overrides = ["recipe=ptr_tiny", "ptr.stages=[1,2,3]", "ptr.limit=2", "ptr.seeds=1", "ptr.embedder=hash-bow",
                  f"output_dir={tmp_path / 'run'}"]  # fmt: skip

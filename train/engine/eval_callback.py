@@ -35,8 +35,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from train.base.errors import ConfigError, choice
 from train.engine import distributed
-from train.engine.config import ConfigError, choice
 from train.evaluation.generate import HFBackend, generate
 from train.evaluation.tasks import (
     EvalItem,

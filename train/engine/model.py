@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from train.engine.config import choice
+from train.base.errors import choice
 
 DTYPES = {
     "float32": torch.float32,

@@ -39,7 +39,8 @@ _LENGTH = "how long to train: the learning-rate schedule then ends at the new la
 _BATCH = "batch geometry: the checkpoint's data position counts batches of this size"
 
 # config key (or prefix) -> (FIXED or FREE, why). The longest prefix of a key decides; every top-level field
-# of train.engine.config.Config has a row (tests/engine/test_resume_config.py checks that every key is covered).
+# of train.engine.config.schema() has a row (a paper's node: its PaperSpec.resume); tests/engine/test_resume_config.py
+# checks that every key is covered.
 RESUME_RULES: dict[str, tuple[str, str]] = {
     "model": (FIXED, "the checkpoint's weights have this model's shapes and dtype"),
     "model.attn_implementation": (FREE, "the same attention, computed by another kernel"),
@@ -69,9 +70,7 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "eval": (FREE, "what is evaluated, not what is trained"),
     "tracking": (FREE, "where metrics are reported"),
     "run_name": (FREE, "a name"),
-    "toolgt": (FIXED, "the ToolGT arm, template and eval rows choose the training samples (data.builder_args)"),
-    "itc": (FIXED, "ITC's training languages choose the training samples (data.builder_args.languages)"),
-    "ptr": (FREE, "PTR's recommendation evaluation (seed 001): it trains nothing and leaves no checkpoint"),
+    # each paper's node has its row in its spec (PaperSpec.resume): resume_rules() adds them
     # where the run is and how it was launched: a folder moved or named another way, a job on other nodes
     "output_dir": (IGNORED, "the folder the run is in, however it is named"),
     "launcher": (IGNORED, "how the run is launched (its log_dir follows output_dir); training never reads it"),
@@ -95,10 +94,18 @@ class Change:
         return f"{self.key}: {_show(self.saved)} -> {_show(self.new)}"
 
 
+def resume_rules() -> dict[str, tuple[str, str]]:
+    """RESUME_RULES and the row of each paper's node (``PaperSpec.resume``: its ``fixed``/``free`` and why)."""
+    from train.papers import specs
+
+    return {**RESUME_RULES, **{spec.node: spec.resume for _, spec in specs() if spec.resume is not None}}
+
+
 def rule_for(key: str) -> tuple[str, str]:
     parts = key.split(".")
+    rules = resume_rules()
     for end in range(len(parts), 0, -1):
-        rule = RESUME_RULES.get(".".join(parts[:end]))
+        rule = rules.get(".".join(parts[:end]))
         if rule is not None:
             return rule
     return UNLISTED

@@ -21,13 +21,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from train.base.cache import cache_root
+from train.base.errors import ConfigError, choice
 from train.data.dataset import BuildReport, BuiltDataset, build_dataset
-from train.data.inputs import resolve_input
 from train.data.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
 from train.engine import distributed
 from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
 from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
-from train.engine.config import ConfigError, choice
 from train.engine.eval_callback import build_eval_callback
 from train.engine.flops import flops_counter, sample_lengths
 from train.engine.loss import WeightedLoss
@@ -54,7 +53,7 @@ from train.engine.tracking import rank_zero_print, report_to
 @dataclass
 class RunResult:
     output_dir: Path
-    status: str  # "completed" | "preempted" | "stopped" | "evaluated" (the ptr recipes: nothing trained)
+    status: str  # "completed" | "preempted" | "stopped" | "evaluated" (a paper's evaluation-only job: nothing trained)
     global_step: int
     losses: list[float]
     adapter_dir: Path | None
@@ -119,8 +118,6 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     """One training run: setup -> data -> model -> train -> finish. A rerun of a completed run is a no-op."""
     world = distributed.World.from_env()
     out = Path(cfg.output_dir)
-    if cfg.get("ptr") is not None:  # PTR trains nothing (seed 001): its recipes run the recommendation evaluation
-        return evaluate_recommendation(cfg, world, out)
     done = completed_run(out)
     if done is not None:  # rerunning the same command is how a preempted run resumes; a finished run stays finished
         check_rerun(out, cfg, world)  # ... but another recipe or setting is not that command: refused, D untouched
@@ -134,36 +131,6 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         EarlySignals.stop_if_interrupted()
         trained = train_model(cfg, env, data, model, extra_callbacks)
         return finish(cfg, env, data, model, trained)
-
-
-def evaluate_recommendation(cfg: DictConfig, world: distributed.World, out: Path) -> RunResult:
-    """The ptr recipes: ``tooltrain eval recommend`` from the composed ``ptr`` node; Table 1's layout printed,
-    ``out/metrics.json`` written (status "evaluated", no step, no model)."""
-    from train.papers.ptr.backbone import load_run_backend
-    from train.papers.ptr.data import DataError
-    from train.papers.ptr.evaluate import Settings, evaluate, format_table
-
-    ptr = OmegaConf.to_container(cfg.ptr, resolve=True)
-    llm = str(ptr["llm"])
-    settings = Settings(
-        datasets=list(ptr["datasets"]), root=resolve_input(ptr["data"]), retriever=ptr["retriever"],
-        embedder=ptr["embedder"], stages=tuple(ptr["stages"]), protocol=ptr["protocol"], seeds=ptr["seeds"],
-        llm=llm if llm in ("offline", "http", "hf") else str(resolve_input(llm)),
-        llm_settings=dict(ptr.get("llm_settings") or {}), clean_queries=bool(ptr.get("clean_queries", False)),
-        limit=ptr.get("limit"),
-    )  # fmt: skip
-    try:
-        results = evaluate(settings, load_run=load_run_backend)
-    except (DataError, ValueError) as err:
-        raise ConfigError(f"ptr: {err}") from None
-    summary = {"status": "evaluated", "recommend": [result.to_dict() for result in results]}
-    if world.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        temporary = out / "metrics.json.tmp"
-        temporary.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        temporary.replace(out / "metrics.json")
-        rank_zero_print(world, format_table(settings, results))
-    return RunResult(output_dir=out, status="evaluated", global_step=0, losses=[], adapter_dir=None, summary=summary)
 
 
 def already_completed(cfg: DictConfig, world: distributed.World, out: Path, done: dict[str, Any]) -> RunResult:
@@ -421,11 +388,8 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
         "run": run_identity(cfg),
         "eval": eval_before_after(state.log_history),
     }
-    if status == "completed" and world.is_main and cfg.eval.get("toolbench_verify"):
-        from train.papers.toolverifier.after_training import verify_after_training  # ToolVerifier (seed 003) only
-
-        node = cfg.eval.toolbench_verify
-        summary["toolbench_verify"] = verify_after_training(node, model.model, data.tokenizer, out, world.world_size)
+    if status == "completed" and world.is_main:
+        summary.update(after_training(cfg, model.model, data.tokenizer, out, world.world_size))
     if world.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         from train.engine.report import write_report
@@ -441,6 +405,18 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
         summary=summary,
         stop_signal=preemption.received if preemption.stopped_by_signal else None,
     )
+
+
+def after_training(cfg: DictConfig, model: Any, tokenizer: Any, out: Path, world_size: int) -> dict[str, Any]:
+    """The after-training steps of the run's papers (``PaperSpec.after_training``), on rank 0 after a completed run
+    (the final model is saved): what each returns goes into summary.json."""
+    from train.papers import active
+
+    added: dict[str, Any] = {}
+    for _, spec in active(cfg):
+        if spec.after_training is not None:
+            added.update(spec.after_training(cfg, model, tokenizer, out, world_size))
+    return added
 
 
 def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]], world: distributed.World) -> None:

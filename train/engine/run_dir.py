@@ -94,9 +94,10 @@ def make_output_dir(out: Path) -> None:
 
 
 def check_inputs(cfg: Any) -> None:
-    """Every input the data sources and eval benchmarks name exists and can be opened (files or folders:
-    which a reader takes is the reader's business). All problems in one error."""
+    """Every input the data sources, eval benchmarks and the run's papers (``PaperSpec.inputs``) name exists and can
+    be opened (files or folders: which a reader takes is the reader's business). All problems in one error."""
     from train.data.inputs import resolve_input
+    from train.papers import active
 
     named: list[tuple[str, str]] = []
     for index, spec in enumerate(cfg.data.sources):
@@ -104,10 +105,8 @@ def check_inputs(cfg: Any) -> None:
     for index, bench in enumerate(cfg.eval.benchmarks):
         files = [] if bench.data is None else [bench.data] if isinstance(bench.data, str) else list(bench.data)
         named += [(f"eval.benchmarks.{index}.data", str(path)) for path in files]
-    if cfg.eval.get("toolbench_verify"):  # ToolVerifier's ToolBench folder: read after training, checked before it
-        from train.papers.toolverifier.after_training import DEFAULT_DATA
-
-        named.append(("eval.toolbench_verify.data", str(cfg.eval.toolbench_verify.get("data", DEFAULT_DATA))))
+    for _, spec in active(cfg):  # what a paper reads (after training, too) is checked before training
+        named += spec.inputs(cfg) if spec.inputs is not None else []
     problems = []
     for key, name in named:
         path = resolve_input(name)

@@ -113,7 +113,7 @@ def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
     """Per benchmark, its top-level metrics ``before`` training (the evaluation at step 0, when one ran:
     the base model) and ``after`` (the last evaluation past step 0), each with its ``step``; from the
     Trainer's log history (``eval/<bench>/<metric>`` entries). Sections (``by_kind``) are left out, but for
-    a scorer's averages (``micro/<metric>``, ``macro/<metric>``: ITC's) and the rates of each language
+    a scorer's averages (``micro/<metric>``, ``macro/<metric>``) and the rates of each language
     (``by_language/<code>/lm|fm``), kept as ``macro/tool_f1``, ``by_language/zh/lm``."""
     logged: dict[str, dict[int, dict[str, Any]]] = {}
     for entry in history:

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from train.engine.config import choice
+from train.base.errors import choice
 
 
 def report_to(tracking_cfg: Any, run_dir: Path) -> list[str]:

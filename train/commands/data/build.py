@@ -10,16 +10,10 @@ arguments dataclass, which a recipe writes as ``data.builder_args`` (``teacher.k
 mapping); they go with the inputs, before ``--out-dir``/``--seed``. With the same seed and arguments the training rows
 equal what ``data.builder: NAME`` gives the recipe.
 
-``data build metatool`` writes, in DIR (``train.papers.metatool.builder_spec``):
-
-* ``train.jsonl``: the MT-LLaMA training conversations (``train.papers.metatool.builder``);
-* ``bench.jsonl``: Meta-Bench rows from the held-out dialogues (``train.papers.metatool.metabench_build``);
-* ``library.jsonl``: the tool library the bench pools name (one ``ToolLibrary`` line);
-* ``report.json``: every count: read, rejected inputs, skipped with reasons, held out, open/closed,
-  meta_tool insertions, rewrites kept/dropped with the reasons of failed attempts, bench rows per
-  category, difficulty, world and group. read = rejected + skipped + held out + training rows.
-
-A builder without files of its own writes ``train.jsonl`` and ``report.json`` (read = rejected + dropped + rows).
+A builder writes, in DIR, ``train.jsonl`` (the training conversations) and ``report.json`` (every count: read,
+rejected inputs, dropped with reasons, rows; read = rejected + dropped + rows). A builder with files of its own
+(``BuilderSpec.outputs`` and ``files``: a paper's benchmark rows, its tool library, ...) writes those beside them and
+its own counts in ``report.json``; its spec's module (``train/papers/<paper>/builder_spec.py``) lists them.
 The same command with the same seed writes byte-identical files (with the offline teacher). The files are
 replaced together, only when the build succeeds; an output that is one of the inputs is refused before
 anything is read (``train.commands.outputs``).
@@ -61,8 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="INPUT | KEY=VALUE",
         help="canonical JSON Lines, or SOURCE:PATH[,PATH...]; KEY=VALUE sets a builder argument (what a recipe "
-        "writes in data.builder_args), e.g. metatool: holdout_fraction=0.15 embedder=hash-bow pool_size=30 "
-        "teacher.kind=http teacher.base_url=URL teacher.model=NAME; before --out-dir and --seed",
+        "writes in data.builder_args), e.g. holdout_fraction=0.15 teacher.kind=http teacher.base_url=URL "
+        "teacher.model=NAME; before --out-dir and --seed",
     )
     add_out_dir(parser, "-o", "--output", required=True, help="the folder the builder's files and report.json go to")
     add("--seed", type=int, default=42, help="the run's seed: every seeded choice the builder makes (42)")

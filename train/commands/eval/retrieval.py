@@ -1,5 +1,5 @@
 """``tooltrain eval retrieval --method {metatool,history,keyword} --queries Q.jsonl --library L.jsonl``,
-or, composed by Hydra, ``tooltrain eval retrieval [-m] retrieval.KEY=VALUE ...`` (``eval_retrieval_sweep``).
+or, composed by Hydra, ``tooltrain eval retrieval [-m] retrieval.KEY=VALUE ...`` (``retrieval_sweep``).
 
 HR@1/3/5 of a retrieval method on a tool-query file (``ToolQuery`` rows from ``tooltrain data
 convert toollens|metatool|rectools``) over its library (the ``.library.jsonl`` written beside it;
@@ -107,9 +107,9 @@ def option_defaults() -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.overrides or args.multirun:
-        from train.commands.eval import retrieval_sweep as eval_retrieval_sweep  # the Hydra form of this verb
+        from train.commands.eval import retrieval_sweep  # the Hydra form of this verb, not a verb of its own
 
-        return eval_retrieval_sweep.main(args, option_defaults())
+        return retrieval_sweep.main(args, option_defaults())
     library = args.library or (default_library(args.queries) if args.queries else None)
     check_outputs([args.per_item, args.output], [args.queries, library])  # before any embedding
     try:

@@ -1,5 +1,5 @@
 """The plain core of ``tooltrain eval retrieval``, shared by its option form (``eval_retrieval``) and its Hydra
-form (``eval_retrieval_sweep``): ``Settings`` -> read the queries and library, rank (``evaluate_settings``),
+form (``retrieval_sweep``): ``Settings`` -> read the queries and library, rank (``evaluate_settings``),
 print (``report``) and write (``write_outputs``). Errors a user can fix are ``UsageError``.
 """
 
@@ -37,7 +37,7 @@ class Settings:
     teacher: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})
 
 
-# How each setting is named in error messages: the options, or the Hydra keys (eval_retrieval_sweep).
+# How each setting is named in error messages: the options, or the Hydra keys (retrieval_sweep).
 OPTION_NAMES = {"queries": "--queries", "library": "--library", "alpha": "--alpha", "k": "--k", "sample": "--sample"}
 
 

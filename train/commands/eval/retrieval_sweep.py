@@ -55,7 +55,7 @@ TeacherKind = _choices("TeacherKind", TEACHER_SETTINGS)
 
 @dataclass
 class TeacherConfig:
-    """The ``--teacher*`` options as config keys (``train.papers.metatool.teacher.teacher_config``)."""
+    """The ``--teacher*`` options as config keys (``train.teacher.factory.teacher_config``)."""
 
     kind: TeacherKind = TeacherKind.offline
     base_url: str | None = None  # http: the OpenAI-compatible base URL (…/v1)

@@ -11,21 +11,15 @@ MODEL is one of
 The bench's task (``train.evaluation.tasks``) turns each reference conversation into a prompt, the
 model writes the target turn (greedy unless ``--temperature``), the chat format parses it, and the
 bench's scorer scores the prediction rows. ``--option KEY=VALUE`` sets a task option (metabench: the
-retriever that executes the model's meta_tool calls for HR@k: ``embedder``, ``alpha``, ``k``).
+retriever that executes the model's retrieval calls for HR@k: ``embedder``, ``alpha``, ``k``).
 ``--predictions`` writes those rows (re-scorable with ``tooltrain eval score``) with each generation
 beside them. ``heldout`` on a run directory without
 ``--data`` evaluates the run's own eval split. BENCH comes first, as in ``tooltrain eval score BENCH``; the old
 order (MODEL BENCH) is an error that names the new one. Exit 0 when scoring ran, 2 when an input is unusable.
 
-``toolbench --verify tool,params`` runs ToolVerifier's self-verification instead (seed 003, §2.2-2.3, §3.1): MODEL
-is the tool selector (ToolSelect's plain-completion prompt, greedy, its own tokenizer), a teacher (``--teacher
-offline|http|hf``, offline by default) writes the contrastive questions, answers, parameters and calls, every case
-is offered all 17 tools, and each Table 1 row the switches allow is scored (``tool,params``: all four; ``tool``:
-none + tool; ``params``: none + params; ``none``: none). It prints Table 1 (per task and pooled) and Table 2
-(selection accuracy without / with tool verification) beside the paper's numbers; ``-o`` gets the metrics and the
-per-case traces go beside it (``METRICS.traces.jsonl``, or ``--predictions``): one row per case holding each row's
-trace. ``--limit-per-task N`` scores each task's first N cases (demonstrations still come from all of them).
-``--verify``, ``--limit-per-task`` and the ``--teacher`` options are refused for another bench (exit 2).
+``--summary NAME`` prints a paper's own numbers beside its table rows (``train.papers``: each paper's
+``Summary``). ``toolbench --verify tool,params`` runs the self-verification of ``train.commands.eval.run_verify``
+instead (its options are refused for another bench, exit 2).
 """
 
 from __future__ import annotations
@@ -89,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the meta_tool retriever)",
+        help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the retriever it calls)",
     )
     arg("--limit", type=int, metavar="N", help="evaluate the first N usable references")
     arg("--max-new-tokens", type=int, default=256, metavar="N", help="tokens generated per turn (default 256)")
@@ -97,24 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--temperature", type=non_negative_number, default=0.0, metavar="T", help="0 (default): greedy")
     arg("--backend", choices=("hf", "vllm"), default="hf", help="hf (default) or vllm (GPU, when installed)")
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
-    arg(
-        "--summary",
-        choices=("toolgt", "itc"),
-        help="bfcl, nexus: ToolGT's numbers (seed 004 §3.3) beside the paper's "
-        "Table 2 row for the model: bfcl W, non-live / live / relevance, exec-free BFCL; "
-        "nexus: its ToolGT tasks, W / U; itc: the ITC paper's Table 3 / 5 / 7 rows for the model "
-        "beside the measured macro and micro numbers",
-    )
-    arg(
-        "--verify",
-        metavar="STAGES",
-        help="toolbench: ToolVerifier's self-verification (seed 003): tool,params (all four Table 1 rows), tool, "
-        "params or none; MODEL is the tool selector, the --teacher writes questions, parameters and calls",
-    )
-    arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
-    from train.teacher import add_teacher_arguments
+    from train.commands.eval.run_verify import add_verify_arguments
+    from train.papers import summaries
 
-    add_teacher_arguments(parser)
+    papers = {name: summary for name, summary in summaries().items() if summary.run_benches}
+    arg("--summary", choices=tuple(papers), help="; ".join(summary.help for summary in papers.values()))
+    add_verify_arguments(parser)
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
     arg(
         "--predictions",
@@ -290,137 +272,158 @@ def bench_problem(bench: str, model: str) -> str | None:
     return f"unknown benchmark {bench!r}; valid: {', '.join(task_names())} (or module:attr for your own)"
 
 
-def toolgt_summary(args: argparse.Namespace, metrics: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    """Print ToolGT's numbers for the bench (bfcl or nexus) beside the paper's; returns what was printed."""
-    from train.commands.eval.score_bfcl import toolgt_lines
-    from train.evaluation.bfcl.summary import summarize_bfcl
-    from train.papers.toolgt.paper_tables import ARM_LABELS, paper_model
-
-    if args.bench == "bfcl":
-        summary = summarize_bfcl(metrics["by_category"], "toolgt")
-        print("\n" + "\n".join(toolgt_lines(summary, names)))
-        return summary
-    nexus = metrics["toolgt"]
-    print(f"\nToolGT Nexus (seed 004, Table 7): {nexus['note']}")
-    for task, score in nexus["tasks"].items():
-        print(f"  {task:<12} {100 * score['accuracy']:6.2f}  ({score['correct']}/{score['total']})")
-    weighted, unweighted = nexus["weighted_average"], nexus["unweighted_average"]
-    if weighted is not None:
-        print(f"  W / U over these tasks: {100 * weighted:.2f} / {100 * unweighted:.2f}")
-    model = paper_model(*names)
-    if model is not None:
-        print(f"paper, Table 2 (Nexus W / U over all 8 tasks), {model.label}:")
-        for arm, row in model.arms.items():
-            print(f"  {ARM_LABELS[arm]:<22} {row.nexus_w:.2f} / {row.nexus_u:.2f}")
-    return nexus
-
-
-def run(args: argparse.Namespace) -> int:
-    from train.commands.eval.run_verify import read_paths, run_verify, verify_problem
-    from train.commands.eval.score_report import metric_tables
-    from train.engine.export import ExportError
-    from train.evaluation.generate import GenerationError, generate
-    from train.evaluation.tasks import (
-        TaskError,
-        evaluate_generations,
-        get_task,
-        prediction_records,
-        read_references,
-        task_class,
-    )
-    from train.formats import get_format, parse_format_option
+def arguments_problem(args: argparse.Namespace) -> str | None:
+    """Why the arguments cannot run (before anything is read or loaded), or None."""
+    from train.commands.eval.run_verify import verify_problem
+    from train.papers import summaries
 
     problem = bench_problem(args.bench, args.model) or verify_problem(args)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    if args.verify is not None:
-        return run_verify(args, lambda: selector_model(args))
+    if problem or args.verify is not None:
+        return problem
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
-        print("error: --max-new-tokens, --batch-size and --limit must be >= 1", file=sys.stderr)
-        return 2
-    if args.summary == "toolgt" and args.bench not in ("bfcl", "nexus"):
-        print(f"error: --summary toolgt is for bfcl and nexus, not {args.bench}", file=sys.stderr)
-        return 2
-    if args.summary == "itc" and args.bench != "itc":
-        print(f"error: --summary itc is for itc, not {args.bench}", file=sys.stderr)
-        return 2
-    check_outputs([args.predictions, args.output], read_paths(args))  # before the model is loaded
-    try:  # an unknown benchmark lists the valid ones
-        options_types = task_class(args.bench).OPTIONS
-    except TaskError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
-        task = get_task(args.bench, parse_options(args.option, options_types))
-    except (TaskError, ValueError) as err:
-        print(f"error: --option: {err}", file=sys.stderr)
-        return 2
-    try:
-        loaded = load(args.model, args.dtype, args.tokenizer)
-        format_name = args.chat_format or loaded.chat_format
-        if format_name is None:
-            raise ModelError(
-                f"{args.model}: give --format (the model directory does not say which chat format it was trained with)"
-            )
-        # the run's own options hold only when evaluating in the run's format; the command line adds to them
-        options = dict(loaded.format_options) if format_name == loaded.chat_format else {}
-        options.update(parse_format_option(format_name, spec) for spec in args.format_options)
-        fmt = get_format(format_name, options)
-        rejected: list[dict[str, str]] = []
-        if args.data:
-            conversations, rejected = read_references(args.data, args.source, task)
-        elif args.bench == "heldout" and loaded.run_cfg is not None:
-            conversations = run_eval_split(loaded.run_cfg, loaded.tokenizer)
-        else:
-            raise ModelError("give --data (only heldout on a run directory defaults to the run's eval split)")
-        prepared = task.prepare(conversations, args.limit, args.data or [])
-        if not prepared.items:
-            raise TaskError(
-                f"no reference to evaluate: {len(conversations)} conversations, "
-                f"{len(prepared.skipped)} unusable, {len(rejected)} unreadable"
-            )
-        backend = backend_for(args, loaded)
-        prompts = [(item.conversation, item.target) for item in prepared.items]
-        generations = generate(prompts, fmt, loaded.tokenizer, backend, args.max_new_tokens)
-    except (ModelError, TaskError, ExportError, GenerationError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    outcome = evaluate_generations(task, prepared.items, generations)
-    summary = generation_summary(generations)
-    decoding = "greedy" if args.temperature <= 0 else f"temperature {args.temperature}"
-    print(
-        f"{args.bench}: {len(prepared.items)} items, {loaded.description}, {format_name}, {args.backend}, "
-        f"{decoding}, max {args.max_new_tokens} new tokens"
-    )
-    print(metric_tables(outcome.metrics))
-    print("\ngeneration  " + ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in summary.items()))
-    toolgt = itc = None
-    if args.summary == "toolgt":
-        toolgt = toolgt_summary(args, outcome.metrics, [args.model, loaded.description])
-    elif args.summary == "itc":
-        from train.papers.itc.paper_tables import summary as itc_summary
+        return "--max-new-tokens, --batch-size and --limit must be >= 1"
+    summary = summaries().get(args.summary)
+    return None if summary is None else summary.problem(args.summary, args.bench, summary.run_benches)
 
-        lines, itc = itc_summary(outcome.metrics, [args.model, loaded.description])
-        print("\n" + "\n".join(lines))
+
+def make_task(args: argparse.Namespace) -> Any:
+    """The bench's task with its ``--option`` values (TaskError: an unknown bench lists the valid ones)."""
+    from train.evaluation.tasks import TaskError, get_task, task_class
+
+    options_types = task_class(args.bench).OPTIONS
+    try:
+        return get_task(args.bench, parse_options(args.option, options_types))
+    except (TaskError, ValueError) as err:
+        raise TaskError(f"--option: {err}") from None
+
+
+@dataclass
+class Generated:
+    """What ``generate_all`` made: the model, its format, the prepared items, the unreadable rows, the generations."""
+
+    loaded: LoadedModel
+    format_name: str
+    prepared: Any
+    rejected: list[dict[str, str]]
+    generations: list[Any]
+
+
+def chat_format_for(args: argparse.Namespace, loaded: LoadedModel) -> tuple[str, Any]:
+    """The format name and the format: ``--format`` or the model's, with the run's options (when evaluating in the
+    run's own format) and the command line's ``--format-option`` on top."""
+    from train.formats import get_format, parse_format_option
+
+    format_name = args.chat_format or loaded.chat_format
+    if format_name is None:
+        raise ModelError(
+            f"{args.model}: give --format (the model directory does not say which chat format it was trained with)"
+        )
+    options = dict(loaded.format_options) if format_name == loaded.chat_format else {}
+    options.update(parse_format_option(format_name, spec) for spec in args.format_options)
+    return format_name, get_format(format_name, options)
+
+
+def references(args: argparse.Namespace, task: Any, loaded: LoadedModel) -> tuple[Any, list[dict[str, str]]]:
+    """The task's prepared items from ``--data`` (or a run's own eval split for heldout), and the unreadable rows."""
+    from train.evaluation.tasks import TaskError, read_references
+
+    rejected: list[dict[str, str]] = []
+    if args.data:
+        conversations, rejected = read_references(args.data, args.source, task)
+    elif args.bench == "heldout" and loaded.run_cfg is not None:
+        conversations = run_eval_split(loaded.run_cfg, loaded.tokenizer)
+    else:
+        raise ModelError("give --data (only heldout on a run directory defaults to the run's eval split)")
+    prepared = task.prepare(conversations, args.limit, args.data or [])
+    if not prepared.items:
+        raise TaskError(
+            f"no reference to evaluate: {len(conversations)} conversations, "
+            f"{len(prepared.skipped)} unusable, {len(rejected)} unreadable"
+        )
+    return prepared, rejected
+
+
+def generate_all(args: argparse.Namespace, task: Any) -> Generated:
+    """MODEL loaded, the references read and prepared, one generation per item."""
+    from train.evaluation.generate import generate
+
+    loaded = load(args.model, args.dtype, args.tokenizer)
+    format_name, fmt = chat_format_for(args, loaded)
+    prepared, rejected = references(args, task, loaded)
+    backend = backend_for(args, loaded)
+    prompts = [(item.conversation, item.target) for item in prepared.items]
+    generations = generate(prompts, fmt, loaded.tokenizer, backend, args.max_new_tokens)
+    return Generated(loaded, format_name, prepared, rejected, generations)
+
+
+def paper_summary(args: argparse.Namespace, metrics: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``--summary NAME``: the paper's lines printed (its ``Summary``, from ``train.papers``); ``{NAME_summary: data}``
+    for the metrics JSON, empty without one."""
+    from train.papers import summaries
+
+    if args.summary is None:
+        return {}
+    lines, data = summaries()[args.summary].lines(args.bench, metrics, names)
+    print("\n" + "\n".join(lines))
+    return {f"{args.summary}_summary": data}
+
+
+def print_unused(prepared: Any, rejected: list[dict[str, str]]) -> None:
     unused = (("references the task cannot use (not evaluated)", prepared.skipped), ("unreadable references", rejected))
     for title, rows in unused:
         if rows:
             print(f"{title}: {len(rows)}")
             for row in rows[:10]:
                 print(f"  {row.get('id', row.get('location'))}: {row['reason']}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from train.commands.eval.run_verify import read_paths, run_verify
+    from train.commands.eval.score_report import metric_tables
+    from train.engine.export import ExportError
+    from train.evaluation.generate import GenerationError
+    from train.evaluation.tasks import TaskError, evaluate_generations, prediction_records
+
+    problem = arguments_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.verify is not None:
+        return run_verify(args, lambda: selector_model(args))
+    check_outputs([args.predictions, args.output], read_paths(args))  # before the model is loaded
+    try:
+        task = make_task(args)
+    except TaskError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        made = generate_all(args, task)
+    except (ModelError, TaskError, ExportError, GenerationError, ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    loaded, prepared = made.loaded, made.prepared
+    outcome = evaluate_generations(task, prepared.items, made.generations)
+    summary = generation_summary(made.generations)
+    decoding = "greedy" if args.temperature <= 0 else f"temperature {args.temperature}"
+    print(
+        f"{args.bench}: {len(prepared.items)} items, {loaded.description}, {made.format_name}, {args.backend}, "
+        f"{decoding}, max {args.max_new_tokens} new tokens"
+    )
+    print(metric_tables(outcome.metrics))
+    print("\ngeneration  " + ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in summary.items()))
+    paper = paper_summary(args, outcome.metrics, [args.model, loaded.description])
+    print_unused(prepared, made.rejected)
     report = {
         "bench": args.bench,
         "model": loaded.description,
-        "format": format_name,
+        "format": made.format_name,
         "data": [str(p) for p in args.data or []],
         "metrics": outcome.metrics,
         "generation": summary,
-        **({"toolgt_summary": toolgt} if toolgt is not None else {}),
-        **({"itc_summary": itc} if itc is not None else {}),
-        "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
+        **paper,
+        "issues": {"skipped_references": prepared.skipped, "unreadable_references": made.rejected},
     }
-    records = prediction_records(outcome, generations) if args.predictions else []
+    records = prediction_records(outcome, made.generations) if args.predictions else []
     return write_results(args.predictions, records, args.output, report, inputs=read_paths(args))
 
 

@@ -16,6 +16,21 @@ from train.commands.outputs import check_outputs, write_results
 VERIFY_CHOICES = "tool,params, tool, params, none"
 
 
+def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+    """``eval run``'s options for this form: --verify, --limit-per-task and the --teacher options."""
+    from train.teacher import add_teacher_arguments
+
+    parser.add_argument(
+        "--verify",
+        metavar="STAGES",
+        help="toolbench: ToolVerifier's self-verification (seed 003): tool,params (all four Table 1 rows), tool, "
+        "params or none; MODEL is the tool selector, the --teacher writes questions, parameters and calls",
+    )
+    arg = parser.add_argument
+    arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
+    add_teacher_arguments(parser)
+
+
 def read_paths(args: argparse.Namespace) -> list[Path]:
     """What ``eval run`` reads: the --data files or folders, and MODEL when it is a folder (a run or a model)."""
     model = Path(args.model)

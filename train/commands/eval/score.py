@@ -71,12 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="bfcl only: the category scored (default: from the questions file name); with folders, repeatable: "
              "only these categories",
     )  # fmt: skip
+    from train.papers import summaries
+
+    papers = {name: summary for name, summary in summaries().items() if summary.score_benches}
     parser.add_argument(
         "--summary",
-        choices=("v4", "v2", "toolgt", "itc"),
-        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files), "
-        "or toolgt: ToolGT's W, non-live / live / relevance and exec-free BFCL; "
-        "itc only: itc, the paper's Table 3 / 5 / 7 rows beside the measured macro and micro numbers",
+        choices=("v4", "v2", *papers),
+        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files); or a paper's "
+        "numbers beside its tables: "
+        + "; ".join(f"{summary.help} ({' or '.join(summary.score_benches)})" for summary in papers.values()),
     )
     parser.add_argument(
         "--matching",
@@ -153,6 +156,32 @@ def _score_bfcl(
     return result
 
 
+def summary_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--summary`` or ``--matching`` cannot go with BENCH, or None."""
+    from train.papers import summaries
+
+    paper = summaries().get(args.summary)
+    problem = None if paper is None else paper.problem(args.summary, args.bench, paper.score_benches)
+    if problem:
+        return problem
+    if args.matching != "multiset" and args.bench != "itc":
+        return f"--matching is for itc, not {args.bench}"
+    return None
+
+
+def paper_summary(args: argparse.Namespace, metrics: dict[str, Any]) -> dict[str, Any]:
+    """``--summary NAME`` of a paper on one file's metrics: its lines printed; ``{NAME_summary: data}`` for the
+    metrics JSON (empty without one, and for bfcl, whose summaries are for its folder form, as v4 and v2 are)."""
+    from train.papers import summaries
+
+    paper = summaries().get(args.summary)
+    if paper is None or args.bench == "bfcl":
+        return {}
+    lines, data = paper.lines(args.bench, metrics, [str(args.predictions)])
+    print("\n" + "\n".join(lines))
+    return {f"{args.summary}_summary": data}
+
+
 def run(args: argparse.Namespace) -> int:
     # before any scoring: --per-item onto the predictions would destroy them
     check_outputs([args.per_item, args.output], [args.predictions, *args.references])
@@ -163,15 +192,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for given, wrong in (("--summary itc", args.summary == "itc"), ("--matching", args.matching != "multiset")):
-        if wrong and args.bench != "itc":
-            print(f"error: {given} is for itc, not {args.bench}", file=sys.stderr)
-            return 2
+    problem = summary_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.bench == "bfcl" and args.predictions.is_dir():
-        # the folder form of this verb, not a verb of its own
-        from train.commands.eval import score_bfcl as eval_score_bfcl
+        from train.commands.eval import score_bfcl  # the folder form of this verb, not a verb of its own
 
-        return eval_score_bfcl.run(args)
+        return score_bfcl.run(args)
     try:
         predictions, pred_where, bad = read_rows(args.predictions, "prediction")
         references, ref_where = [], {}
@@ -194,12 +222,7 @@ def run(args: argparse.Namespace) -> int:
         f"against {', '.join(map(str, args.references))}"
     )
     print(metric_tables(metrics))
-    itc_summary = None
-    if args.summary == "itc":
-        from train.papers.itc.paper_tables import summary as paper_summary
-
-        lines, itc_summary = paper_summary(metrics, [str(args.predictions)])
-        print("\n" + "\n".join(lines))
+    paper = paper_summary(args, metrics)
     details = issue_lines(issues, {"references": ref_where, "predictions": pred_where}, bad)
     if details:
         print("\n" + "\n".join(details))
@@ -209,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         "references": [str(p) for p in args.references],
         "metrics": metrics,
         "counts": summary,
-        **({"itc_summary": itc_summary} if itc_summary is not None else {}),
+        **paper,
         "issues": {**issues, "unreadable_lines": bad},
     }
     return write_results(

@@ -6,9 +6,8 @@ of prediction files (BFCL's decoded ``{"id", "result": [{"func_name": {"arg": va
 category, named ``[BFCL_vN_]<category>[_result].json[l]``) and the BFCL data folder, this scores each category
 with ``score_bfcl`` and aggregates them with ``summarize_bfcl``: BFCL's weighted and unweighted summaries
 (``--summary v4``, the default, or ``v2``: the formulas of ``train/evaluation/bfcl/scorer.py``; v2 is chosen by
-itself when every prediction file is named ``BFCL_v2_*``), or ToolGT's (``--summary toolgt``: W over the 13
-categories it scores, the non-live / live / relevance columns and the exec-free BFCL, ``summarize_toolgt``;
-``tooltrain eval run bfcl MODEL --summary toolgt`` prints the same beside the paper's Table 2 row).
+itself when every prediction file is named ``BFCL_v2_*``), or a paper's (``--summary NAME``: the ``Summary`` of
+``train.papers``, which ``tooltrain eval run bfcl MODEL --summary NAME`` prints too).
 ``--category`` (repeatable) restricts the categories scored.
 
 Prints one row per category (accuracy, correct, total), the summary numbers, the categories the summary
@@ -80,6 +79,7 @@ def score_folders(args: argparse.Namespace) -> dict[str, Any]:
     """Every category's result, the summary, and the files not scored; SourceError when an input is unusable."""
     from train.evaluation.bfcl.scorer import canonical_category, score_bfcl
     from train.evaluation.bfcl.summary import summarize_bfcl
+    from train.papers import summaries
 
     if len(args.references) != 1:
         raise SourceError(
@@ -126,46 +126,12 @@ def score_folders(args: argparse.Namespace) -> dict[str, Any]:
             "where": {"predictions": pred_where, "references": ref_where},
         }
     scores = {category: entry["result"] for category, entry in results.items()}
+    paper = summaries().get(args.summary)
+    if paper is not None:  # a paper's summary of the categories (--summary NAME, train.papers): its lines and data
+        lines, summary = paper.lines("bfcl", {"by_category": scores}, [str(args.predictions)])
+        return {"categories": results, "summary": summary, "paper_lines": lines, "not_scored": not_scored}
     version = summary_version(list(predicted.values()), args.summary)
     return {"categories": results, "summary": summarize_bfcl(scores, version), "not_scored": not_scored}
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
-
-
-def toolgt_lines(summary: dict[str, Any], model_names: list[str]) -> list[str]:
-    """ToolGT's BFCL-v2 numbers (``summarize_bfcl(version="toolgt")``), in percent, beside the paper's Table 2
-    row of the model one of ``model_names`` names (all three training arms), when the paper has one."""
-    from train.papers.toolgt.paper_tables import ARM_LABELS, paper_model
-
-    columns = ("W", "non-live", "live", "relevance", "BFCL")
-    width = 24
-    lines = [
-        (
-            f"ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): {summary['items']:,} of "
-            f"{summary['paper_items']:,} items; BFCL is the v2 overall without its exec groups"
-        ),
-        "".ljust(width) + "".join(c.rjust(10) for c in columns),
-        "this model".ljust(width)
-        + "".join(_percent(summary[k]).rjust(10) for k in ("W", "non_live", "live", "relevance", "bfcl")),
-    ]
-    if summary["missing"]:
-        lines.append(
-            f"  not scored (left out of every mean; the paper's numbers need all 13): {', '.join(summary['missing'])}"
-        )
-    model = paper_model(*model_names)
-    if model is None:
-        lines.append(
-            "paper: no Table 2 row for this model (Table 2 has LLaMA-3.1-8B, Mistral-7B-v0.3, Mistral-Nemo-12B, "
-            "Qwen-2.5-14B)"
-        )
-        return lines
-    lines.append(f"paper, Table 2 (W / BFCL) and Table 6 (groups), {model.label}:")
-    for arm, row in model.arms.items():
-        values = (row.w, row.non_live, row.live, row.relevance, row.bfcl)
-        lines.append(f"  {ARM_LABELS[arm]}".ljust(width) + "".join(f"{v:.2f}".rjust(10) for v in values))
-    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -182,14 +148,15 @@ def run(args: argparse.Namespace) -> int:
     summary = scored["summary"]
     items = sum(entry["total"] for entry in by_category.values())
     print(f"bfcl: {items} items in {len(by_category)} categories from {args.predictions} against {args.references[0]}")
-    if summary["version"] == "toolgt":
+    paper_lines = scored.get("paper_lines")
+    if paper_lines is not None:
         print(metric_tables({"by_category": by_category}))
-        print("\n" + "\n".join(toolgt_lines(summary, [str(args.predictions)])))
+        print("\n" + "\n".join(paper_lines))
     else:
         shown = {key: value for key, value in summary.items() if key not in ("categories", "missing")}
         print(metric_tables({"by_category": by_category, "summary": shown}))
     lines = []
-    if summary["missing"] and summary["version"] != "toolgt":  # toolgt_lines lists them
+    if paper_lines is None and summary["missing"]:  # a paper's lines list what they leave out themselves
         lines.append(
             f"categories not scored, counted as 0 by the {summary['version']} summary: {len(summary['missing'])}"
         )

@@ -1,5 +1,5 @@
 """Reading prediction/reference rows and printing what a scorer found: shared by ``eval score`` (one file or
-BFCL folders, ``eval_score_bfcl``) and ``eval run``, so no verb imports another.
+BFCL folders, ``score_bfcl``) and ``eval run``, so no verb imports another.
 
 ``read_rows`` reads rows with an id and lists unreadable lines as ``file:line``; ``split_result`` separates a
 scorer's metrics from its issues (``ISSUE_KEYS``); ``metric_tables`` and ``issue_lines`` are the plain-text

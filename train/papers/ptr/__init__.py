@@ -9,4 +9,8 @@ the three stages that turn a query into a recommended tool *set*.
 
 Stages 2 (functional coverage mapping) and 3 (multi-view re-ranking) live in ``coverage``, ``rerank`` and
 ``pipeline`` (built separately); ``evaluate.recommend_with_stages`` is the one place they plug in.
+
+* ``paper``: the spec ``train.papers.PAPERS`` registers: the ``ptr:`` config node, its ranges and resume rule, and
+  ``job``, the evaluation-only job ``tooltrain train recipe=ptr*`` runs instead of training.
+* ``backbone``, ``batching``, ``teacher``: stages 2-3's LLM (a teacher backend or a run folder) and its prompts.
 """

@@ -1,4 +1,5 @@
-"""The ToolGT paper's fine-tuning results (seed 004), as data: what ``eval run --summary toolgt`` prints beside a run.
+"""The ToolGT paper's fine-tuning results (seed 004), as data, and ``--summary toolgt``: what ``eval run bfcl|nexus``
+and ``eval score bfcl`` (folders) print beside the measured numbers (``summary``).
 
 Numbers are percentages exactly as printed. W / BFCL and the Nexus W / U are Table 2 ("Performance on BFCL-v2 and
 Nexus using finetuned models"); the non-live / live / relevance columns are Table 6's "Finetuning Strategies" rows
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -65,4 +67,69 @@ def paper_model(*names: str) -> PaperModel | None:
     return None
 
 
-__all__ = ["ARM_LABELS", "TABLE_2", "PaperModel", "PaperRow", "paper_model"]
+def summary(bench: str, metrics: dict[str, Any], names: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """``--summary toolgt`` (``train.papers.spec.Summary``): (lines, data) for bfcl (``metrics["by_category"]``:
+    each category's score) or nexus (``metrics["toolgt"]``: the nexus scorer's ToolGT tasks), beside the paper's
+    Table 2 row of the model ``names`` point at."""
+    if bench == "bfcl":
+        from train.evaluation.bfcl_summary import summarize_bfcl
+
+        scores = summarize_bfcl(metrics["by_category"], "toolgt")
+        return bfcl_lines(scores, names), scores
+    nexus = metrics["toolgt"]
+    return nexus_lines(nexus, names), nexus
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def bfcl_lines(summary: dict[str, Any], model_names: list[str]) -> list[str]:
+    """ToolGT's BFCL-v2 numbers (``summarize_bfcl(version="toolgt")``), in percent, beside the paper's Table 2
+    row of the model one of ``model_names`` names (all three training arms), when the paper has one."""
+    columns = ("W", "non-live", "live", "relevance", "BFCL")
+    width = 24
+    lines = [
+        (
+            f"ToolGT summary (seed 004, §3.3: BFCL-v2 without exec, REST, sql, chatable): {summary['items']:,} of "
+            f"{summary['paper_items']:,} items; BFCL is the v2 overall without its exec groups"
+        ),
+        "".ljust(width) + "".join(c.rjust(10) for c in columns),
+        "this model".ljust(width)
+        + "".join(_percent(summary[k]).rjust(10) for k in ("W", "non_live", "live", "relevance", "bfcl")),
+    ]
+    if summary["missing"]:
+        lines.append(
+            f"  not scored (left out of every mean; the paper's numbers need all 13): {', '.join(summary['missing'])}"
+        )
+    model = paper_model(*model_names)
+    if model is None:
+        lines.append(
+            "paper: no Table 2 row for this model (Table 2 has LLaMA-3.1-8B, Mistral-7B-v0.3, Mistral-Nemo-12B, "
+            "Qwen-2.5-14B)"
+        )
+        return lines
+    lines.append(f"paper, Table 2 (W / BFCL) and Table 6 (groups), {model.label}:")
+    for arm, row in model.arms.items():
+        values = (row.w, row.non_live, row.live, row.relevance, row.bfcl)
+        lines.append(f"  {ARM_LABELS[arm]}".ljust(width) + "".join(f"{v:.2f}".rjust(10) for v in values))
+    return lines
+
+
+def nexus_lines(nexus: dict[str, Any], model_names: list[str]) -> list[str]:
+    """ToolGT's Nexus tasks (the nexus scorer's ``toolgt`` block), W / U over them, beside the paper's Table 2."""
+    lines = [f"ToolGT Nexus (seed 004, Table 7): {nexus['note']}"]
+    for task, score in nexus["tasks"].items():
+        lines.append(f"  {task:<12} {100 * score['accuracy']:6.2f}  ({score['correct']}/{score['total']})")
+    weighted, unweighted = nexus["weighted_average"], nexus["unweighted_average"]
+    if weighted is not None:
+        lines.append(f"  W / U over these tasks: {100 * weighted:.2f} / {100 * unweighted:.2f}")
+    model = paper_model(*model_names)
+    if model is not None:
+        lines.append(f"paper, Table 2 (Nexus W / U over all 8 tasks), {model.label}:")
+        for arm, row in model.arms.items():
+            lines.append(f"  {ARM_LABELS[arm]:<22} {row.nexus_w:.2f} / {row.nexus_u:.2f}")
+    return lines
+
+
+__all__ = ["ARM_LABELS", "TABLE_2", "PaperModel", "PaperRow", "bfcl_lines", "nexus_lines", "paper_model", "summary"]

@@ -1,0 +1,180 @@
+"""PAPERS, the fifth registry: the five wings load, and a new paper is one folder, one registration, its recipe.
+
+The toy paper below is written to a temporary folder (a package ``toypaper`` with its ``paper.py``) and a temporary
+recipe folder on Hydra's search path; it is registered with one ``PAPERS.register`` line, and nothing in the
+package is edited: its config node composes, its check refuses a bad value with its own message, its resume rule
+and range hold, its input is checked before training, and its after-training step and evaluation-only job are what
+the engine calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from train.papers import PAPERS, PaperSpec, active, specs, summaries
+
+TOY_PAPER = '''
+"""A toy paper: a ``toy:`` node with one choice, checked, fixed on resume, with an after-training step."""
+from dataclasses import dataclass
+from pathlib import Path
+
+from train.engine.config_ranges import Range
+from train.papers.spec import PaperSpec
+
+CALLS = []
+
+
+@dataclass
+class ToyConfig:
+    level: int = 1
+    flavour: str = "plain"
+    notes: str = "notes.txt"
+
+
+def problems(cfg):
+    return [] if cfg.toy.flavour in ("plain", "spicy") else [f"toy.flavour={cfg.toy.flavour}: valid: plain, spicy"]
+
+
+def inputs(cfg):
+    return [("toy.notes", cfg.toy.notes)]
+
+
+def after_training(cfg, model, tokenizer, out, world_size):
+    CALLS.append((cfg.toy.level, model, tokenizer, Path(out), world_size))
+    return {"toy": {"level": cfg.toy.level}}
+
+
+PAPER = PaperSpec(
+    title="A toy paper",
+    node="toy",
+    section=ToyConfig,
+    checks=problems,
+    resume=("fixed", "the toy level chooses the samples"),
+    ranges={"level": Range(1, 3)},
+    inputs=inputs,
+    after_training=after_training,
+)
+'''
+
+TOY_RECIPE = """\
+# @package _global_
+defaults:
+  - override /model: tiny_llama
+  - override /data: tiny
+
+run_name: toy
+toy:
+  level: 2
+"""
+
+
+def test_papers_lists_the_five_wings_and_each_spec_loads():
+    assert PAPERS.names() == ["metatool", "toolgt", "itc", "ptr", "toolverifier"]
+    loaded = dict(specs())
+    assert all(isinstance(spec, PaperSpec) for spec in loaded.values())
+    assert {name: spec.node for name, spec in loaded.items()} == {
+        "metatool": None,
+        "toolgt": "toolgt",
+        "itc": "itc",
+        "ptr": "ptr",
+        "toolverifier": "eval.toolbench_verify",
+    }
+    assert list(summaries()) == ["toolgt", "itc"]
+    assert [name for name, spec in loaded.items() if spec.job] == ["ptr"]
+    assert [name for name, spec in loaded.items() if spec.after_training] == ["toolverifier"]
+
+
+def test_a_spec_keeps_its_parts_with_its_node():
+    with pytest.raises(ValueError, match="belong to a config node"):
+        PaperSpec(title="x", checks=lambda cfg: [])
+    with pytest.raises(ValueError, match="fixed\\|free"):
+        PaperSpec(title="x", node="x", section=dict, resume=("sometimes", "why"))
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch):
+    """The toy paper's three places: its folder (a package on sys.path), its registration, its recipe."""
+    package = tmp_path / "wing" / "toypaper"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""A toy paper\'s wing."""\n')
+    (package / "paper.py").write_text(textwrap.dedent(TOY_PAPER))
+    recipes = tmp_path / "conf" / "recipe"
+    recipes.mkdir(parents=True)
+    (recipes / "toy_tiny.yaml").write_text(TOY_RECIPE)
+    (tmp_path / "notes.txt").write_text("notes\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "wing"))
+    monkeypatch.setattr(PAPERS, "_entries", dict(PAPERS._entries))  # the registration is undone after the test
+    PAPERS.register("toy", "toypaper.paper:PAPER")  # the one registration
+    yield [f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "recipe=toy_tiny", f"toy.notes={tmp_path / 'notes.txt'}"]
+    sys.modules.pop("toypaper.paper", None)
+    sys.modules.pop("toypaper", None)
+
+
+def test_a_toy_paper_composes_is_checked_and_resumes_by_its_own_rule(toy):
+    from train.engine.config import ConfigError, compose, schema
+    from train.engine.resume_config import FIXED, rule_for
+
+    cfg = compose(toy)
+    assert (cfg.toy.level, cfg.toy.flavour, cfg.run_name) == (2, "plain", "toy")
+    assert "toy" in {f.name for f in dataclasses.fields(schema())}
+    assert [name for name, _ in active(cfg)] == ["toy"]
+    assert rule_for("toy.level") == (FIXED, "the toy level chooses the samples")
+    with pytest.raises(ConfigError, match="toy.flavour=sour: valid: plain, spicy"):
+        compose([*toy, "toy.flavour=sour"])
+    with pytest.raises(ConfigError, match=r"toy.level must be in \[1, 3\]"):
+        compose([*toy, "toy.level=7"])
+    with pytest.raises(ConfigError, match="unknown key toy.depth"):
+        compose([*toy, "+toy.depth=1"])
+
+
+def test_a_toy_papers_input_is_checked_before_training(toy, tmp_path):
+    from train.engine.config import compose
+    from train.engine.run_dir import RunSetupError, check_inputs
+
+    check_inputs(compose(toy))  # its notes file is there
+    with pytest.raises(RunSetupError, match="toy.notes: .*gone.txt: no such file"):
+        check_inputs(compose([*toy, f"toy.notes={tmp_path / 'gone.txt'}"]))
+
+
+def test_the_engine_calls_a_toy_papers_after_training_step_and_no_other(toy, tmp_path):
+    from train.engine.config import compose
+    from train.engine.run import after_training
+
+    cfg = compose(toy)
+    assert after_training(cfg, "MODEL", "TOKENIZER", tmp_path, 1) == {"toy": {"level": 2}}
+    from toypaper.paper import CALLS
+
+    assert CALLS == [(2, "MODEL", "TOKENIZER", tmp_path, 1)]
+    assert after_training(compose(["recipe=tiny"]), "MODEL", "TOKENIZER", tmp_path, 1) == {}  # no paper set: nothing
+    assert len(CALLS) == 1
+
+
+def test_the_entry_dispatches_an_evaluation_only_job_through_the_registry(monkeypatch):
+    from train.engine.config import compose
+    from train.engine.entry import evaluation_job
+
+    assert evaluation_job(compose(["recipe=tiny"])) is None  # a training recipe trains
+    assert evaluation_job(compose(["recipe=ptr_tiny"])) is PAPERS.get("ptr").job
+
+
+def test_a_config_with_the_papers_nodes_pickles_for_a_sweeps_jobs(tmp_path):
+    """submitit pickles each job's config: the schema built from the registry must be found again by name, in this
+    process and in a fresh one (which builds the same schema from its own registry)."""
+    import pickle
+    import subprocess
+
+    from train.engine.config import compose
+
+    cfg = compose(["recipe=toolgt_tiny", "toolgt.arm=cot"])
+    assert pickle.loads(pickle.dumps(cfg)).toolgt.arm == "cot"
+    (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(cfg))
+    code = "import pickle, sys; print(pickle.load(open(sys.argv[1], 'rb')).toolgt.arm)"
+    repo = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-c", code, str(tmp_path / "cfg.pkl")]
+    done = subprocess.run(argv, cwd=repo, check=False, capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "cot"), done.stderr
