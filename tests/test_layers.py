@@ -52,26 +52,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # them, and the engine may iterate them without naming a paper. (name -> why)
 BASE_REGISTRIES = {
     "train.papers": "the PAPERS registry (the package's __init__): the engine iterates it, each wing registers there",
+    "train.papers.spec": "what a PAPERS entry is (PaperSpec, Summary): the wings fill one in, the engine reads it",
 }
 
 # Modules placed outside their folder's layer: module -> (layer, why). Keep it empty: move the module instead.
 EXCEPTIONS: dict[str, tuple[str, str]] = {}
-
-# Upward arrows known today, each with who removes it (issue 25): (importer, imported) -> who and how. An entry
-# that no longer is an import fails test_no_stale_pending_arrow: delete it then.
-PENDING: dict[tuple[str, str], str] = {
-    ("train.engine.config", "train.papers.toolgt.builder"): "papers: ToolGT's config checks move into its wing",
-    ("train.engine.config", "train.papers.toolgt.teacher"): "papers: ToolGT's config checks move into its wing",
-    ("train.engine.config", "train.papers.toolverifier.after_training"): "papers: the after-training config section "
-    "moves into ToolVerifier's wing (PAPERS spec)",
-    ("train.engine.run", "train.papers.ptr.backbone"): "papers: PTR's evaluation-only path leaves run() (a job)",
-    ("train.engine.run", "train.papers.ptr.data"): "papers: PTR's evaluation-only path leaves run() (a job)",
-    ("train.engine.run", "train.papers.ptr.evaluate"): "papers: PTR's evaluation-only path leaves run() (a job)",
-    ("train.engine.run", "train.papers.toolverifier.after_training"): "papers: the after-training step becomes the "
-    "PAPERS spec's hook, which run() calls without naming the paper",
-    ("train.engine.run_dir", "train.papers.toolverifier.after_training"): "papers (or runfolder): the run folder "
-    "asks the PAPERS spec, not ToolVerifier, what an after-training step leaves",
-}
 
 # The modules the CLI dispatches besides its VERBS tables: main runs these itself.
 MAIN_VERBS = {"train.commands.launch", "train.commands.demo", "train.engine.entry"}
@@ -167,7 +152,8 @@ def rank(layer: str) -> int:
 def wing(module: str) -> str | None:
     """The paper whose wing holds ``module`` (``train.papers.ptr.data`` -> ``ptr``), None outside the wings."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[:2] == ["train", "papers"] else None
+    in_wing = len(parts) > 2 and parts[:2] == ["train", "papers"] and module not in BASE_REGISTRIES
+    return parts[2] if in_wing else None
 
 
 def _under(module: str, prefix: str) -> bool:
@@ -231,12 +217,12 @@ def _circle_through(component: set[str], edges: dict[str, set[str]]) -> list[str
 
 
 def layering_problems(edges: dict[str, set[str]], verbs: set[str]) -> list[str]:
-    """Every import against the layers or the three rules, but the PENDING ones; ``verbs`` are the CLI's."""
+    """Every import against the layers or the three rules; ``verbs`` are the CLI's."""
     problems = []
     for importer in sorted(edges):
         for imported in sorted(edges[importer]):
             low, high = layer_of(imported), layer_of(importer)
-            if low is None or high is None or (importer, imported) in PENDING:
+            if low is None or high is None:
                 continue  # an unplaced module is reported by test_every_module_has_a_layer
             if rank(low) > rank(high):
                 problems.append(f"{importer} ({high}) imports {imported} ({low}): upward")
@@ -290,11 +276,6 @@ def test_no_upward_import(graph, verbs):
     assert not problems, f"imports against the layers ({order}):\n" + "\n".join(problems)
 
 
-def test_no_stale_pending_arrow(graph):
-    gone = [f"{a} -> {b}" for a, b in PENDING if b not in graph.get(a, ())]
-    assert not gone, "no longer imported; delete these from PENDING in tests/test_layers.py:\n" + "\n".join(gone)
-
-
 def test_every_verb_the_cli_runs_is_a_module(graph, verbs):
     assert sorted(verbs - set(graph)) == []
 
@@ -346,15 +327,13 @@ def test_a_type_checking_import_is_no_edge_but_the_same_import_at_run_time_is(tm
     assert edges["train.a"] == set() and edges["train.c"] == {"train.a"} and edges["train.b"] == {"train.a"}
 
 
-def test_each_rule_is_reported_and_a_pending_arrow_is_not():
-    pending = next(iter(PENDING))
+def test_each_rule_is_reported():
     edges = {
         "train.schema": {"train.data.dataset"},
         "train.data.dataset": {"train.builders", "train.papers.metatool.builder"},
         "train.engine.run": {"train.papers", "train.evaluation.tasks"},  # the registry is in the base: allowed
         "train.papers.ptr.backbone": {"train.engine.export", "train.papers.toolgt.checks"},
         "train.commands.eval.run": {"train.commands.eval.score", "train.commands.outputs"},
-        pending[0]: {pending[1]},
     }
     assert layering_problems(edges, {"train.commands.eval.score", "train.commands.eval.run"}) == [
         "train.commands.eval.run imports the verb train.commands.eval.score: " + VERB_RULE,
@@ -371,4 +350,4 @@ def test_a_module_takes_its_folders_layer_unless_named():
     assert layer_of("train.papers") == "base"  # the registry of the wings, not a wing
     assert layer_of("train.commands.data.newverb") == "commands"  # a verb or a helper: the CLI's tables say which
     assert layer_of("train.newthing") is None
-    assert wing("train.papers.ptr.data") == "ptr" and wing("train.papers") is None
+    assert wing("train.papers.ptr.data") == "ptr" and wing("train.papers") is None and wing("train.papers.spec") is None
