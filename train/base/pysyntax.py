@@ -1,10 +1,10 @@
 """Python call syntax found inside datasets, read with ``ast`` and never executed.
 
 Benchmarks write gold calls as Python source: BFCL's exec categories (``"f(a=1, b='x')"``),
-NexusRaven references (``r = nvdlib.searchCVE(keywordSearch='x')``), ITC's Action lists
-(``[translate(text='hi'), currencies()]``). ``parse_call`` and ``parse_call_list`` turn such a
-string into ``PyCall`` values whose arguments are plain JSON values, or raise ``PySyntaxError``
-with a reason fit for a ``Rejected``.
+NexusRaven references (``r = nvdlib.searchCVE(keywordSearch='x')``), Action lists of the
+international tool-calling data (``[translate(text='hi'), currencies()]``). ``parse_call`` and
+``parse_call_list`` turn such a string into ``PyCall`` values whose arguments are plain JSON values, or raise
+``PySyntaxError`` with a reason fit for a ``Rejected``.
 
 Only literals become argument values: strings, numbers, booleans, None, lists, tuples (as lists)
 and dicts with string keys. A variable, a nested call or any other expression is rejected, with

@@ -144,7 +144,7 @@ def read_text(path: Path) -> str:
             data = fh.read()
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror or err})") from err
-    if path.suffix == ".gz":  # a gzipped input reads as its text (the toolverifier_tiny asset ships one)
+    if path.suffix == ".gz":  # a gzipped input reads as its text (a tiny asset of the package ships one)
         import gzip
 
         try:

@@ -1,5 +1,6 @@
-"""A run folder as everything after training reads it: ``tooltrain export``, ``tooltrain eval run RUN_DIR``, PTR's
-``--llm RUN_DIR`` backbone; and the one tokenizer rule training itself follows, so all of them agree on every id.
+"""A run folder as everything after training reads it: ``tooltrain export``, ``tooltrain eval run RUN_DIR``, a
+paper's ``--llm RUN_DIR`` backbone; and the one tokenizer rule training itself follows, so all of them agree on every
+id.
 
 What ``run(cfg)`` leaves in RUN_DIR, finished or interrupted, and how it is read here (``RunFolder``):
 
@@ -114,7 +115,7 @@ class RunFolder:
         return merged_model(self.config, self.weights, len(tokenizer), dtype)
 
     def load(self, dtype: Any) -> tuple[Any, Any]:
-        """The merged model in ``dtype`` and its tokenizer: what ``eval run`` and PTR's backbone generate with."""
+        """The merged model in ``dtype`` and its tokenizer: what ``eval run`` and a backbone generate with."""
         tokenizer = self.tokenizer()
         model, _ = self.merged_model(tokenizer, dtype)
         return model, tokenizer
@@ -229,7 +230,7 @@ def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
     """The tokenizer a run trains with: the one it saved beside ``weights`` when there is one, else the one its config
     names, to which a random-init model's run adds the format's missing control tokens (``model.source=config``:
     its embeddings are sized by this tokenizer; ``train.formats.control_tokens``). Training, export, ``eval run`` and
-    PTR's run-folder backbone all take it from here, so they agree on every id."""
+    a paper's run-folder backbone all take it from here, so they agree on every id."""
     if weights is not None and (weights / "tokenizer.json").is_file():
         from transformers import PreTrainedTokenizerFast
 

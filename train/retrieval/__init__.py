@@ -1,4 +1,3 @@
-"""Tool retrieval shared by the papers: sentence embedders and their cache (``embed``), and a tool library
-indexed once per embedder (``index``). Meta-Tool's retriever, baselines and special functions are its wing's
-(``train.papers.metatool``); PTR's stages use the same embedders.
+"""Tool retrieval shared by the papers: sentence embedders and their on-disk cache (``embed``), and a tool
+library indexed once per embedder (``index``). A paper's own retriever lives in its wing and builds on these.
 """

@@ -1,8 +1,8 @@
 """Sentence embedders for tool retrieval, and their on-disk cache.
 
 An ``Embedder`` turns texts into L2-normalised float32 rows, so a dot product is a cosine.
-It knows the *role* of each text: a ``"query"`` (what a model or user asks for: a meta_tool
-hypothesis, a dialogue history, ToolSearcher keywords) or a ``"passage"`` (what the library holds).
+It knows the *role* of each text: a ``"query"`` (what a model or user asks for: a retrieval
+call's hypothesis, a dialogue history, ToolSearcher keywords) or a ``"passage"`` (what the library holds).
 Models trained with instruction prefixes get them here and nowhere else: e5 models read
 ``"query: "`` / ``"passage: "`` before every text (their model card's rule; the Meta-Tool paper's
 embedder is intfloat/multilingual-e5-large).

@@ -14,7 +14,7 @@ Each view is embedded as passages on first use, through ``cached_encode``: one f
 view and library hash, so a second index of the same library loads from disk and a changed
 library is embedded anew (``ToolIndex.build`` embeds Algorithm 1's two views at once). The parameter
 rows of all tools sit in one matrix, each tool's rows contiguous, so Algorithm 1 runs as a few
-matrix products over the whole library (``metatool.py``).
+matrix products over the whole library (the wings' retrievers).
 """
 
 from __future__ import annotations
