@@ -87,7 +87,7 @@ class RunFolder:
     @property
     def random_init(self) -> bool:
         """Whether the base model is built from its config with random weights (``model.source=config``)."""
-        from train.engine.config import choice
+        from train.base.errors import choice
 
         return choice(self.config.model.source) == "config"
 
@@ -235,7 +235,7 @@ def run_tokenizer(cfg: Any, weights: Path | None = None) -> Any:
         from transformers import PreTrainedTokenizerFast
 
         return PreTrainedTokenizerFast.from_pretrained(str(weights))
-    from train.engine.config import choice
+    from train.base.errors import choice
     from train.tokenizers import load_tokenizer
 
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))

@@ -72,7 +72,7 @@ def summary(bench: str, metrics: dict[str, Any], names: list[str]) -> tuple[list
     each category's score) or nexus (``metrics["toolgt"]``: the nexus scorer's ToolGT tasks), beside the paper's
     Table 2 row of the model ``names`` point at."""
     if bench == "bfcl":
-        from train.evaluation.bfcl_summary import summarize_bfcl
+        from train.evaluation.bfcl.summary import summarize_bfcl
 
         scores = summarize_bfcl(metrics["by_category"], "toolgt")
         return bfcl_lines(scores, names), scores
