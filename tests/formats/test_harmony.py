@@ -21,7 +21,6 @@ from train.formats import get_format
 from train.formats.harmony import HarmonyFormat, parse_harmony
 from train.formats.tokenize import IGNORE_INDEX, encode_text, tokenize
 from train.schema import Conversation, Message, Tool, ToolCall
-from train.tokenizers import load_tokenizer
 from train.tokenizers.harmony import O200K_BASE_SHA256, o200k_tiktoken_file, offline_encodings_dir
 
 openai_harmony = pytest.importorskip("openai_harmony")  # tests/requirements-reference.txt
@@ -50,8 +49,8 @@ def encoding(encodings_dir):
 
 
 @pytest.fixture(scope="session")
-def tok():
-    return load_tokenizer("o200k_harmony", cache=False)
+def tok(built_tokenizer):
+    return built_tokenizer("o200k_harmony")
 
 
 # --- the reference --------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from train.formats.hf import to_hf_messages
 from train.formats.qwen3 import Qwen3Format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation
-from train.tokenizers import load_tokenizer
 
 HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:  # importlib mode: the parity tests' reference renders beside this file
@@ -93,16 +92,16 @@ harmony = HarmonyFormat()
 
 
 @pytest.fixture(scope="module")
-def qwen3_tok():
-    return load_tokenizer("qwen3", cache=False)
+def qwen3_tok(built_tokenizer):
+    return built_tokenizer("qwen3")
 
 
 @pytest.fixture(scope="module")
-def harmony_tok(tmp_path_factory):
+def harmony_tok(tmp_path_factory, built_tokenizer):
     from train.tokenizers.harmony import offline_encodings_dir
 
     offline_encodings_dir(tmp_path_factory.mktemp("tiktoken"))  # openai-harmony reads o200k from there
-    return load_tokenizer("o200k_harmony", cache=False)
+    return built_tokenizer("o200k_harmony")
 
 
 # --- the official renders of a prefix and of a turn's prompt ----------------------------------------

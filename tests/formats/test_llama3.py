@@ -26,7 +26,6 @@ from train.formats.llama3 import Llama31Format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.papers.metatool.format import Llama31MetaToolFormat
 from train.schema import Conversation, ToolCall
-from train.tokenizers import load_tokenizer
 from train.tokenizers.tiktoken_based import llama3_reference_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -63,8 +62,8 @@ meta = Llama31MetaToolFormat()
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("llama3", cache=False)
+def tok(built_tokenizer):
+    return built_tokenizer("llama3")
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from train.formats.hf import to_hf_messages
 from train.formats.qwen2_5 import DEFAULT_SYSTEM, Qwen25Format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, ToolCall
-from train.tokenizers import load_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEMPLATE = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()
@@ -45,8 +44,8 @@ fmt = Qwen25Format()
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("qwen2_5", cache=False)
+def tok(built_tokenizer):
+    return built_tokenizer("qwen2_5")
 
 
 @pytest.fixture(scope="module")

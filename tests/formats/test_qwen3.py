@@ -25,7 +25,6 @@ from train.formats.hf import to_hf_messages
 from train.formats.qwen3 import Qwen3Format, last_query_index
 from train.formats.tokenize import IGNORE_INDEX, tokenize, tokenize_prompt
 from train.schema import Conversation, Message, ToolCall
-from train.tokenizers import load_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEMPLATES = resources.files("trl") / "chat_templates"
@@ -53,8 +52,8 @@ thinking, non_thinking, instruct = (Qwen3Format(mode=m) for m in ("thinking", "n
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("qwen3", cache=False)
+def tok(built_tokenizer):
+    return built_tokenizer("qwen3")
 
 
 @pytest.fixture(scope="module")
