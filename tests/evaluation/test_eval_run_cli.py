@@ -456,8 +456,8 @@ def test_unusable_inputs_exit_2_with_the_reason(capsys, tmp_path, monkeypatch, a
 
 
 def test_a_runs_format_options_are_the_evaluation_prompts_options():
-    from train.commands.eval.run import run_format_options
     from train.engine.config import compose
+    from train.engine.run_folder import format_options as run_format_options
 
     cfg = compose(["recipe=tiny", "model.chat_format=llama3_1", "+data.format_options.tools_in_user_message=false"])
     assert run_format_options(cfg) == {"tools_in_user_message": False}

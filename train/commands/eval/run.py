@@ -144,6 +144,7 @@ def load_run(run_dir: Path, dtype_name: str) -> LoadedModel:
 def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from train.engine.run_folder import format_options as run_format_options
     from train.engine.run_folder import load_run_config, read_json, verify_weights
     from train.tokenizers import BUILDERS, load_tokenizer
 
@@ -165,14 +166,6 @@ def load_model_dir(model_dir: Path, dtype_name: str, tokenizer_name: str | None)
     return LoadedModel(
         model, tokenizer, chat_format, str(model_dir), model_dir=model_dir, format_options=format_options
     )
-
-
-def run_format_options(cfg: Any) -> dict[str, Any]:
-    """The chat format options a run was trained with: evaluation renders its prompts the same way."""
-    from omegaconf import OmegaConf
-
-    options = cfg.data.get("format_options") if "data" in cfg else None
-    return dict(OmegaConf.to_container(options, resolve=True)) if options else {}
 
 
 def load_named(name: str, dtype_name: str) -> LoadedModel:
