@@ -373,7 +373,6 @@ def print_unused(prepared: Any, rejected: list[dict[str, str]]) -> None:
 def run(args: argparse.Namespace) -> int:
     from train.commands.eval.run_verify import read_paths, run_verify
     from train.commands.eval.score_report import metric_tables
-    from train.engine.export import ExportError
     from train.evaluation.generate import GenerationError
     from train.evaluation.tasks import TaskError, evaluate_generations, prediction_records
 
@@ -391,7 +390,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         made = generate_all(args, task)
-    except (ModelError, TaskError, ExportError, GenerationError, ValueError, OSError) as err:
+    except (ModelError, TaskError, GenerationError, ValueError, OSError) as err:  # a RunFolderError is a ValueError
         print(f"error: {err}", file=sys.stderr)
         return 2
     loaded, prepared = made.loaded, made.prepared

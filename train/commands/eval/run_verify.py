@@ -101,7 +101,6 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
     MODEL: (model on its device, tokenizer, description); its errors are ``error:`` lines, exit 2."""
     import time
 
-    from train.engine.export import ExportError
     from train.evaluation.tasks import TaskError, get_task, read_references
     from train.papers.toolverifier import teacher as prompts
     from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
@@ -134,7 +133,7 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
             demonstrations,
             args.limit_per_task,
         )
-    except (TaskError, ExportError, DemonstrationError, ValueError, OSError) as err:  # a ModelError is a ValueError
+    except (TaskError, DemonstrationError, ValueError, OSError) as err:  # ModelError, RunFolderError: ValueErrors
         print(f"error: {err}", file=sys.stderr)
         return 2
     seconds = time.monotonic() - started
