@@ -47,18 +47,41 @@ def load_tokenizer(name: str, *, trust_remote_code: bool = False, cache: bool = 
     target = cache_root() / "tokenizers" / f"{name}-v{BUILD_VERSION}"
     if cache and (target / "tokenizer.json").exists():
         return PreTrainedTokenizerFast.from_pretrained(str(target))
-    module_name, builder = BUILDERS[name].split(":")
-    tokenizer = getattr(importlib.import_module(module_name), builder)()
-    if cache:
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-        tokenizer.save_pretrained(str(tmp))
-        # rename is atomic: a concurrent builder (another rank) never sees half a tokenizer
-        try:
-            tmp.rename(target)
-        except OSError:
-            import shutil
+    if not cache:
+        return _build(name)
+    # One process builds (a 128k-200k vocabulary takes 5-10 s); the other ranks of a node, or test workers, wait
+    # for it and read its files. The wait is bounded: past it, a process builds its own copy as before.
+    from filelock import FileLock, Timeout
 
-            shutil.rmtree(tmp, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(target) + ".lock", timeout=BUILD_WAIT_SECONDS):
+            if (target / "tokenizer.json").exists():
+                return PreTrainedTokenizerFast.from_pretrained(str(target))
+            return _build_into(name, target)
+    except Timeout:
+        return _build(name)
+
+
+BUILD_WAIT_SECONDS = 300
+
+
+def _build(name: str) -> Any:
+    module_name, builder = BUILDERS[name].split(":")
+    return getattr(importlib.import_module(module_name), builder)()
+
+
+def _build_into(name: str, target: Path) -> Any:
+    tokenizer = _build(name)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    tokenizer.save_pretrained(str(tmp))
+    # rename is atomic: a reader without the lock (an older tooltrain) never sees half a tokenizer
+    try:
+        tmp.rename(target)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
     return tokenizer
 
 
