@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from session_cache import build_once, session_folder
+from session_cache import session_folder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,22 +32,14 @@ def fixtures() -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_tokenizer(tmp_path_factory):
-    """``built_tokenizer(name)``: the tokenizer the package builds for NAME (``load_tokenizer(name, cache=False)``),
-    built once in this pytest run for all its workers, saved, and loaded from there by each test module. Parity
+def built_tokenizer(tooltrain_cache):
+    """``built_tokenizer(name)``: the tokenizer the package builds for NAME, from this session's own cache (a fresh
+    folder each run, shared by all workers: one of them builds each name, under load_tokenizer's lock). Parity
     tests thus pin this session's builder, never a tokenizer cached in the home folder by older code, without
-    rebuilding a 150k-200k vocabulary per module (10-16 s each on 2 cores)."""
-    from transformers import PreTrainedTokenizerFast
-
+    rebuilding a 150k-200k vocabulary per module (5-10 s each on 2 cores)."""
     from train.tokenizers import load_tokenizer
 
-    def load(name: str):
-        def build(folder: Path) -> None:
-            load_tokenizer(name, cache=False).save_pretrained(str(folder))
-
-        return PreTrainedTokenizerFast.from_pretrained(str(build_once(tmp_path_factory, f"tokenizer-{name}", build)))
-
-    return load
+    return load_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -58,3 +50,13 @@ def tooltrain_cache(tmp_path_factory) -> Path:
     cache = session_folder(tmp_path_factory) / "tooltrain-cache"
     cache.mkdir(exist_ok=True)
     return cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache_for_every_test(tooltrain_cache):
+    """Every test, and every process a test starts, caches in this session's folder, never in the home folder:
+    a run's results do not depend on what an earlier run (or older code) left in ~/.cache/tooltrain, and each
+    tokenizer is built once per run, as on a fresh CI machine. Tests about the cache itself set their own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOOLTRAIN_CACHE", str(tooltrain_cache))
+        yield

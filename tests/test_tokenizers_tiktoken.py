@@ -143,13 +143,13 @@ QWEN2_5_ADDED = [
 
 
 @pytest.fixture(scope="module")
-def llama():
-    return load_tokenizer("llama3", cache=False)
+def llama(built_tokenizer):
+    return built_tokenizer("llama3")
 
 
 @pytest.fixture(scope="module")
-def qwen():
-    return load_tokenizer("qwen2_5", cache=False)
+def qwen(built_tokenizer):
+    return built_tokenizer("qwen2_5")
 
 
 @pytest.fixture(scope="module")

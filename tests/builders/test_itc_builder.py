@@ -301,7 +301,7 @@ def test_one_sample_renders_exactly_in_qwen2_5_and_only_its_answer_trains():
         + answer
         + "<|im_end|>\n"
     )
-    tok = load_tokenizer("qwen2_5", cache=False)
+    tok = load_tokenizer("qwen2_5")  # this session's build (conftest: one cache per run)
     tokenized = tokenize(fmt, sample, tok)
     trained = [t for t, label in zip(tokenized.input_ids, tokenized.labels) if label != IGNORE_INDEX]
     assert tok.decode(trained) == answer + "<|im_end|>"

@@ -64,7 +64,7 @@ def texts(tmp_path_factory) -> tuple[str, str]:
     blank = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")))
     messages, tools = to_hf_messages(CONV)
     trl_text = blank.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False)
-    harmony_text = load_tokenizer("o200k_harmony", cache=False).decode(official_harmony_ids(CONV.messages, CONV.tools))
+    harmony_text = load_tokenizer("o200k_harmony").decode(official_harmony_ids(CONV.messages, CONV.tools))
     return trl_text, harmony_text
 
 
