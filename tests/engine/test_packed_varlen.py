@@ -67,17 +67,25 @@ def _lora_model(attn: str):
     return model
 
 
-def _step(model, batch: dict, tmp_path) -> tuple[float, dict[str, torch.Tensor]]:
-    """One training step's loss and LoRA gradients, through the HF Trainer as the engine runs it."""
+def _step(model, rows: list[dict], collator, tmp_path) -> tuple[float, dict[str, torch.Tensor], dict]:
+    """One training step over all ``rows`` as one micro batch, through the HF Trainer's data loader and training
+    step as the engine runs them: the loss, the LoRA gradients and the batch the model was given."""
     from transformers import Trainer, TrainingArguments
 
-    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, remove_unused_columns=False)
-    trainer = Trainer(model=model, args=args)
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        report_to=[],
+        use_cpu=True,
+        remove_unused_columns=False,
+        per_device_train_batch_size=len(rows),
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=collator)
     trainer.current_gradient_accumulation_steps = 1  # what the training loop sets before its first step
+    (batch,) = list(trainer.get_train_dataloader())
     model.zero_grad()
-    loss = trainer.training_step(model, dict(batch))
+    loss = trainer.training_step(model, batch)
     grads = {name: param.grad.clone() for name, param in model.named_parameters() if param.requires_grad}
-    return loss.item(), grads
+    return loss.item(), grads, batch
 
 
 @pytest.fixture
@@ -88,7 +96,8 @@ def flash(monkeypatch) -> str:
 @pytest.fixture
 def unpacked(tmp_path) -> tuple[float, dict[str, torch.Tensor]]:
     """Every sample in its own row, padded, under sdpa: the reference."""
-    return _step(_lora_model("sdpa"), PaddedCollator(pad_token_id=0)(_samples()), tmp_path / "sdpa")
+    loss, grads, _ = _step(_lora_model("sdpa"), _samples(), PaddedCollator(pad_token_id=0), tmp_path / "sdpa")
+    return loss, grads
 
 
 def test_the_engine_takes_flash_kernels_for_varlen_kernels(flash):
@@ -99,9 +108,10 @@ def test_the_engine_takes_flash_kernels_for_varlen_kernels(flash):
 
 
 def test_packed_rows_through_flash_give_the_unpacked_loss_and_lora_gradients(flash, unpacked, tmp_path):
-    batch = packed_collator(0, WIDTH, flash)(_packed_rows())  # as the engine collates for a flash kernel
+    collator = packed_collator(0, WIDTH, flash)  # as the engine collates for a flash kernel
+    loss, grads, batch = _step(_lora_model(flash), _packed_rows(), collator, tmp_path / "flash")
     assert batch["input_ids"].shape == (2, WIDTH)  # micro batch 2: transformers would not derive the boundaries
-    loss, grads = _step(_lora_model(flash), batch, tmp_path / "flash")
+    assert batch["cu_seq_lens_q"].numel() == len(LENGTHS) + 2 + 1  # every sample, each row's tail, and the end
     reference_loss, reference_grads = unpacked
     assert loss == pytest.approx(reference_loss, rel=1e-5)
     assert grads.keys() == reference_grads.keys() and any("lora_A" in name for name in grads)
@@ -112,8 +122,7 @@ def test_packed_rows_through_flash_give_the_unpacked_loss_and_lora_gradients(fla
 
 def test_the_plain_packed_batch_through_flash_attends_across_samples(flash, unpacked, tmp_path):
     """The control, and what flash trained on before: without boundaries a batch of 2 rows attends over each row."""
-    batch = PackedCollator(pad_token_id=0, pad_to=WIDTH)(_packed_rows())
-    loss, grads = _step(_lora_model(flash), batch, tmp_path / "flash")
+    loss, grads, _ = _step(_lora_model(flash), _packed_rows(), PackedCollator(0, pad_to=WIDTH), tmp_path / "flash")
     reference_loss, reference_grads = unpacked
     assert abs(loss - reference_loss) > 1e-3
     assert any(not torch.allclose(grads[name], reference_grads[name], rtol=1e-4, atol=1e-6) for name in grads)
@@ -122,15 +131,14 @@ def test_the_plain_packed_batch_through_flash_attends_across_samples(flash, unpa
 def test_a_packed_row_alone_needs_no_boundaries_under_flash(flash, tmp_path):
     """A batch of one row: transformers derives the boundaries from the positions (so the emulation reads them)."""
     row = _packed_rows()[:1]
-    plain = _step(_lora_model(flash), PackedCollator(pad_token_id=0, pad_to=WIDTH)(row), tmp_path / "plain")
-    varlen = _step(_lora_model(flash), packed_collator(0, WIDTH, flash)(row), tmp_path / "varlen")
+    plain = _step(_lora_model(flash), row, PackedCollator(pad_token_id=0, pad_to=WIDTH), tmp_path / "plain")
+    varlen = _step(_lora_model(flash), row, packed_collator(0, WIDTH, flash), tmp_path / "varlen")
     assert plain[0] == pytest.approx(varlen[0], rel=1e-6)
 
 
 def test_packed_rows_under_sdpa_keep_the_plain_batch_and_the_unpacked_loss(unpacked, tmp_path):
-    batch = packed_collator(0, WIDTH, "sdpa")(_packed_rows())
+    loss, grads, batch = _step(_lora_model("sdpa"), _packed_rows(), packed_collator(0, WIDTH, "sdpa"), tmp_path / "p")
     assert set(batch) == {"input_ids", "labels", "position_ids"}
-    loss, grads = _step(_lora_model("sdpa"), batch, tmp_path / "packed")
     assert loss == pytest.approx(unpacked[0], rel=1e-5)
     for name, grad in grads.items():
         torch.testing.assert_close(grad, unpacked[1][name], rtol=1e-4, atol=1e-6, msg=name)
