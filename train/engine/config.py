@@ -80,7 +80,7 @@ class ModelConfig:
     tokenizer: str = MISSING
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     dtype: str = "auto"  # auto = bf16 on GPUs that support it, fp32 on CPU
-    attn_implementation: str = "auto"  # auto = sdpa on CPU, flash_attention_2 on GPU when installed, else sdpa
+    attn_implementation: str = "auto"  # auto = flash_attention_2 on a GPU where installed for fp16/bf16, else sdpa
     trust_remote_code: bool = False
     max_position_embeddings: int | None = None
 
