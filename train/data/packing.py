@@ -2,8 +2,9 @@
 
 A packed row concatenates whole samples; ``position_ids`` restart at 0 for every sample. With no
 ``attention_mask`` in the batch, transformers derives a block-diagonal causal mask from the
-restarting positions (``masking_utils.find_packed_sequence_indices``), and flash-attention derives
-``cu_seqlens`` the same way, so no token attends across samples. The model must run with
+restarting positions (``masking_utils.find_packed_sequence_indices``), so no token attends across
+samples. Flash-attention derives ``cu_seqlens`` the same way only for a batch of one row: for it the
+batches carry the boundaries too (``SampleBoundaries``). The model must run with
 ``use_cache=False`` (a cache disables that detection; FINDINGS). Tail padding of a row is one more
 pseudo-sample with its own restarting positions and ``-100`` labels: it attends only to itself and
 never contributes to the loss.
@@ -201,6 +202,40 @@ class PackedCollator:
         if any("loss_weights" in row for row in rows):
             tensors["loss_weights"] = weights_tensor(rows, width)
         return tensors
+
+
+class SampleBoundaries:
+    """A packed collator's batches plus their samples' boundaries, for attention kernels that take boundaries, not
+    a mask (flash-family kernels; the engine wraps its collator for them, ``train.engine.attention``).
+
+    transformers derives the boundaries from the restarting positions only for a batch of one row, so the batch
+    carries them, as trl's padding-free collator does: ``cu_seq_lens_q/k``, the int32 start of every sample (tail
+    padding included) in the flattened batch and its end, and ``max_length_q/k``, the longest. The rows stay
+    ``[batch, width]``: transformers' varlen path flattens them itself, and the loss and its weights keep their shape.
+    """
+
+    def __init__(self, collator: Any):
+        self.collator = collator
+
+    def __call__(self, rows: Sequence[dict]) -> dict[str, Any]:
+        batch = self.collator(rows)
+        return {**batch, **sample_boundaries(batch["position_ids"])}
+
+
+def sample_boundaries(position_ids: torch.Tensor) -> dict[str, Any]:
+    """The varlen kernels' ``cu_seq_lens_q/k`` and ``max_length_q/k`` for a batch of restarting ``position_ids``:
+    a sequence starts wherever a position is 0 (every row starts one), as transformers reads them
+    (``prepare_fa_kwargs_from_position_ids``), computed here on the CPU instead of in every layer."""
+    flat = position_ids.reshape(-1)
+    starts = torch.cat([torch.nonzero(flat == 0).reshape(-1), torch.tensor([flat.numel()])])
+    cu_seq_lens = starts.to(torch.int32)
+    longest = int(cu_seq_lens.diff().max())
+    return {
+        "cu_seq_lens_q": cu_seq_lens,
+        "cu_seq_lens_k": cu_seq_lens,
+        "max_length_q": longest,
+        "max_length_k": longest,
+    }
 
 
 class PaddedCollator:

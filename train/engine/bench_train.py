@@ -176,9 +176,8 @@ def trl_trainer(cfg: Any, out: Path, tokenizer: Any, dataset: Any, assistant_onl
 
     gpu = distributed.on_gpu()
     dtype = resolve_dtype(cfg.model.dtype, gpu)
-    model = build_model(
-        cfg.model, len(tokenizer), dtype, resolve_attn_implementation(cfg.model.attn_implementation, gpu), seed=cfg.seed
-    )
+    attn = resolve_attn_implementation(cfg.model.attn_implementation, gpu, dtype)
+    model = build_model(cfg.model, len(tokenizer), dtype, attn, seed=cfg.seed)
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, 1)
     args = SFTConfig(

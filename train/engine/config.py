@@ -80,7 +80,7 @@ class ModelConfig:
     tokenizer: str = MISSING
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     dtype: str = "auto"  # auto = bf16 on GPUs that support it, fp32 on CPU
-    attn_implementation: str = "auto"  # auto = sdpa on CPU, flash_attention_2 on GPU when installed, else sdpa
+    attn_implementation: str = "auto"  # auto = flash_attention_2 on a GPU where installed for fp16/bf16, else sdpa
     trust_remote_code: bool = False
     max_position_embeddings: int | None = None
 
@@ -322,6 +322,7 @@ def register() -> None:
 
 def check(cfg: DictConfig) -> None:
     """Reject combinations that are valid field by field but cannot run together."""
+    from train.engine.attention import flash_dtype_problem
     from train.engine.config_ranges import range_problems
 
     problems = list(unknown_keys(cfg)) + name_problems(cfg)
@@ -338,6 +339,10 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"model={cfg.model.name} has source=config but no model.arch")
     if not cfg.data.sources:
         problems.append(f"data={cfg.data.name} lists no sources")
+    # "auto" resolves on the machine that trains (train.engine.model.resolve_attn_implementation checks it there)
+    flash_problem = cfg.model.dtype != "auto" and flash_dtype_problem(cfg.model.attn_implementation, cfg.model.dtype)
+    if flash_problem:
+        problems.append(flash_problem)
     problems += range_problems(cfg)  # train.engine.config_ranges.RANGES: every number's valid range
     problems += _data_problems(cfg)
     problems += paper_problems(cfg)

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from train.base.errors import choice
+from train.base.errors import ConfigError, choice
+from train.engine.attention import flash_dtype_problem
 
 DTYPES = {
     "float32": torch.float32,
@@ -30,17 +31,21 @@ def resolve_dtype(name: str, on_gpu: bool) -> torch.dtype:
     return DTYPES[name]
 
 
-def resolve_attn_implementation(name: str, on_gpu: bool) -> str:
-    """sdpa on CPU; flash-attention 2 on GPUs when installed (varlen over packed rows), else sdpa."""
+def resolve_attn_implementation(name: str, on_gpu: bool, dtype: torch.dtype) -> str:
+    """sdpa on CPU; on GPUs flash-attention 2 when installed and the weights are fp16/bf16 (flash refuses fp32),
+    else sdpa. A flash kernel named explicitly for fp32 weights is a ConfigError naming the fix."""
     if name != "auto":
+        problem = flash_dtype_problem(name, str(dtype).removeprefix("torch."))
+        if problem:
+            raise ConfigError(problem)
         return name
-    if on_gpu:
+    if on_gpu and dtype in (torch.float16, torch.bfloat16):
         try:
             import flash_attn  # noqa: F401
 
             return "flash_attention_2"
         except ImportError:
-            return "sdpa"
+            pass
     return "sdpa"
 
 
@@ -79,8 +84,6 @@ def check_model_tokenizer(cfg: Any, tokenizer: Any) -> None:
     the weights load (``build_model``)."""
     import json
     from pathlib import Path
-
-    from train.base.errors import ConfigError
 
     if choice(cfg.model.source) != "pretrained" or not cfg.model.path:
         return
@@ -152,8 +155,6 @@ def build_model(
 
 
 def _check_fit(model: Any, model_cfg: Any, vocab_size: int, where: str) -> None:
-    from train.engine.config import ConfigError
-
     rows = model.get_input_embeddings().num_embeddings
     problem = tokenizer_fit_problem(model_cfg, vocab_size, vocab_size - 1, rows, where)
     if problem:

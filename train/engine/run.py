@@ -23,8 +23,17 @@ from omegaconf import DictConfig, OmegaConf
 from train.base.cache import cache_root
 from train.base.errors import ConfigError, choice
 from train.data.dataset import BuildReport, BuiltDataset, build_dataset
-from train.data.packing import PackedCollator, PackedRows, PaddedCollator, SampleRows, best_fit_pack, packing_stats
+from train.data.packing import (
+    PackedCollator,
+    PackedRows,
+    PaddedCollator,
+    SampleBoundaries,
+    SampleRows,
+    best_fit_pack,
+    packing_stats,
+)
 from train.engine import distributed
+from train.engine.attention import is_flash_family
 from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
 from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
 from train.engine.eval_callback import build_eval_callback
@@ -72,6 +81,13 @@ class MeteredCollator:
         real = sum(len(r["input_ids"]) for r in rows)
         self.meter.add_batch(real, batch["input_ids"].numel(), [n for row in rows for n in sample_lengths(row)])
         return batch
+
+
+def packed_collator(pad_id: int, width: int, attn: str) -> PackedCollator | SampleBoundaries:
+    """The packed rows' collator for the attention kernel ``attn``: flash-family kernels read the samples'
+    boundaries from the batch (``train.engine.attention``); the others build the mask from the positions."""
+    collator = PackedCollator(pad_id, pad_to=width)
+    return SampleBoundaries(collator) if is_flash_family(attn) else collator
 
 
 def make_rows(built: BuiltDataset, data_cfg: Any) -> tuple[PackedRows | SampleRows, dict[str, Any]]:
@@ -161,6 +177,7 @@ class Environment:
     strategy: str
     grad_accum: int
     dtype: Any  # torch dtype of the weights
+    attn: str  # the attention implementation (model.attn_implementation resolved for this machine and dtype)
     strategy_args: dict[str, Any]  # the TrainingArguments fields the strategy and hardware decide
     kernels: str
 
@@ -174,6 +191,7 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
         cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size
     )
     dtype = resolve_dtype(cfg.model.dtype, gpu)
+    attn = resolve_attn_implementation(cfg.model.attn_implementation, gpu, dtype)  # flash with fp32: ConfigError
     # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
     strategy_args = distributed.training_arguments_for(
         cfg.distributed, world, cfg.train.micro_batch_size, grad_accum, cfg.optim.max_grad_norm, dtype == torch.bfloat16
@@ -184,7 +202,8 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
     # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
     # against it and never rewrites it (train/engine/resume_config.py).
     record_config(out, cfg, world)
-    return Environment(world, out, gpu, choice(cfg.distributed.strategy), grad_accum, dtype, strategy_args, kernels)
+    strategy = choice(cfg.distributed.strategy)
+    return Environment(world, out, gpu, strategy, grad_accum, dtype, attn, strategy_args, kernels)
 
 
 # ---- data -----------------------------------------------------------------------------------------
@@ -225,7 +244,8 @@ def prepare_data(cfg: DictConfig, env: Environment) -> Data:
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     meter = TokenMeter()
     if cfg.data.packing:
-        collator = MeteredCollator(PackedCollator(pad_id, pad_to=cfg.data.max_seq_len), meter, cfg.data.max_seq_len)
+        packed = packed_collator(pad_id, cfg.data.max_seq_len, env.attn)
+        collator = MeteredCollator(packed, meter, cfg.data.max_seq_len)
     else:
         collator = MeteredCollator(PaddedCollator(pad_id), meter, None)
     return Data(tokenizer, built, rows, pack_info, collator, meter)
@@ -245,8 +265,7 @@ class Model:
 
 def prepare_model(cfg: DictConfig, env: Environment, data: Data) -> Model:
     """The base model (kernels applied), its adapter, and its parameter counts; the token meter watches it."""
-    attn = resolve_attn_implementation(cfg.model.attn_implementation, env.gpu)
-    model = build_model(cfg.model, len(data.tokenizer), env.dtype, attn, seed=cfg.seed)
+    model = build_model(cfg.model, len(data.tokenizer), env.dtype, env.attn, seed=cfg.seed)
     if env.kernels == "liger":
         _apply_liger(model)
     lora = choice(cfg.peft.kind) == "lora"
