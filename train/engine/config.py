@@ -316,8 +316,15 @@ def __getattr__(name: str) -> Any:
 
 
 def register() -> None:
-    """Make the schema available to conf/train.yaml's defaults list as ``schema``."""
-    ConfigStore.instance().store(name="schema", node=schema())
+    """Make the schema available to conf/train.yaml's defaults list as ``schema``. Stored again only when the
+    registry's papers changed: storing converts the whole schema (70 ms, an eighth of a compose)."""
+    store, node = ConfigStore.instance(), schema()
+    if _stored.get("schema") is not node or "schema.yaml" not in store.repo:
+        store.store(name="schema", node=node)
+        _stored["schema"] = node
+
+
+_stored: dict[str, type] = {}
 
 
 def check(cfg: DictConfig) -> None:
