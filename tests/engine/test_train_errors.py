@@ -92,6 +92,8 @@ def test_a_symlink_loop_as_input_is_one_error_line(engine, tmp_path):
     )
 
 
+# slow tier: sources/test_glaive has the reader's refusal of a folder, the missing input this CLI path
+@pytest.mark.slow
 def test_a_folder_given_to_a_reader_of_files_is_one_error_line(engine, tmp_path):
     result = train(engine, tmp_path / "run", f"data.sources.0.inputs=[{tmp_path}]")
     assert the_error(result, 2) == f"error: {tmp_path}: is a folder; expected a JSON or JSON Lines file"
@@ -123,6 +125,8 @@ def test_an_unknown_builder_argument_is_one_error_line(engine, tmp_path):
     assert "  - data.builder=metatool: metatool builder: unknown argument(s) ['bogus']" in result.stderr
 
 
+# slow tier: evaluation/test_eval_run_cli has this refusal of a benchmark file, the missing input this CLI path
+@pytest.mark.slow
 def test_an_eval_benchmark_without_conversations_is_one_error_line(engine, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

@@ -419,3 +419,16 @@ def test_the_itc_benchmark_logs_every_metric_under_a_readable_name(monkeypatch):
     assert metrics["eval/itc/fm"] == 0.5 and metrics["eval/itc/macro/ti_f1"] == 0.5
     assert metrics["eval/itc/by_language/zh/macro/tool_r"] == 0.0 and metrics["eval/itc/micro/tool_r"] == 0.5
     assert metrics["eval/itc/error_shares/selection/missing_tools"] == 1.0
+
+
+def test_an_eval_benchmark_file_without_conversations_is_refused_naming_it(tmp_path):
+    """In process, what tests/engine/test_train_errors.py (slow tier) sees as the run's one `error: eval: ...` line."""
+    from train.engine.eval_callback import load_benchmarks
+    from train.evaluation.tasks import TaskError
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    cfg = compose(["recipe=tiny", "eval=heldout", f"eval.benchmarks.0.data={empty}"])
+    with pytest.raises(TaskError) as refused:
+        load_benchmarks(cfg.eval, [])
+    assert str(refused.value).startswith(f"{empty}: not canonical conversations, and heldout has no reader of its own")
