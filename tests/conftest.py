@@ -18,6 +18,15 @@ SHARED_DATA = Path(os.environ.get("TOOLTRAIN_SHARED_DATA", REPO.parent / "shared
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that reads ../shared/data is in the slow tier (`.ci/run --all`): the everyday tier checks each format,
+    reader and scorer on the fixtures and samples in the repository, as a fresh machine without that folder does;
+    the sweeps over the real corpora (tens of seconds of tokenizing) run before an issue is resolved."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()) or item.get_closest_marker("shared_data"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The real benchmark files in ../shared/data; tests needing them skip on a fresh machine."""
