@@ -4,7 +4,9 @@ The toy paper below is written to a temporary folder (a package ``toypaper`` wit
 recipe folder on Hydra's search path; it is registered with one ``PAPERS.register`` line, and nothing in the
 package is edited: its config node composes, its check refuses a bad value with its own message, its resume rule
 and range hold, its input is checked before training, and its after-training step and evaluation-only job are what
-the engine calls.
+the engine calls. A second toy paper brings a verb of its own and a form of ``eval run`` (``PaperSpec.verbs``,
+``eval_run_form``): the CLI lists and runs the verb under its group, ``eval run`` takes the form's options, and
+``tooltrain data stats`` imports neither it nor any paper.
 """
 
 from __future__ import annotations
@@ -195,10 +197,34 @@ def run(args: argparse.Namespace) -> int:
     print(f"toy verb: hello {args.name}")
     return 3
 '''
+TOY_FORM = '''
+"""``tooltrain eval run heldout MODEL --toy-form``: the toy paper's form of ``eval run``."""
+
+
+def add_arguments(parser):
+    parser.add_argument("--toy-form", action="store_true", help="the toy paper's form")
+
+
+def chosen(args):
+    return args.toy_form
+
+
+def problem(args):
+    return f"--toy-form is for heldout, not {args.bench}" if args.toy_form and args.bench != "heldout" else None
+
+
+def run(args, load_model, inputs):
+    print(f"toy form on {args.bench}, reading {[path.name for path in inputs]}")
+    return 4
+'''
 TOY_VERB_PAPER = """
 from train.papers.spec import PaperSpec
 
-PAPER = PaperSpec(title="A toy paper with a verb", verbs={"eval toyverb": ("toyverbpaper.verbs.toyverb", "say hello")})
+PAPER = PaperSpec(
+    title="A toy paper with a verb",
+    verbs={"eval toyverb": ("toyverbpaper.verbs.toyverb", "say hello")},
+    eval_run_form="toyverbpaper.verbs.toyform",
+)
 TAKEN = PaperSpec(title="A verb of the CLI's own name", verbs={"eval score": ("toyverbpaper.verbs.toyverb", "x")})
 """
 
@@ -210,6 +236,7 @@ def _toy_verb_wing(root: Path) -> None:
     (root / "toyverbpaper" / "paper.py").write_text(textwrap.dedent(TOY_VERB_PAPER))
     (root / "toyverbpaper" / "verbs" / "__init__.py").write_text("")
     (root / "toyverbpaper" / "verbs" / "toyverb.py").write_text(textwrap.dedent(TOY_VERB))
+    (root / "toyverbpaper" / "verbs" / "toyform.py").write_text(textwrap.dedent(TOY_FORM))
 
 
 @pytest.fixture
@@ -236,6 +263,19 @@ def test_a_toy_papers_verb_is_listed_under_its_group_and_runs(toy_verb, capsys):
     assert "toyverbpaper.verbs.toyverb" not in sys.modules  # listing a verb does not import it
     assert main(["eval", "toyverb", "world"]) == 3
     assert capsys.readouterr().out == "toy verb: hello world\n"
+
+
+def test_eval_run_takes_a_toy_papers_form_through_the_registry(toy_verb, capsys, tmp_path):
+    from train.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["eval", "run", "--help"])
+    assert "--toy-form" in capsys.readouterr().out
+    (tmp_path / "refs.jsonl").write_text("")
+    assert main(["eval", "run", "heldout", "tiny", "--toy-form", "--data", str(tmp_path / "refs.jsonl")]) == 4
+    assert capsys.readouterr().out == "toy form on heldout, reading ['refs.jsonl']\n"
+    assert main(["eval", "run", "nexus", "tiny", "--toy-form"]) == 2
+    assert capsys.readouterr().err == "error: --toy-form is for heldout, not nexus\n"
 
 
 def test_a_paper_verb_cannot_take_a_verbs_name(toy_verb):
