@@ -6,7 +6,8 @@ arrow to them (the way ``train.builders`` names each paper's builder).
 
 Lowest to highest (``ls train/`` shows them): the base (record contract, registries, small shared pieces) < the
 readers < tokenizers and model files < retrieval < formats < the teacher < data < evaluation < the engine < the papers'
-wings < the verbs < the CLI. The papers sit on top of the engine, as torchtitan's experiments on its core: the
+wings < the verbs (a paper's own verbs too, in its wing's ``verbs/`` package) < the CLI. The papers sit on top of the
+engine, as torchtitan's experiments on its core: the
 engine and the data layer never import a paper (docs STYLE 16), they reach it through a registry in the base
 (``PAPERS``, ``BUILDERS``) or their own (``TASKS``). Besides the order, three rules: a paper's wing never imports
 another paper's wing; nothing but the CLI imports a verb (what two verbs share lives in a helper module of
@@ -23,7 +24,8 @@ import pytest
 TRAIN = Path(__file__).resolve().parents[1] / "train"
 
 # The layers, lowest first, each with the modules it holds: "pkg.*" is a package and every module under it, a bare
-# name one module; the most specific entry wins (a name over a pattern, a longer pattern over a shorter one).
+# name one module, and a "*" inside a name any one part of it ("train.papers.*.verbs.*": every wing's verbs package);
+# the most specific entry wins (a name over a pattern, a longer pattern over a shorter one).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the record contract (schema, validate, record reading), the registries every concept registers through, and
     # small shared pieces (errors, progress bars, the cache root, call syntax): everything may import them
@@ -45,7 +47,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluation", ("train.evaluation.*",)),  # the benchmarks: tasks, generation, scorers
     ("engine", ("train.engine.*",)),  # a training run: config, model, run folder, checkpoints, callbacks, launch
     ("papers", ("train.papers.*",)),  # one wing per paper, on top of the core it uses
-    ("commands", ("train.commands.*",)),  # the verbs, and the helpers two verbs share
+    # the verbs, and the helpers two verbs share; a paper's own verbs (PaperSpec.verbs, eval_run_form) sit in its wing
+    # but use the verbs' helpers (train.commands.outputs): they are verbs, above every wing
+    ("commands", ("train.commands.*", "train.papers.*.verbs.*")),
     ("cli", ("train.cli", "train.__main__")),
 )
 # The registries of higher layers sit in the base: they hold "module:attr" strings, so they import nothing above
@@ -133,16 +137,22 @@ def _placements() -> dict[str, str]:
     return placed
 
 
+def matches(entry: str, module: str) -> bool:
+    """Whether a LAYERS entry holds ``module``: a name itself, "pkg.*" the package and all under it, "*" one part."""
+    pattern, parts = entry.split("."), module.split(".")
+    if pattern[-1] == "*":
+        pattern = pattern[:-1]
+        parts = parts[: len(pattern)]
+    return len(parts) == len(pattern) and all(want in ("*", part) for want, part in zip(pattern, parts))
+
+
 def layer_of(module: str) -> str | None:
+    """The layer of the most specific entry holding ``module``: a name over a pattern, then the longest pattern."""
     placed = _placements()
-    if module in placed:
-        return placed[module]
-    parts = module.split(".")
-    for cut in range(len(parts), 0, -1):
-        pattern = ".".join(parts[:cut]) + ".*"
-        if pattern in placed:
-            return placed[pattern]
-    return None
+    holding = [entry for entry in placed if matches(entry, module)]
+    if not holding:
+        return None
+    return placed[max(holding, key=lambda entry: ("*" not in entry, entry.count(".")))]
 
 
 def rank(layer: str) -> int:
@@ -243,10 +253,13 @@ def graph() -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def verbs() -> set[str]:
-    from train.cli import TOP_VERBS, VERBS
+    """Every verb the CLI runs: its own, the papers' (``PaperSpec.verbs``) and their forms of ``eval run``."""
+    from train.cli import TOP_VERBS, verb_tables
+    from train.papers import specs
 
-    found = {f"train.commands.{module}" for group in VERBS.values() for module, _ in group.values()}
-    return found | {f"train.commands.{module}" for module, _ in TOP_VERBS.values()} | MAIN_VERBS
+    found = {module for group in verb_tables().values() for module, _ in group.values()}
+    forms = {spec.eval_run_form for _, spec in specs() if spec.eval_run_form}
+    return found | {module for module, _ in TOP_VERBS.values()} | forms | MAIN_VERBS
 
 
 def test_every_module_has_a_layer(graph):
@@ -258,10 +271,7 @@ def test_every_module_has_a_layer(graph):
 
 
 def test_every_entry_names_modules_that_exist(graph):
-    def matches(entry: str) -> bool:
-        return entry in graph if not entry.endswith(".*") else entry[:-2] in graph
-
-    assert [entry for entry in _placements() if not matches(entry)] == []
+    assert [entry for entry in _placements() if not any(matches(entry, module) for module in graph)] == []
     assert {layer for layer, _ in EXCEPTIONS.values()} <= {name for name, _ in LAYERS}
 
 
@@ -334,12 +344,18 @@ def test_each_rule_is_reported():
         "train.engine.run": {"train.papers", "train.evaluation.tasks"},  # the registry is in the base: allowed
         "train.papers.ptr.backbone": {"train.engine.export", "train.papers.toolgt.checks"},
         "train.commands.eval.run": {"train.commands.eval.score", "train.commands.outputs"},
+        "train.papers.ptr.job": {"train.papers.ptr.verbs.recommend"},  # a wing's module importing its own verb
+        "train.papers.ptr.verbs.recommend": {"train.commands.outputs", "train.papers.metatool.retrieval_eval"},
     }
-    assert layering_problems(edges, {"train.commands.eval.score", "train.commands.eval.run"}) == [
+    verbs = {"train.commands.eval.score", "train.commands.eval.run", "train.papers.ptr.verbs.recommend"}
+    assert layering_problems(edges, verbs) == [
         "train.commands.eval.run imports the verb train.commands.eval.score: " + VERB_RULE,
         "train.data.dataset imports train.builders: " + FORBIDDEN[("train.data", "train.builders")],
         "train.data.dataset (data) imports train.papers.metatool.builder (papers): upward",
         "train.papers.ptr.backbone imports train.papers.toolgt.checks: " + WING_RULE,
+        "train.papers.ptr.job (papers) imports train.papers.ptr.verbs.recommend (commands): upward",
+        "train.papers.ptr.job imports the verb train.papers.ptr.verbs.recommend: " + VERB_RULE,
+        "train.papers.ptr.verbs.recommend imports train.papers.metatool.retrieval_eval: " + WING_RULE,
         "train.schema (base) imports train.data.dataset (data): upward",
     ]
 
@@ -349,5 +365,8 @@ def test_a_module_takes_its_folders_layer_unless_named():
     assert layer_of("train.papers.newpaper.builder") == "papers"
     assert layer_of("train.papers") == "base"  # the registry of the wings, not a wing
     assert layer_of("train.commands.data.newverb") == "commands"  # a verb or a helper: the CLI's tables say which
+    assert layer_of("train.papers.newpaper.verbs.newverb") == "commands"  # a paper's own verb: above every wing
+    assert layer_of("train.papers.newpaper.verbs") == "commands" and layer_of("train.papers.newpaper") == "papers"
+    assert layer_of("train.papers.newpaper.verbsy") == "papers"  # a pattern's parts are whole names
     assert layer_of("train.newthing") is None
     assert wing("train.papers.ptr.data") == "ptr" and wing("train.papers") is None and wing("train.papers.spec") is None

@@ -4,7 +4,9 @@ The toy paper below is written to a temporary folder (a package ``toypaper`` wit
 recipe folder on Hydra's search path; it is registered with one ``PAPERS.register`` line, and nothing in the
 package is edited: its config node composes, its check refuses a bad value with its own message, its resume rule
 and range hold, its input is checked before training, and its after-training step and evaluation-only job are what
-the engine calls.
+the engine calls. A second toy paper brings a verb of its own and a form of ``eval run`` (``PaperSpec.verbs``,
+``eval_run_form``): the CLI lists and runs the verb under its group, ``eval run`` takes the form's options, and
+``tooltrain data stats`` imports neither it nor any paper.
 """
 
 from __future__ import annotations
@@ -178,3 +180,135 @@ def test_a_config_with_the_papers_nodes_pickles_for_a_sweeps_jobs(tmp_path):
     argv = [sys.executable, "-c", code, str(tmp_path / "cfg.pkl")]
     done = subprocess.run(argv, cwd=repo, check=False, capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout.strip()) == (0, "cot"), done.stderr
+
+
+# ---------------------------------------------------------------- a paper's own verb, found through its spec
+
+TOY_VERB = '''
+"""``tooltrain eval toyverb NAME``: the toy paper's own verb."""
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name")
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"toy verb: hello {args.name}")
+    return 3
+'''
+TOY_FORM = '''
+"""``tooltrain eval run heldout MODEL --toy-form``: the toy paper's form of ``eval run``."""
+
+
+def add_arguments(parser):
+    parser.add_argument("--toy-form", action="store_true", help="the toy paper's form")
+
+
+def chosen(args):
+    return args.toy_form
+
+
+def problem(args):
+    return f"--toy-form is for heldout, not {args.bench}" if args.toy_form and args.bench != "heldout" else None
+
+
+def run(args, load_model, inputs):
+    print(f"toy form on {args.bench}, reading {[path.name for path in inputs]}")
+    return 4
+'''
+TOY_VERB_PAPER = """
+from train.papers.spec import PaperSpec
+
+PAPER = PaperSpec(
+    title="A toy paper with a verb",
+    verbs={"eval toyverb": ("toyverbpaper.verbs.toyverb", "say hello")},
+    eval_run_form="toyverbpaper.verbs.toyform",
+)
+TAKEN = PaperSpec(title="A verb of the CLI's own name", verbs={"eval score": ("toyverbpaper.verbs.toyverb", "x")})
+"""
+
+
+def _toy_verb_wing(root: Path) -> None:
+    """The toy paper's folder: ``toyverbpaper/paper.py`` (its spec, naming the verb) and ``verbs/toyverb.py``."""
+    (root / "toyverbpaper" / "verbs").mkdir(parents=True)
+    (root / "toyverbpaper" / "__init__.py").write_text("")
+    (root / "toyverbpaper" / "paper.py").write_text(textwrap.dedent(TOY_VERB_PAPER))
+    (root / "toyverbpaper" / "verbs" / "__init__.py").write_text("")
+    (root / "toyverbpaper" / "verbs" / "toyverb.py").write_text(textwrap.dedent(TOY_VERB))
+    (root / "toyverbpaper" / "verbs" / "toyform.py").write_text(textwrap.dedent(TOY_FORM))
+
+
+@pytest.fixture
+def toy_verb(tmp_path: Path, monkeypatch):
+    _toy_verb_wing(tmp_path / "wing")
+    monkeypatch.syspath_prepend(str(tmp_path / "wing"))
+    monkeypatch.setattr(PAPERS, "_entries", dict(PAPERS._entries))  # the registration is undone after the test
+    PAPERS.register("toyverb", "toyverbpaper.paper:PAPER")  # the one registration
+    yield
+    for name in [name for name in sys.modules if name.split(".")[0] == "toyverbpaper"]:
+        sys.modules.pop(name)
+
+
+def test_a_toy_papers_verb_is_listed_under_its_group_and_runs(toy_verb, capsys):
+    from train.cli import VERBS, main, verb_tables
+
+    eval_verbs = list(verb_tables()["eval"])
+    assert eval_verbs == [*VERBS["eval"], "retrieval", "recommend", "toyverb"]  # the CLI's own, then PAPERS order
+    with pytest.raises(SystemExit) as shown:
+        main(["eval", "--help"])
+    assert shown.value.code == 0
+    listed = capsys.readouterr().out
+    assert "{score,run,retrieval,recommend,toyverb}" in listed and "say hello" in listed
+    assert "toyverbpaper.verbs.toyverb" not in sys.modules  # listing a verb does not import it
+    assert main(["eval", "toyverb", "world"]) == 3
+    assert capsys.readouterr().out == "toy verb: hello world\n"
+
+
+def test_eval_run_takes_a_toy_papers_form_through_the_registry(toy_verb, capsys, tmp_path):
+    from train.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["eval", "run", "--help"])
+    assert "--toy-form" in capsys.readouterr().out
+    (tmp_path / "refs.jsonl").write_text("")
+    assert main(["eval", "run", "heldout", "tiny", "--toy-form", "--data", str(tmp_path / "refs.jsonl")]) == 4
+    assert capsys.readouterr().out == "toy form on heldout, reading ['refs.jsonl']\n"
+    assert main(["eval", "run", "nexus", "tiny", "--toy-form"]) == 2
+    assert capsys.readouterr().err == "error: --toy-form is for heldout, not nexus\n"
+
+
+def test_a_paper_verb_cannot_take_a_verbs_name(toy_verb):
+    from train.cli import verb_tables
+
+    PAPERS.register("taken", "toyverbpaper.paper:TAKEN")
+    with pytest.raises(ValueError, match=r"paper taken: verb 'eval score' is taken \(by train.commands.eval.score\)"):
+        verb_tables()
+    with pytest.raises(ValueError, match="'GROUP VERB'"):
+        PaperSpec(title="x", verbs={"recommend": ("m", "help")})
+
+
+def test_data_stats_imports_no_paper_verb_nor_paper(tmp_path):
+    """``tooltrain data stats`` (one of the CLI's own verbs), with a toy paper's verb registered: no verb module of a
+    paper is imported, nor any paper's spec, nor torch."""
+    import json
+    import subprocess
+
+    _toy_verb_wing(tmp_path / "wing")
+    rows = tmp_path / "rows.jsonl"
+    row = {"id": "a", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    rows.write_text(json.dumps(row) + "\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path / 'wing')!r})\n"
+        "from train.papers import PAPERS\n"
+        "PAPERS.register('toyverb', 'toyverbpaper.paper:PAPER')\n"
+        "from train.cli import main\n"
+        f"rc = main(['data', 'stats', {str(rows)!r}])\n"
+        "wings = ('toyverbpaper', *(f'train.papers.{name}' for name in PAPERS.names()), 'torch')\n"
+        "print(rc, sorted(m for m in sys.modules if m.startswith(wings)))\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, cwd=repo, check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "0 []"

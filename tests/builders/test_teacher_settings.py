@@ -13,8 +13,8 @@ import pytest
 import train.teacher
 from train.builders import make_args
 from train.commands.eval import run as eval_run
-from train.commands.eval.run_verify import run_verify, verify_problem
 from train.papers.metatool.teacher import HttpTeacher, make_teacher
+from train.papers.toolverifier.verbs import run_verify
 from train.teacher import BACKEND_SETTINGS, SETTINGS, TeacherError, TeacherRequest, teacher_config
 
 RECIPE_BUILDERS = ("toolgt", "itc", "metatool")
@@ -73,7 +73,7 @@ def test_every_setting_a_recipe_teacher_takes_eval_run_verify_takes(config):
     for builder in RECIPE_BUILDERS:
         assert recipe_problem(builder, config) is None, builder
     args = verify_args(*argv_of(config))
-    assert verify_problem(args) is None
+    assert run_verify.problem(args) is None
     assert teacher_config(args) == config  # the same mapping the recipe gives make_backend
 
 
@@ -132,7 +132,11 @@ def test_retries_reach_the_backend_from_eval_run_verify(monkeypatch):
 
     monkeypatch.setattr(train.teacher, "Teacher", teacher)
     args = verify_args(*argv_of({"kind": "http", "base_url": URL, "model": "m", "retries": 4, "backoff": 0.0}))
-    assert run_verify(args, selector_model=lambda: pytest.fail("the selector is loaded after the teacher")) == 2
+
+    def selector_model():
+        pytest.fail("the selector is loaded after the teacher")
+
+    assert run_verify.run(args, selector_model, eval_run.read_paths(args)) == 2
     [backend] = built
     assert (backend.retries, backend.backoff) == (4, 0.0)
     assert attempts_of(backend) == 5

@@ -109,8 +109,8 @@ def test_bad_settings_exit_2(capsys, tmp_path, argv, message):
 def test_the_teacher_is_configured_by_keys_like_the_options():
     from hydra import compose, initialize_config_dir
 
-    from train.commands.eval.retrieval_sweep import register, settings_from_config
     from train.engine.config import CONF_DIR
+    from train.papers.metatool.verbs.retrieval_sweep import register, settings_from_config
 
     register()
     overrides = [

@@ -1,6 +1,8 @@
 """The CLI's verbs, one module per verb, in a package per group: ``tooltrain GROUP VERB`` is
 ``train/commands/GROUP/VERB.py`` (``data/``, ``eval/``, ``bench/``); the verbs without a group (``export``,
-``launch``, ``demo``) sit here. ``train.cli`` imports only the verb it runs.
+``launch``, ``demo``) sit here. A paper's own verbs (``eval retrieval``, ``eval recommend``) sit in its wing,
+``train/papers/<paper>/verbs/``, named in its ``PaperSpec.verbs``: the same contract, the same layer, the same
+helpers. ``train.cli`` imports only the verb it runs.
 
 A verb module exposes ``add_arguments(parser)`` and ``run(args) -> int`` (the exit code). It parses its arguments,
 calls the rooms that own the work (``train.sources``, ``train.validate``, ``train.formats``, ``train.data``,

@@ -20,14 +20,27 @@ from train.registry import Registry, load
 
 
 @dataclass(frozen=True)
+class ScoreOptions:
+    """Options a registered benchmark adds to ``eval score`` (ITC's ``--matching``, ``--languages``), kept with its
+    scorer: ``add_arguments(parser)``; ``problem(args) -> str | None``: why they cannot go with ``args.bench`` (asked
+    whatever the bench: an option given for another bench); ``score(scorer, args, predictions, references) ->
+    metrics``: the scorer called with them, a ValueError naming the option when a value is wrong."""
+
+    add_arguments: Callable[[Any], None]
+    problem: Callable[[Any], str | None]
+    score: Callable[..., dict]
+
+
+@dataclass(frozen=True)
 class ScorerSpec:
     """One benchmark: ``score(predictions, references, ...) -> metrics`` (or its ``module:attr``), the
-    ``eval score --help`` text on its row layouts, and its generation task (a ``Task`` subclass or its
-    ``module:attr``; None: scored from rows only, no ``eval run``)."""
+    ``eval score --help`` text on its row layouts, its generation task (a ``Task`` subclass or its
+    ``module:attr``; None: scored from rows only, no ``eval run``) and the ``eval score`` options of its own."""
 
     score: Callable[..., dict] | str
     layout: str
     task: Any = None
+    options: ScoreOptions | None = None
 
 
 SCORERS: Registry[ScorerSpec] = Registry("scorer", "scorers", lambda obj: isinstance(obj, ScorerSpec))
@@ -49,4 +62,4 @@ def get_scorer(name: str) -> Callable[..., dict]:
     return load(score, "scorer") if isinstance(score, str) else score
 
 
-__all__ = ["SCORERS", "ScorerSpec", "get_scorer"]
+__all__ = ["SCORERS", "ScoreOptions", "ScorerSpec", "get_scorer"]

@@ -83,7 +83,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from train.evaluation import ScorerSpec, get_scorer
+from train.evaluation import ScoreOptions, ScorerSpec, get_scorer
 from train.evaluation.calls import (
     Call,
     CallFormatError,
@@ -418,7 +418,7 @@ class ItcTask(Task):
             raise TaskError("; ".join(problems))
         self.answer, self.matching, self.languages = answer, matching, None
         if languages:
-            codes = ITC_LANGUAGES if languages == "itc" else tuple(c.strip() for c in languages.split(",") if c.strip())
+            codes = language_codes(languages)
             try:  # now, not at the first evaluation: a code langid does not know is a config error
                 langid_classifier(codes)
             except ValueError as err:
@@ -481,6 +481,42 @@ def is_itc_answer(text: Any) -> bool:
         return False
 
 
+# ---------------------------------------------------------------- eval score's options for ITC
+
+
+def language_codes(text: str) -> tuple[str, ...]:
+    """``--languages`` / the task option ``languages``: comma-separated codes, or ``itc`` for the paper's 29."""
+    return ITC_LANGUAGES if text == "itc" else tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def add_score_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--matching",
+        choices=MATCHINGS,
+        default="multiset",
+        help="itc only: multiset (default: each gold call and triple matched once) or seal (Seal-Tools' counting: "
+        "first gold call of the name, not consumed, values compared as str)",
+    )
+    parser.add_argument(
+        "--languages",
+        metavar="CODES",
+        help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29",
+    )
+
+
+def score_options_problem(args: Any) -> str | None:
+    """``--matching`` is refused for another bench (``--languages`` is not read there)."""
+    return f"--matching is for itc, not {args.bench}" if args.matching != "multiset" and args.bench != "itc" else None
+
+
+def score_with_options(scorer: Callable[..., dict], args: Any, predictions: list, references: list) -> dict:
+    codes = language_codes(args.languages) if args.languages else None
+    try:
+        return scorer(predictions, references, languages=codes, matching=args.matching)
+    except ValueError as err:  # a code langid does not know
+        raise ValueError(f"--languages: {err}") from None
+
+
 SPEC = ScorerSpec(
     score=score_itc,
     task=ItcTask,
@@ -492,6 +528,7 @@ or {"id", "content": thought, "tool_calls": [...]}. metrics: LM, FM, tool P/R/F1
 P/R/F1 on (tool, key, value) triples, Table 4 error shares. --languages restricts langid.
 P/R/F1 as micro (Appendix B's sums) and macro (per sample: the paper's tables); --matching seal;
 --summary itc. A reference's gold: its tool_calls, else its text answer's Action.""",
+    options=ScoreOptions(add_score_arguments, score_options_problem, score_with_options),
 )
 
 __all__ = [
@@ -505,6 +542,7 @@ __all__ = [
     "gold_position",
     "is_itc_answer",
     "langid_classifier",
+    "language_codes",
     "paired_calls",
     "precision_recall_f1",
     "read_prediction",

@@ -3,11 +3,13 @@
 The engine never names a paper. Everything a paper adds to a run goes through its spec: a config node of its own
 (``toolgt:``, or ``eval.toolbench_verify``), the compose-time checks of that node, its row in the resume rules and its
 number ranges, the inputs it reads (checked with the run's other inputs before training), an after-training step,
-an evaluation-only job that replaces training, and the ``--summary NAME`` tables of ``eval run`` / ``eval score``.
+an evaluation-only job that replaces training, the ``--summary NAME`` tables of ``eval run`` / ``eval score``, verbs of
+its own (``tooltrain eval recommend``) and a form of ``eval run`` of its own (``--verify``).
 Each is optional: a paper that only registers a builder (``train.builders``) has a spec with a title and nothing else.
 
 Callables here take plain arguments and import what they need when called, so loading every spec (which the config
-schema does) costs no more than importing their small ``paper.py`` modules.
+schema does) costs no more than importing their small ``paper.py`` modules. Verbs are named by module path, never
+imported here: they sit above the papers (the commands layer), and the CLI imports only the verb being run.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ class PaperSpec:
       it returns is added to ``summary.json``.
     * ``job(cfg) -> RunResult``: an evaluation-only job: ``tooltrain train`` runs it instead of training.
     * ``summary``: the ``--summary NAME`` of ``eval run`` / ``eval score``.
+    * ``verbs``: ``"GROUP VERB"`` -> ``(module, one-line help)``: the paper's own verbs (``tooltrain GROUP VERB``),
+      each a module of its wing's ``verbs/`` package exposing ``add_arguments(parser)`` and ``run(args) -> int``, as
+      the CLI's own verbs do; listed after the CLI's own under their group (``train.cli.verb_tables``).
+    * ``eval_run_form``: the module of a form of ``eval run`` of the paper's own (ToolVerifier's ``--verify``):
+      ``add_arguments(parser)`` (its options), ``chosen(args) -> bool`` (the command line asks for it),
+      ``problem(args) -> str | None`` (why its options cannot run as given; None when none is given) and
+      ``run(args, load_model, inputs) -> int`` (``load_model()``: MODEL loaded, ``inputs``: what ``eval run`` reads).
     """
 
     title: str
@@ -69,8 +78,15 @@ class PaperSpec:
     after_training: Callable[..., dict[str, Any]] | None = None
     job: Callable[[Any], Any] | None = None
     summary: Summary | None = None
+    verbs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    eval_run_form: str | None = None
 
     def __post_init__(self) -> None:
+        for command, entry in self.verbs.items():
+            if len(command.split()) != 2 or command != " ".join(command.split()):
+                raise ValueError(f"{self.title}: verb {command!r}: 'GROUP VERB' (tooltrain GROUP VERB)")
+            if not (isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
+                raise ValueError(f"{self.title}: verb {command!r}: (module, one-line help), got {entry!r}")
         if (self.node is None) != (self.section is None):
             raise ValueError(f"{self.title}: a config node needs its section type, and a section its node")
         if self.resume is not None and self.resume[0] not in RESUME_KINDS:

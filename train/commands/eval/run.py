@@ -18,13 +18,15 @@ beside them. ``heldout`` on a run directory without
 order (MODEL BENCH) is an error that names the new one. Exit 0 when scoring ran, 2 when an input is unusable.
 
 ``--summary NAME`` prints a paper's own numbers beside its table rows (``train.papers``: each paper's
-``Summary``). ``toolbench --verify tool,params`` runs the self-verification of ``train.commands.eval.run_verify``
-instead (its options are refused for another bench, exit 2).
+``Summary``). A paper may add a form of this verb of its own, with its options (``PaperSpec.eval_run_form``, found
+through ``train.papers``): ``toolbench --verify tool,params`` runs a self-verification instead (its options are
+refused for another bench, exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,12 +93,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arg("--temperature", type=non_negative_number, default=0.0, metavar="T", help="0 (default): greedy")
     arg("--backend", choices=("hf", "vllm"), default="hf", help="hf (default) or vllm (GPU, when installed)")
     arg("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
-    from train.commands.eval.run_verify import add_verify_arguments
     from train.papers import summaries
 
     papers = {name: summary for name, summary in summaries().items() if summary.run_benches}
     arg("--summary", choices=tuple(papers), help="; ".join(summary.help for summary in papers.values()))
-    add_verify_arguments(parser)
+    for form in paper_forms():
+        form.add_arguments(parser)
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
     arg(
         "--predictions",
@@ -104,6 +106,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="OUT.jsonl",
         help="write one prediction row (and its generation) per item",
     )
+
+
+def paper_forms() -> list[Any]:
+    """The papers' own forms of this verb (``PaperSpec.eval_run_form``), their modules in ``PAPERS`` order: each adds
+    its options, checks them and, when the command line chooses it, runs instead of generation and scoring."""
+    from train.papers import specs
+
+    return [importlib.import_module(spec.eval_run_form) for _, spec in specs() if spec.eval_run_form]
+
+
+def read_paths(args: argparse.Namespace) -> list[Path]:
+    """What ``eval run`` reads: the --data files or folders, and MODEL when it is a folder (a run or a model)."""
+    model = Path(args.model)
+    return [*(args.data or []), *([model] if model.is_dir() else [])]
 
 
 # ---------------------------------------------------------------- loading the model
@@ -267,11 +283,11 @@ def bench_problem(bench: str, model: str) -> str | None:
 
 def arguments_problem(args: argparse.Namespace) -> str | None:
     """Why the arguments cannot run (before anything is read or loaded), or None."""
-    from train.commands.eval.run_verify import verify_problem
     from train.papers import summaries
 
-    problem = bench_problem(args.bench, args.model) or verify_problem(args)
-    if problem or args.verify is not None:
+    forms = paper_forms()
+    problem = bench_problem(args.bench, args.model) or next(filter(None, (form.problem(args) for form in forms)), None)
+    if problem or any(form.chosen(args) for form in forms):
         return problem
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         return "--max-new-tokens, --batch-size and --limit must be >= 1"
@@ -371,7 +387,6 @@ def print_unused(prepared: Any, rejected: list[dict[str, str]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.commands.eval.run_verify import read_paths, run_verify
     from train.commands.eval.score_report import metric_tables
     from train.evaluation.generate import GenerationError
     from train.evaluation.tasks import TaskError, evaluate_generations, prediction_records
@@ -380,8 +395,9 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if args.verify is not None:
-        return run_verify(args, lambda: selector_model(args))
+    chosen = next((form for form in paper_forms() if form.chosen(args)), None)
+    if chosen is not None:  # a paper's own form of the verb (--verify): it loads MODEL when it is ready to
+        return chosen.run(args, lambda: selector_model(args), read_paths(args))
     check_outputs([args.predictions, args.output], read_paths(args))  # before the model is loaded
     try:
         task = make_task(args)
@@ -420,7 +436,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def selector_model(args: argparse.Namespace) -> tuple[Any, Any, str]:
-    """``--verify``'s selector: MODEL loaded as any MODEL is, on the device, in eval mode."""
+    """MODEL for a paper's form of the verb (``--verify``'s selector): loaded as any MODEL is, on the device, in eval
+    mode."""
     loaded = load(args.model, args.dtype, args.tokenizer)
     device, _ = _device_and_dtype("auto")
     return loaded.model.to(device).eval(), loaded.tokenizer, loaded.description

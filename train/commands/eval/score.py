@@ -81,29 +81,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "numbers beside its tables: "
         + "; ".join(f"{summary.help} ({' or '.join(summary.score_benches)})" for summary in papers.values()),
     )
-    parser.add_argument(
-        "--matching",
-        choices=("multiset", "seal"),
-        default="multiset",
-        help="itc only: multiset (default: each gold call and triple matched once) or seal (Seal-Tools' counting: "
-        "first gold call of the name, not consumed, values compared as str)",
-    )
-    parser.add_argument(
-        "--languages",
-        metavar="CODES",
-        help="itc only: restrict langid to these comma-separated codes, or 'itc' for the paper's 29",
-    )
+    for options in bench_options():
+        options.add_arguments(parser)
     parser.add_argument("--per-item", type=output_file, metavar="OUT.jsonl", help="write one JSON line per scored item")
     parser.add_argument(
         "-o", "--output", type=output_file, metavar="METRICS.json", help="write the metrics and issues as JSON"
     )
 
 
+def bench_options() -> list[Any]:
+    """The ``eval score`` options the registered benchmarks add (``ScorerSpec.options``), in registration order."""
+    from train.evaluation import SCORERS
+
+    return [spec.options for spec in map(SCORERS.get, SCORERS.names()) if spec.options is not None]
+
+
 # ---------------------------------------------------------------- scoring
 
 
 def run_scorer(args: argparse.Namespace, predictions: list[dict], references: list[list[dict]]) -> dict[str, Any]:
-    from train.evaluation import get_scorer
+    from train.evaluation import SCORERS, get_scorer
 
     try:
         scorer = get_scorer(args.bench)
@@ -113,21 +110,14 @@ def run_scorer(args: argparse.Namespace, predictions: list[dict], references: li
         return _score_bfcl(scorer, args, predictions, references)
     if len(references) != 1:
         raise SourceError(f"{args.bench} takes one --references file, got {len(references)}")
-    if args.bench == "itc":
-        from train.evaluation.itc import ITC_LANGUAGES
-
-        codes = None
-        if args.languages:
-            codes = (
-                ITC_LANGUAGES
-                if args.languages == "itc"
-                else tuple(c.strip() for c in args.languages.split(",") if c.strip())
-            )
-        try:
-            return scorer(predictions, references[0], languages=codes, matching=args.matching)
-        except ValueError as err:  # a code langid does not know
-            raise SourceError(f"--languages: {err}") from None
-    return scorer(predictions, references[0])
+    # a registered bench's own options (a module:attr bench's are not on the parser: --help lists the registered)
+    options = SCORERS.get(args.bench).options if args.bench in SCORERS.names() else None
+    if options is None:
+        return scorer(predictions, references[0])
+    try:
+        return options.score(scorer, args, predictions, references[0])
+    except ValueError as err:  # a value of the bench's own options (--languages: a code langid does not know)
+        raise SourceError(str(err)) from None
 
 
 def _score_bfcl(
@@ -157,16 +147,12 @@ def _score_bfcl(
 
 
 def summary_problem(args: argparse.Namespace) -> str | None:
-    """Why ``--summary`` or ``--matching`` cannot go with BENCH, or None."""
+    """Why ``--summary`` or a benchmark's own option (``--matching``) cannot go with BENCH, or None."""
     from train.papers import summaries
 
     paper = summaries().get(args.summary)
     problem = None if paper is None else paper.problem(args.summary, args.bench, paper.score_benches)
-    if problem:
-        return problem
-    if args.matching != "multiset" and args.bench != "itc":
-        return f"--matching is for itc, not {args.bench}"
-    return None
+    return problem or next(filter(None, (options.problem(args) for options in bench_options())), None)
 
 
 def paper_summary(args: argparse.Namespace, metrics: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """PTR's spec (``PAPERS["ptr"]``): the ``ptr:`` config node its recipes set, its number ranges and resume rule, and
-its evaluation-only job (PTR trains nothing: ``tooltrain train recipe=ptr*`` runs ``train.papers.ptr.job``)."""
+its evaluation-only job (PTR trains nothing: ``tooltrain train recipe=ptr*`` runs ``train.papers.ptr.job``), and its
+verb ``tooltrain eval recommend`` (``verbs/recommend.py``), the same evaluation from the command line."""
 
 from __future__ import annotations
 
@@ -43,4 +44,10 @@ PAPER = PaperSpec(
     resume=("free", "PTR's recommendation evaluation (seed 001): it trains nothing and leaves no checkpoint"),
     ranges={"seeds": COUNT, "limit": MAYBE_COUNT, "stages.*": Range(1, 3)},
     job=job,
+    verbs={
+        "eval recommend": (
+            "train.papers.ptr.verbs.recommend",
+            "tool-set recommendation on tool-query datasets: TRACC, Recall, NDCG",
+        ),
+    },
 )

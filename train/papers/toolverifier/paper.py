@@ -1,6 +1,7 @@
 """ToolVerifier's spec (``PAPERS["toolverifier"]``): the ``eval.toolbench_verify`` node its recipes set, its check,
 the ToolBench folder it reads (checked before training) and its after-training step (self-verification with the
-trained model as the selector, ``train.papers.toolverifier.after_training``)."""
+trained model as the selector, ``train.papers.toolverifier.after_training``), and ``eval run toolbench MODEL --verify``,
+its form of ``eval run`` (``verbs/run_verify.py``)."""
 
 from __future__ import annotations
 
@@ -42,4 +43,5 @@ PAPER = PaperSpec(
     checks=problems,
     inputs=inputs,
     after_training=after_training,
+    eval_run_form="train.papers.toolverifier.verbs.run_verify",
 )

@@ -1,6 +1,8 @@
 """``tooltrain eval run toolbench MODEL --verify STAGES``: ToolVerifier's self-verification (seed 003), the form of
-``eval run`` that prints Table 1 and Table 2 (``docs/toolverifier.md``). Not a verb: ``train.commands.eval.run``
-checks its options (``verify_problem``) and hands it the loaded selector model (``run_verify``).
+``eval run`` that prints Table 1 and Table 2 (``docs/toolverifier.md``). Not a verb: the paper's
+``PaperSpec.eval_run_form``, which ``train.commands.eval.run`` finds through ``PAPERS``: it adds the options
+(``add_arguments``), checks them (``problem``), and when ``--verify`` is given (``chosen``) hands ``run`` the loader of
+the selector model and what the verb reads (``PaperSpec``'s docstring states the contract).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from train.commands.outputs import check_outputs, write_results
 VERIFY_CHOICES = "tool,params, tool, params, none"
 
 
-def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``eval run``'s options for this form: --verify, --limit-per-task and the --teacher options."""
     from train.teacher import add_teacher_arguments
 
@@ -29,12 +31,6 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     arg = parser.add_argument
     arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
     add_teacher_arguments(parser)
-
-
-def read_paths(args: argparse.Namespace) -> list[Path]:
-    """What ``eval run`` reads: the --data files or folders, and MODEL when it is a folder (a run or a model)."""
-    model = Path(args.model)
-    return [*(args.data or []), *([model] if model.is_dir() else [])]
 
 
 def verify_options_given(args: argparse.Namespace) -> list[str]:
@@ -55,7 +51,12 @@ def verify_options_given(args: argparse.Namespace) -> list[str]:
     return given
 
 
-def verify_problem(args: argparse.Namespace) -> str | None:
+def chosen(args: argparse.Namespace) -> bool:
+    """``--verify`` is given: this form runs instead of ``eval run``'s generation and scoring."""
+    return args.verify is not None
+
+
+def problem(args: argparse.Namespace) -> str | None:
     """Why the ToolVerifier options cannot run as given, or None."""
     from train.papers.toolverifier.verify import VerifySwitches
 
@@ -96,9 +97,10 @@ def traces_path(args: argparse.Namespace) -> Path | None:
     return args.output.with_name(f"{args.output.stem}.traces.jsonl")
 
 
-def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, str]]) -> int:
+def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, str]], inputs: list[Path]) -> int:
     """``eval run toolbench MODEL --verify ...``: ToolVerifier's Tables 1 and 2 in one run. ``selector_model()`` loads
-    MODEL: (model on its device, tokenizer, description); its errors are ``error:`` lines, exit 2."""
+    MODEL: (model on its device, tokenizer, description); its errors are ``error:`` lines, exit 2. ``inputs``: what
+    ``eval run`` reads (no output may go onto them)."""
     import time
 
     from train.evaluation.tasks import TaskError, get_task, read_references
@@ -109,7 +111,7 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
     from train.teacher import Teacher, default_cache, make_backend, teacher_config
 
     traces_file = traces_path(args)
-    check_outputs([traces_file, args.output], read_paths(args))  # before the model is loaded
+    check_outputs([traces_file, args.output], inputs)  # before the model is loaded
     started = time.monotonic()
     try:
         if not args.data:
@@ -155,4 +157,4 @@ def run_verify(args: argparse.Namespace, selector_model: Callable[[], tuple[Any,
         "wall_seconds": round(seconds, 1),
         "issues": {"unreadable_references": rejected},
     }
-    return write_results(traces_file, traces, args.output, report, inputs=read_paths(args))
+    return write_results(traces_file, traces, args.output, report, inputs=inputs)

@@ -17,7 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from train.commands.eval.retrieval_core import (
+from train.commands.outputs import check_outputs, output_file
+from train.papers.metatool.verbs.retrieval_core import (
     OPTION_NAMES,
     Settings,
     UsageError,
@@ -27,7 +28,6 @@ from train.commands.eval.retrieval_core import (
     report,
     write_outputs,
 )
-from train.commands.outputs import check_outputs, output_file
 
 EPILOG = """\
 meta_tool hypotheses (--method metatool):
@@ -107,7 +107,7 @@ def option_defaults() -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.overrides or args.multirun:
-        from train.commands.eval import retrieval_sweep  # the Hydra form of this verb, not a verb of its own
+        from train.papers.metatool.verbs import retrieval_sweep  # the Hydra form of this verb, not a verb of its own
 
         return retrieval_sweep.main(args, option_defaults())
     library = args.library or (default_library(args.queries) if args.queries else None)

@@ -30,11 +30,11 @@ from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from train.commands.eval.retrieval_core import Settings, UsageError, evaluate_settings, report, write_outputs
 from train.commands.outputs import OutputError, open_output
 from train.engine.config import CONF_DIR
 from train.engine.overrides import override_problem
 from train.papers.metatool.retrieval_eval import HYPOTHESES, KEYWORD_SCORING, METHODS
+from train.papers.metatool.verbs.retrieval_core import Settings, UsageError, evaluate_settings, report, write_outputs
 from train.teacher import BACKEND_SETTINGS as TEACHER_SETTINGS
 from train.teacher import select_teacher_settings
 
