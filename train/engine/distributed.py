@@ -129,11 +129,23 @@ def gradient_accumulation_steps(global_batch: int, micro_batch: int, world_size:
     return global_batch // per_step
 
 
+DEEPSPEED_STRATEGIES = ("zero2", "zero3", "zero3_offload")
+
+
+def zero_stage(dist_cfg: Any) -> int | None:
+    """The ZeRO stage a DeepSpeed strategy runs (``distributed.zero_stage``, else the strategy's own), None for
+    strategies without DeepSpeed."""
+    strategy = choice(dist_cfg.strategy)
+    if strategy not in DEEPSPEED_STRATEGIES:
+        return None
+    return int(dist_cfg.zero_stage or (2 if strategy == "zero2" else 3))
+
+
 def deepspeed_config(
     dist_cfg: Any, micro_batch: int, grad_accum: int, world_size: int, max_grad_norm: float, bf16: bool
 ) -> dict[str, Any]:
     """A DeepSpeed ZeRO config with explicit batch sizes (DeepSpeed asserts they multiply out)."""
-    stage = int(dist_cfg.zero_stage or (3 if str(dist_cfg.strategy).endswith(("zero3", "zero3_offload")) else 2))
+    stage = zero_stage(dist_cfg) or 2
     zero: dict[str, Any] = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
     if stage == 3:
         # Gather the 16-bit weights on save so checkpoints and adapters are usable without zero_to_fp32.
@@ -174,7 +186,7 @@ def training_arguments_for(
         "ddp_backend": "gloo" if not gpu and world.world_size > 1 else None,
         "gradient_checkpointing": bool(dist_cfg.gradient_checkpointing),
     }
-    if strategy in ("zero2", "zero3", "zero3_offload"):
+    if strategy in DEEPSPEED_STRATEGIES:
         args["deepspeed"] = deepspeed_config(dist_cfg, micro_batch, grad_accum, world.world_size, max_grad_norm, bf16)
         if not gpu:
             skip_cpu_shared_memory_op()

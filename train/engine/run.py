@@ -447,6 +447,13 @@ def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]],
 
 
 def _apply_liger(model: Any) -> None:
+    """Liger's kernels for this model; a model type Liger has none for is a ConfigError (Liger itself would only log
+    it and train with the plain kernels). The config's own model type was checked at compose time."""
+    from train.engine.kernels import liger_model_problem
+
+    problem = liger_model_problem(model.config.model_type, "the loaded model's config")
+    if problem:
+        raise ConfigError(problem)
     from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
     _apply_liger_kernel_to_instance(model=model)
