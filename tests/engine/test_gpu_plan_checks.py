@@ -53,3 +53,49 @@ def test_every_shipped_recipe_composes_with_its_kernels():
 
     for recipe in sorted((REPO_ROOT / "recipes").glob("*.yaml")):
         compose([f"recipe={recipe.stem}"])  # a recipe combining liger with ZeRO-3 would fail here
+
+
+ZERO3_CHECKPOINTED = ("distributed=zero3", "distributed.gradient_checkpointing=true")
+
+
+@pytest.mark.parametrize("installed", ["0.19.2", "0.16.9"])
+def test_lora_zero3_checkpointing_on_an_old_deepspeed_is_refused_at_setup(tmp_path, engine, monkeypatch, installed):
+    from train.engine import distributed
+
+    monkeypatch.setattr(distributed, "installed_deepspeed", lambda: installed)
+    out = tmp_path / "run"
+    with pytest.raises(distributed.StrategyError) as err:
+        engine.run(out, *ZERO3_CHECKPOINTED)
+    assert str(err.value) == (
+        f"LoRA with ZeRO-3 and gradient checkpointing crashes on deepspeed {installed} (fixed in 0.19.3); run "
+        "pip install 'deepspeed>=0.19.3', or set distributed.gradient_checkpointing=false or distributed=zero2"
+    )
+    assert not out.exists()  # before any data or model work
+
+
+@pytest.mark.parametrize(
+    ("installed", "overrides"),
+    [
+        ("0.19.3", ZERO3_CHECKPOINTED),  # fixed
+        ("0.19.2", ("distributed=zero3",)),  # no checkpointing
+        ("0.19.2", ("distributed=zero2", "distributed.gradient_checkpointing=true")),  # no ZeRO-3
+        ("0.19.2", (*ZERO3_CHECKPOINTED, "peft.kind=none")),  # no LoRA
+        (None, ZERO3_CHECKPOINTED),  # no DeepSpeed: the strategy's own import says so
+    ],
+)
+def test_the_deepspeed_check_leaves_other_plans_alone(monkeypatch, installed, overrides):
+    from train.engine import distributed
+
+    monkeypatch.setattr(distributed, "installed_deepspeed", lambda: installed)
+    cfg = compose(["recipe=tiny", *overrides])
+    distributed.check_deepspeed(cfg.distributed, cfg.peft.kind == "lora")
+
+
+def test_the_dependency_floor_is_the_fixed_deepspeed():
+    import re
+
+    from train.engine.config import REPO_ROOT
+    from train.engine.distributed import DEEPSPEED_LORA_ZERO3_CHECKPOINTING
+
+    floors = re.findall(r'"deepspeed>=([0-9.]+)"', (REPO_ROOT / "pyproject.toml").read_text())
+    assert floors == [DEEPSPEED_LORA_ZERO3_CHECKPOINTING]

@@ -214,6 +214,37 @@ def check_kernels(kernels: str) -> None:
         raise StrategyError("kernels=liger needs a GPU (Triton); run with kernels=none on CPU")
 
 
+# DeepSpeed <= 0.19.2 recomputes a different graph under ZeRO-3 when LoRA's frozen weights are checkpointed
+# (``CheckpointError: Recomputed values ...``); 0.19.3 fixed it. pyproject.toml's floor says the same.
+DEEPSPEED_LORA_ZERO3_CHECKPOINTING = "0.19.3"
+
+
+def installed_deepspeed() -> str | None:
+    """The installed DeepSpeed's version, or None where it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("deepspeed")
+    except PackageNotFoundError:
+        return None
+
+
+def check_deepspeed(dist_cfg: Any, lora: bool) -> None:
+    """LoRA + ZeRO-3 + gradient checkpointing on a DeepSpeed that crashes on it: refused at setup, naming the fix.
+    Checked at setup, not compose time: the version is the training machine's."""
+    from packaging.version import Version
+
+    if not (lora and zero_stage(dist_cfg) == 3 and dist_cfg.gradient_checkpointing):
+        return
+    installed = installed_deepspeed()
+    if installed is not None and Version(installed) < Version(DEEPSPEED_LORA_ZERO3_CHECKPOINTING):
+        raise StrategyError(
+            f"LoRA with ZeRO-3 and gradient checkpointing crashes on deepspeed {installed} (fixed in "
+            f"{DEEPSPEED_LORA_ZERO3_CHECKPOINTING}); run pip install 'deepspeed>={DEEPSPEED_LORA_ZERO3_CHECKPOINTING}'"
+            ", or set distributed.gradient_checkpointing=false or distributed=zero2"
+        )
+
+
 def skip_cpu_shared_memory_op() -> None:
     """Keep DeepSpeed from JIT-compiling its CPU shared-memory all-reduce op.
 

@@ -198,6 +198,7 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
     )
     kernels = choice(cfg.kernels)
     distributed.check_kernels(kernels)
+    distributed.check_deepspeed(cfg.distributed, choice(cfg.peft.kind) == "lora")  # the installed DeepSpeed's bugs
     out.mkdir(parents=True, exist_ok=True)
     # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
     # against it and never rewrites it (train/engine/resume_config.py).
