@@ -316,21 +316,6 @@ def gather_shards(share: list[tuple[int | None, Any]]) -> list[Any]:
     return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
 
 
-# Dense bf16 peak FLOP/s per GPU, from the vendors' data sheets (no sparsity).
-_PEAK_BF16 = {
-    "H100": 989e12,
-    "H200": 989e12,
-    "H800": 989e12,
-    "A100": 312e12,
-    "A800": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-}
-
-
-def peak_flops() -> float | None:
-    """The current GPU's bf16 peak, or None when unknown (MFU is then not reported)."""
-    if not on_gpu():
-        return None
-    name = torch.cuda.get_device_name()
-    return next((flops for key, flops in _PEAK_BF16.items() if key in name), None)
+def device_name() -> str | None:
+    """This rank's GPU's name (what the peak-FLOPs table reads: train.engine.flops), None on CPU."""
+    return torch.cuda.get_device_name() if on_gpu() else None

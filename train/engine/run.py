@@ -11,6 +11,7 @@ pre-tokenized, packed rows and a few small callbacks.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from train.engine.attention import is_flash_family
 from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
 from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
 from train.engine.eval_callback import build_eval_callback
-from train.engine.flops import flops_counter, sample_lengths
+from train.engine.flops import PEAK_ENV, flops_counter, peak_flops, sample_lengths
 from train.engine.loss import WeightedLoss
 from train.engine.model import (
     AdapterSaveError,
@@ -73,15 +74,19 @@ class RunResult:
 
 
 class MeteredCollator:
-    """Wraps a collator to count real tokens and slots for the throughput metrics."""
+    """Wraps a collator to count real tokens and slots for the throughput metrics: queued in the meter when it runs
+    in the training process, carried in the batch from a data loader worker (``TokenMeter``)."""
 
     def __init__(self, collator: Any, meter: TokenMeter, pad_width: int | None):
         self.collator, self.meter, self.pad_width = collator, meter, pad_width
 
     def __call__(self, rows):
         batch = self.collator(rows)
-        real = sum(len(r["input_ids"]) for r in rows)
-        self.meter.add_batch(real, batch["input_ids"].numel(), [n for row in rows for n in sample_lengths(row)])
+        real, slots = sum(len(r["input_ids"]) for r in rows), batch["input_ids"].numel()
+        lengths = [n for row in rows for n in sample_lengths(row)]
+        if torch.utils.data.get_worker_info() is not None:  # a worker process: its meter is a copy nobody reads
+            return TokenMeter.tag(batch, real, slots, lengths)
+        self.meter.add_batch(real, slots, lengths)
         return batch
 
 
@@ -321,6 +326,17 @@ def trainer_arguments(cfg: DictConfig, env: Environment) -> dict[str, Any]:
     )
 
 
+def run_peak_flops(world: distributed.World) -> float | None:
+    """The GPU's peak FLOP/s for MFU (train.engine.flops), None on CPU; a GPU of unknown peak is said once."""
+    name = distributed.device_name()
+    if name is None:
+        return None
+    peak = peak_flops(name, os.environ.get(PEAK_ENV))
+    if peak is None:
+        rank_zero_print(world, f"tooltrain: MFU: unknown peak for {name}; set {PEAK_ENV}=<dense bf16 TFLOP/s> for it")
+    return peak
+
+
 def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, extra_callbacks: list | None) -> Trained:
     """The HF Trainer with tooltrain's callbacks (metrics file, checkpoints, preemption, throughput,
     evaluation), resumed from the latest complete checkpoint; trains until done or stopped."""
@@ -331,7 +347,7 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
     world, out = env.world, env.out
     args = TrainingArguments(**trainer_arguments(cfg, env))
     preemption = Preemption(distributed.any_rank)
-    peak = distributed.peak_flops() if env.gpu else None
+    peak = run_peak_flops(world)
     throughput = Throughput(
         data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size
     )
