@@ -32,10 +32,15 @@ from train.engine.signals import INTERRUPT_SIGNALS, PREEMPTION_SIGNALS, REQUEUE_
 class TokenMeter:
     """Counts real (non-padding) tokens, row slots and sample lengths of the batches the model actually ran.
 
-    The collator knows each batch's counts but runs ahead of the model (the dataloader
-    prefetches), so it queues them; a forward pre-hook on the model pops one entry per training
-    forward. ``take`` returns what ran since the last call.
+    The collator knows each batch's counts but runs ahead of the model (the dataloader prefetches), and with
+    ``train.dataloader_workers > 0`` in other processes, whose counts this process would never see. So a collator
+    in this process queues them (``add_batch``); one in a worker process puts them in the batch under
+    ``BATCH_KEY`` (``tag``), which travels to the training process with the batch. A forward pre-hook on the model
+    takes one entry per training forward: the batch's own, else the queue's. ``take`` returns what ran since the
+    last call.
     """
+
+    BATCH_KEY = "tooltrain_token_counts"  # never reaches the model: the hook takes it out of the forward's kwargs
 
     def __init__(self) -> None:
         self._queue: deque[tuple[int, int, list[int]]] = deque()
@@ -46,13 +51,22 @@ class TokenMeter:
     def add_batch(self, real: int, slots: int, lengths: list[int] | None = None) -> None:
         self._queue.append((real, slots, list(lengths or [])))
 
+    @classmethod
+    def tag(cls, batch: dict[str, Any], real: int, slots: int, lengths: list[int]) -> dict[str, Any]:
+        """``batch`` carrying its counts (a tuple: the Trainer and accelerate move tensors only, pass it as is)."""
+        return {**batch, cls.BATCH_KEY: (real, slots, tuple(lengths))}
+
     def attach(self, model: Any) -> None:
         def count(module, args, kwargs):
-            if module.training and self._queue:
-                real, slots, lengths = self._queue.popleft()
+            counts = kwargs.pop(self.BATCH_KEY, None)
+            if counts is None and module.training and self._queue:
+                counts = self._queue.popleft()
+            if counts is not None and module.training:
+                real, slots, lengths = counts
                 self.real += real
                 self.slots += slots
                 self.lengths += lengths
+            return args, kwargs
 
         model.register_forward_pre_hook(count, with_kwargs=True)
 

@@ -331,6 +331,7 @@ def check(cfg: DictConfig) -> None:
     """Reject combinations that are valid field by field but cannot run together."""
     from train.engine.attention import flash_dtype_problem
     from train.engine.config_ranges import range_problems
+    from train.engine.kernels import kernel_problems
 
     problems = list(unknown_keys(cfg)) + name_problems(cfg)
     if cfg.train.micro_batch_size > 0 and cfg.train.global_batch_size % cfg.train.micro_batch_size:
@@ -350,6 +351,7 @@ def check(cfg: DictConfig) -> None:
     flash_problem = cfg.model.dtype != "auto" and flash_dtype_problem(cfg.model.attn_implementation, cfg.model.dtype)
     if flash_problem:
         problems.append(flash_problem)
+    problems += kernel_problems(cfg)  # kernels=liger: a strategy and model type it can run with
     problems += range_problems(cfg)  # train.engine.config_ranges.RANGES: every number's valid range
     problems += _data_problems(cfg)
     problems += paper_problems(cfg)

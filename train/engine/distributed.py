@@ -129,11 +129,23 @@ def gradient_accumulation_steps(global_batch: int, micro_batch: int, world_size:
     return global_batch // per_step
 
 
+DEEPSPEED_STRATEGIES = ("zero2", "zero3", "zero3_offload")
+
+
+def zero_stage(dist_cfg: Any) -> int | None:
+    """The ZeRO stage a DeepSpeed strategy runs (``distributed.zero_stage``, else the strategy's own), None for
+    strategies without DeepSpeed."""
+    strategy = choice(dist_cfg.strategy)
+    if strategy not in DEEPSPEED_STRATEGIES:
+        return None
+    return int(dist_cfg.zero_stage or (2 if strategy == "zero2" else 3))
+
+
 def deepspeed_config(
     dist_cfg: Any, micro_batch: int, grad_accum: int, world_size: int, max_grad_norm: float, bf16: bool
 ) -> dict[str, Any]:
     """A DeepSpeed ZeRO config with explicit batch sizes (DeepSpeed asserts they multiply out)."""
-    stage = int(dist_cfg.zero_stage or (3 if str(dist_cfg.strategy).endswith(("zero3", "zero3_offload")) else 2))
+    stage = zero_stage(dist_cfg) or 2
     zero: dict[str, Any] = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
     if stage == 3:
         # Gather the 16-bit weights on save so checkpoints and adapters are usable without zero_to_fp32.
@@ -174,7 +186,7 @@ def training_arguments_for(
         "ddp_backend": "gloo" if not gpu and world.world_size > 1 else None,
         "gradient_checkpointing": bool(dist_cfg.gradient_checkpointing),
     }
-    if strategy in ("zero2", "zero3", "zero3_offload"):
+    if strategy in DEEPSPEED_STRATEGIES:
         args["deepspeed"] = deepspeed_config(dist_cfg, micro_batch, grad_accum, world.world_size, max_grad_norm, bf16)
         if not gpu:
             skip_cpu_shared_memory_op()
@@ -200,6 +212,37 @@ def check_kernels(kernels: str) -> None:
     """Liger's kernels are Triton kernels: GPUs only. Checked with the strategy, before any data or model work."""
     if kernels == "liger" and not on_gpu():
         raise StrategyError("kernels=liger needs a GPU (Triton); run with kernels=none on CPU")
+
+
+# DeepSpeed <= 0.19.2 recomputes a different graph under ZeRO-3 when LoRA's frozen weights are checkpointed
+# (``CheckpointError: Recomputed values ...``); 0.19.3 fixed it. pyproject.toml's floor says the same.
+DEEPSPEED_LORA_ZERO3_CHECKPOINTING = "0.19.3"
+
+
+def installed_deepspeed() -> str | None:
+    """The installed DeepSpeed's version, or None where it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("deepspeed")
+    except PackageNotFoundError:
+        return None
+
+
+def check_deepspeed(dist_cfg: Any, lora: bool) -> None:
+    """LoRA + ZeRO-3 + gradient checkpointing on a DeepSpeed that crashes on it: refused at setup, naming the fix.
+    Checked at setup, not compose time: the version is the training machine's."""
+    from packaging.version import Version
+
+    if not (lora and zero_stage(dist_cfg) == 3 and dist_cfg.gradient_checkpointing):
+        return
+    installed = installed_deepspeed()
+    if installed is not None and Version(installed) < Version(DEEPSPEED_LORA_ZERO3_CHECKPOINTING):
+        raise StrategyError(
+            f"LoRA with ZeRO-3 and gradient checkpointing crashes on deepspeed {installed} (fixed in "
+            f"{DEEPSPEED_LORA_ZERO3_CHECKPOINTING}); run pip install 'deepspeed>={DEEPSPEED_LORA_ZERO3_CHECKPOINTING}'"
+            ", or set distributed.gradient_checkpointing=false or distributed=zero2"
+        )
 
 
 def skip_cpu_shared_memory_op() -> None:
@@ -273,21 +316,6 @@ def gather_shards(share: list[tuple[int | None, Any]]) -> list[Any]:
     return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
 
 
-# Dense bf16 peak FLOP/s per GPU, from the vendors' data sheets (no sparsity).
-_PEAK_BF16 = {
-    "H100": 989e12,
-    "H200": 989e12,
-    "H800": 989e12,
-    "A100": 312e12,
-    "A800": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-}
-
-
-def peak_flops() -> float | None:
-    """The current GPU's bf16 peak, or None when unknown (MFU is then not reported)."""
-    if not on_gpu():
-        return None
-    name = torch.cuda.get_device_name()
-    return next((flops for key, flops in _PEAK_BF16.items() if key in name), None)
+def device_name() -> str | None:
+    """This rank's GPU's name (what the peak-FLOPs table reads: train.engine.flops), None on CPU."""
+    return torch.cuda.get_device_name() if on_gpu() else None

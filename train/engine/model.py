@@ -31,6 +31,29 @@ def resolve_dtype(name: str, on_gpu: bool) -> torch.dtype:
     return DTYPES[name]
 
 
+# Strategies whose optimizer steps the model's own weights: no fp32 master copy (ZeRO and FSDP keep one of their own).
+_NO_MASTER_WEIGHTS = ("single", "ddp")
+
+
+def weight_dtype(compute: torch.dtype, full_finetune: bool, strategy: str) -> torch.dtype:
+    """The dtype the weights load in, for matmuls in ``compute`` (``model.dtype`` resolved).
+
+    Full fine-tuning under single/ddp loads fp16/bf16 models in fp32 and trains under the Trainer's autocast
+    (``precision_flags``): the optimizer then updates fp32 weights. In pure bf16 an update below 1/256 of a weight
+    rounds away (8 bits of mantissa), so small learning rates stop training. ZeRO and FSDP keep fp32 master weights
+    of their own; LoRA's base weights are frozen (nothing to update) and stay in ``compute``, as before."""
+    if full_finetune and strategy in _NO_MASTER_WEIGHTS and compute in (torch.float16, torch.bfloat16):
+        return torch.float32
+    return compute
+
+
+def precision_flags(compute: torch.dtype, weights: torch.dtype) -> dict[str, bool]:
+    """TrainingArguments' ``bf16``/``fp16``: bf16 whenever the matmuls run in bf16 (autocast over fp32 weights, or
+    DeepSpeed's bf16 mode); fp16 only as autocast over fp32 weights (``weight_dtype``), with the Trainer's loss
+    scaling, where fp16 weights used to train as they are."""
+    return {"bf16": compute == torch.bfloat16, "fp16": compute == torch.float16 and weights == torch.float32}
+
+
 def resolve_attn_implementation(name: str, on_gpu: bool, dtype: torch.dtype) -> str:
     """sdpa on CPU; on GPUs flash-attention 2 when installed and the weights are fp16/bf16 (flash refuses fp32),
     else sdpa. A flash kernel named explicitly for fp32 weights is a ConfigError naming the fix."""

@@ -11,6 +11,7 @@ pre-tokenized, packed rows and a few small callbacks.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from train.engine.attention import is_flash_family
 from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
 from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
 from train.engine.eval_callback import build_eval_callback
-from train.engine.flops import flops_counter, sample_lengths
+from train.engine.flops import PEAK_ENV, flops_counter, peak_flops, sample_lengths
 from train.engine.loss import WeightedLoss
 from train.engine.model import (
     AdapterSaveError,
@@ -46,9 +47,11 @@ from train.engine.model import (
     check_model_tokenizer,
     count_parameters,
     expected_adapter_shapes,
+    precision_flags,
     resolve_attn_implementation,
     resolve_dtype,
     saved_adapter_problems,
+    weight_dtype,
 )
 from train.engine.report import read_metrics
 from train.engine.resume_config import check_rerun, record_config
@@ -71,15 +74,19 @@ class RunResult:
 
 
 class MeteredCollator:
-    """Wraps a collator to count real tokens and slots for the throughput metrics."""
+    """Wraps a collator to count real tokens and slots for the throughput metrics: queued in the meter when it runs
+    in the training process, carried in the batch from a data loader worker (``TokenMeter``)."""
 
     def __init__(self, collator: Any, meter: TokenMeter, pad_width: int | None):
         self.collator, self.meter, self.pad_width = collator, meter, pad_width
 
     def __call__(self, rows):
         batch = self.collator(rows)
-        real = sum(len(r["input_ids"]) for r in rows)
-        self.meter.add_batch(real, batch["input_ids"].numel(), [n for row in rows for n in sample_lengths(row)])
+        real, slots = sum(len(r["input_ids"]) for r in rows), batch["input_ids"].numel()
+        lengths = [n for row in rows for n in sample_lengths(row)]
+        if torch.utils.data.get_worker_info() is not None:  # a worker process: its meter is a copy nobody reads
+            return TokenMeter.tag(batch, real, slots, lengths)
+        self.meter.add_batch(real, slots, lengths)
         return batch
 
 
@@ -176,10 +183,15 @@ class Environment:
     gpu: bool
     strategy: str
     grad_accum: int
-    dtype: Any  # torch dtype of the weights
+    dtype: Any  # torch dtype of the weights (fp32 for full fine-tuning without ZeRO/FSDP: model.weight_dtype)
     attn: str  # the attention implementation (model.attn_implementation resolved for this machine and dtype)
     strategy_args: dict[str, Any]  # the TrainingArguments fields the strategy and hardware decide
     kernels: str
+    compute_dtype: Any = None  # torch dtype of the matmuls (model.dtype resolved); None: the weights' dtype
+
+    def precision(self) -> dict[str, bool]:
+        """TrainingArguments' bf16/fp16 flags for these weights and matmuls."""
+        return precision_flags(self.compute_dtype or self.dtype, self.dtype)
 
 
 def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
@@ -190,20 +202,27 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
     grad_accum = distributed.gradient_accumulation_steps(
         cfg.train.global_batch_size, cfg.train.micro_batch_size, world.world_size
     )
-    dtype = resolve_dtype(cfg.model.dtype, gpu)
-    attn = resolve_attn_implementation(cfg.model.attn_implementation, gpu, dtype)  # flash with fp32: ConfigError
+    compute = resolve_dtype(cfg.model.dtype, gpu)
+    attn = resolve_attn_implementation(cfg.model.attn_implementation, gpu, compute)  # flash with fp32: ConfigError
+    strategy = choice(cfg.distributed.strategy)
+    dtype = weight_dtype(compute, choice(cfg.peft.kind) == "none", strategy)  # full fine-tuning: fp32 master weights
     # Strategy errors (fsdp2 or liger on CPU, a world too big for single) surface before any data or model work.
     strategy_args = distributed.training_arguments_for(
-        cfg.distributed, world, cfg.train.micro_batch_size, grad_accum, cfg.optim.max_grad_norm, dtype == torch.bfloat16
+        cfg.distributed,
+        world,
+        cfg.train.micro_batch_size,
+        grad_accum,
+        cfg.optim.max_grad_norm,
+        compute == torch.bfloat16,
     )
     kernels = choice(cfg.kernels)
     distributed.check_kernels(kernels)
+    distributed.check_deepspeed(cfg.distributed, choice(cfg.peft.kind) == "lora")  # the installed DeepSpeed's bugs
     out.mkdir(parents=True, exist_ok=True)
     # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
     # against it and never rewrites it (train/engine/resume_config.py).
     record_config(out, cfg, world)
-    strategy = choice(cfg.distributed.strategy)
-    return Environment(world, out, gpu, strategy, grad_accum, dtype, attn, strategy_args, kernels)
+    return Environment(world, out, gpu, strategy, grad_accum, dtype, attn, strategy_args, kernels, compute)
 
 
 # ---- data -----------------------------------------------------------------------------------------
@@ -286,33 +305,49 @@ class Trained:
     started: float  # time.time() when training started: the summary's seconds run from here to the saved model
 
 
+def trainer_arguments(cfg: DictConfig, env: Environment) -> dict[str, Any]:
+    """The run's TrainingArguments: the config's (``train.engine.training_args``), its mixed precision
+    (``Environment.precision``), saving and logging, and what the strategy decides."""
+    from train.engine.training_args import training_arguments
+
+    return training_arguments(
+        cfg,
+        env.out,
+        env.grad_accum,
+        save_strategy="steps",
+        save_steps=cfg.train.save_steps,
+        save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
+        report_to=report_to(cfg.tracking, env.out),
+        run_name=cfg.tracking.run_name or cfg.run_name,
+        remove_unused_columns=False,
+        disable_tqdm=not env.world.is_main,
+        **env.precision(),
+        **env.strategy_args,
+    )
+
+
+def run_peak_flops(world: distributed.World) -> float | None:
+    """The GPU's peak FLOP/s for MFU (train.engine.flops), None on CPU; a GPU of unknown peak is said once."""
+    name = distributed.device_name()
+    if name is None:
+        return None
+    peak = peak_flops(name, os.environ.get(PEAK_ENV))
+    if peak is None:
+        rank_zero_print(world, f"tooltrain: MFU: unknown peak for {name}; set {PEAK_ENV}=<dense bf16 TFLOP/s> for it")
+    return peak
+
+
 def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, extra_callbacks: list | None) -> Trained:
     """The HF Trainer with tooltrain's callbacks (metrics file, checkpoints, preemption, throughput,
     evaluation), resumed from the latest complete checkpoint; trains until done or stopped."""
     from transformers import Trainer, TrainingArguments
 
     from train.engine.step_lines import use_step_lines
-    from train.engine.training_args import training_arguments
 
     world, out = env.world, env.out
-    args = TrainingArguments(
-        **training_arguments(
-            cfg,
-            out,
-            env.grad_accum,
-            env.dtype == torch.bfloat16,
-            save_strategy="steps",
-            save_steps=cfg.train.save_steps,
-            save_total_limit=None,  # CheckpointComplete rotates, once the new checkpoint is complete
-            report_to=report_to(cfg.tracking, out),
-            run_name=cfg.tracking.run_name or cfg.run_name,
-            remove_unused_columns=False,
-            disable_tqdm=not world.is_main,
-            **env.strategy_args,
-        )
-    )
+    args = TrainingArguments(**trainer_arguments(cfg, env))
     preemption = Preemption(distributed.any_rank)
-    peak = distributed.peak_flops() if env.gpu else None
+    peak = run_peak_flops(world)
     throughput = Throughput(
         data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size
     )
@@ -447,6 +482,13 @@ def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]],
 
 
 def _apply_liger(model: Any) -> None:
+    """Liger's kernels for this model; a model type Liger has none for is a ConfigError (Liger itself would only log
+    it and train with the plain kernels). The config's own model type was checked at compose time."""
+    from train.engine.kernels import liger_model_problem
+
+    problem = liger_model_problem(model.config.model_type, "the loaded model's config")
+    if problem:
+        raise ConfigError(problem)
     from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
     _apply_liger_kernel_to_instance(model=model)
