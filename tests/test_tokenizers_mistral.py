@@ -188,9 +188,7 @@ def test_v3_user_defined_pieces_are_one_token_with_a_known_whitespace_difference
 
 
 def test_cached_tokenizer_encodes_like_the_built_one(tmp_path, monkeypatch):
-    from train.tokenizers import BUILD_VERSION, load_tokenizer
-
-    from train.tokenizers import mistral
+    from train.tokenizers import BUILD_VERSION, load_tokenizer, mistral
 
     monkeypatch.setenv("TOOLTRAIN_CACHE", str(tmp_path))
     # the builders' products are this module's (built by the same builders): not built a second time
