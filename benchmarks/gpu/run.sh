@@ -65,7 +65,9 @@ stamp "1 install"  # always: PYTHONPATH and the tokenizer cache are needed by ev
 if [ "$SKIP_INSTALL" != 1 ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
     .whl/core/*.whl .whl/bench/*.whl || { echo "error: the carried wheels in .whl/ did not install"; exit 1; }
-  export PYTHONPATH=$SITE:$ROOT
+fi
+if [ "$SMOKE" != 1 ]; then  # a rerun with SKIP_INSTALL=1 on the warm machine finds the first run's $SITE
+  [ -d "$SITE" ] && export PYTHONPATH=$SITE:$ROOT
   if [ -d "$ASSETS/tokenizers" ]; then
     mkdir -p "$TOOLTRAIN_CACHE/tokenizers" && cp -r "$ASSETS/tokenizers/." "$TOOLTRAIN_CACHE/tokenizers/"
   else
