@@ -202,7 +202,7 @@ def vars_of(m) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    from train.engine import distributed
+    from train.engine import distributed, flops
 
     log = StepLog(a.warmup)
     patch_engine(a, log)
@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(a.run_dir) / f"{a.path}-{a.attn}-{a.kernels}-gc{a.gc}"
     shutil.rmtree(out_dir, ignore_errors=True)  # a completed run there would make run(cfg) a no-op
     cuda = torch.cuda.is_available() and a.device.startswith("cuda")
-    peak = a.peak_tflops * 1e12 if a.peak_tflops else distributed.peak_flops()
+    name = distributed.device_name()
+    peak = a.peak_tflops * 1e12 if a.peak_tflops else (flops.peak_flops(name) if name else None)
     res = {
         "path": a.path, "attn": a.attn, "kernels": a.kernels, "gc": a.gc, "overrides": overrides,
         "device": torch.cuda.get_device_name() if cuda else "cpu", "versions": versions(),
