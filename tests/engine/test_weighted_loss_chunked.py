@@ -192,3 +192,24 @@ def test_models_that_transform_their_logits_keep_the_full_logits(tmp_path):
     assert expected.item() != pytest.approx(
         weighted_causal_lm_loss(raw, batch["labels"], batch["loss_weights"]).item(), rel=1e-4
     )
+
+
+def test_a_sharded_head_keeps_the_full_logits(tmp_path):
+    """ZeRO-3 marks its partitioned parameters with ``ds_id``: chunk calls would each gather the head (a number
+    of collectives that differs between ranks), so such a head gets the full-logits loss, decided once."""
+    model = _llama("lora")
+    batch = _batch(rows=2, length=24)
+    trainer = _trainer(model, tmp_path, WeightedLoss(chunk=4))
+    model.get_output_embeddings().weight.ds_id = 0
+    sizes = _head_outputs(model)
+
+    loss = trainer.compute_loss(model, dict(batch))
+    assert sizes == [2 * 24 * VOCAB]
+    del model.get_output_embeddings().weight.ds_id  # decided by the first weighted forward, for the run
+    trainer.compute_loss(model, dict(batch))
+    assert sizes == [2 * 24 * VOCAB] * 2
+    with torch.no_grad():
+        expected = weighted_causal_lm_loss(
+            model(input_ids=batch["input_ids"]).logits, batch["labels"], batch["loss_weights"]
+        )
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)

@@ -18,7 +18,7 @@ hidden states its output head is given and computes the loss over ``LOSS_CHUNK``
 at a time, each chunk's logits recomputed in backward (``chunked_weighted_causal_lm_loss``), so no
 pass holds more than one chunk's logits (full fp32 logits are 4-5 GB per 8K row at a 128-152K
 vocabulary). Models that transform the logits after the head (softcapping, scaling) keep the full
-logits, the only way their loss is exact.
+logits, the only way their loss is exact; so do sharded heads (ZeRO-3, FSDP2: ``head_is_sharded``).
 
 The unweighted path does not come here at all: rows carry ``loss_weights`` only when a part weighs
 other than 0.0 or 1.0, and the Trainer then runs with the model's own loss, untouched.
@@ -132,6 +132,18 @@ def chunkable_head(model: torch.nn.Module) -> torch.nn.Module | None:
     return head if isinstance(linear, torch.nn.Linear) else None
 
 
+def head_is_sharded(model: torch.nn.Module, head: torch.nn.Module) -> bool:
+    """Whether ZeRO-3 partitions the head's parameters (``ds_id``) or FSDP2 shards the model. Then each chunk's
+    head call would gather the head: as many collectives as chunks, a number that differs between ranks with
+    their trained tokens, and the backward's recomputation sees ZeRO-3's empty partition (CheckpointError).
+    Such heads keep the full logits; chunking them needs the head gathered once per pass."""
+    if any(hasattr(param, "ds_id") for param in head.parameters()):
+        return True
+    from torch.distributed.fsdp import FSDPModule
+
+    return any(isinstance(module, FSDPModule) for module in model.modules())
+
+
 class WeightedLoss:
     """The Trainer's ``compute_loss_func`` for batches that carry ``loss_weights``.
 
@@ -143,13 +155,17 @@ class WeightedLoss:
     For a chunkable head (``chunkable_head``), a pre-hook on the head then takes the hidden states of
     that same forward and gives the head none of its positions (its logits are [batch, 0, vocab]), and
     the loss is ``chunked_weighted_causal_lm_loss``. Only a forward that carried ``loss_weights`` is
-    touched (generation and other forwards keep their logits), and only its first head call.
+    touched (generation and other forwards keep their logits), and only its first head call. Whether
+    the head is sharded is known only once the Trainer has wrapped the model: the first weighted
+    forward decides it for the run.
     """
 
     def __init__(self, chunk: int = LOSS_CHUNK) -> None:
         self.chunk = chunk
         self._weights: torch.Tensor | None = None
-        self._head: torch.nn.Module | None = None
+        self._model: torch.nn.Module | None = None
+        self._head: torch.nn.Module | None = None  # None: the loss is taken on the model's own logits
+        self._sharded: bool | None = None  # head_is_sharded, decided by the first weighted forward
         self._take_next_hidden = False  # set by a weighted forward, cleared by its first head call or its end
         self._hidden: torch.Tensor | None = None
 
@@ -159,7 +175,7 @@ class WeightedLoss:
             model.register_forward_pre_hook(self._take_weights, with_kwargs=True),
             model.register_forward_hook(self._end_forward, always_call=True),
         ]
-        self._head = chunkable_head(model)
+        self._model, self._head = model, chunkable_head(model)
         if self._head is not None:
             handles.append(self._head.register_forward_pre_hook(self._take_hidden))
         return handles
@@ -168,7 +184,9 @@ class WeightedLoss:
         if "loss_weights" in kwargs:
             kwargs = dict(kwargs)
             self._weights = kwargs.pop("loss_weights")
-            self._take_next_hidden = self._head is not None
+            if self._head is not None and self._sharded is None:
+                self._sharded = head_is_sharded(self._model, self._head)
+            self._take_next_hidden = self._head is not None and not self._sharded
         return args, kwargs
 
     def _take_hidden(self, head: Any, args: tuple) -> tuple | None:
