@@ -353,7 +353,8 @@ def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, ext
     )
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
-    # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.engine.loss)
+    # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.engine.loss:
+    # hooks on the model and its output head, the loss chunked over the head, never the full logits)
     weighted_loss = WeightedLoss() if data.rows.has_loss_weights else None
     if weighted_loss is not None:
         weighted_loss.attach(model.model)
