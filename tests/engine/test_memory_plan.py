@@ -169,9 +169,20 @@ def test_cpu_recipes_fit_or_have_no_shapes():
         assert plan_problem(compose([f"recipe={name}"])) is None
 
 
+def shipped_then(name: str, fix: list[str], **knobs):
+    """Recipe ``name`` composed with its fix (so it composes once config.check refuses a plan that does not fit),
+    then the knobs set back on the composed config: ``train__micro_batch_size=4`` sets train.micro_batch_size."""
+    cfg = compose([f"recipe={name}", *fix])
+    for key, value in knobs.items():
+        section, field = key.split("__")
+        cfg[section][field] = value
+    return cfg
+
+
 def test_refusal_names_the_knobs_that_fit():
     """mt_llama as shipped on its 8 GPUs: micro batch 4 of 4,096 tokens without checkpointing."""
-    problem = plan_problem(compose(["recipe=mt_llama", *STATE_8]))
+    cfg = shipped_then("mt_llama", FIXES["mt_llama"], distributed__gradient_checkpointing=False)
+    problem = plan_problem(cfg)
     assert problem.startswith("memory plan: 219.9 of 80 GiB per GPU (8 GPUs, zero3): ")
     assert "activations 177.1 (gradient checkpointing off)" in problem
     assert problem.endswith(
@@ -180,14 +191,26 @@ def test_refusal_names_the_knobs_that_fit():
     )
 
 
-def test_refusal_without_a_single_knob_says_to_shard():
-    """Full fine-tuning 14B on the one GPU the recipe states today: no knob alone or together fits."""
-    problem = plan_problem(compose(["recipe=toolgt_qwen2_5_14b"]))
+def test_refusal_offers_two_knobs_together_when_neither_fits_alone():
+    # 16,384-token rows: checkpointing alone leaves 4 rows of logits and one layer's activations, micro batch 1
+    # alone 32 layers of one row's
+    cfg = shipped_then(
+        "mt_llama", FIXES["mt_llama"], distributed__gradient_checkpointing=False, data__max_seq_len=16384
+    )
+    assert plan_problem(cfg).endswith(
+        "set distributed.gradient_checkpointing=true and train.micro_batch_size=1 (fits: 35.6 GiB)"
+    )
+
+
+def test_refusal_without_a_knob_that_fits_says_to_shard():
+    """Full fine-tuning 14B on one GPU: no knob alone or together fits."""
+    cfg = shipped_then("toolgt_qwen2_5_14b", STATE_8, launcher__gpus_per_node=1)
+    problem = plan_problem(cfg)
     assert "(1 GPU, zero3)" in problem and "no single knob makes it fit" in problem
     assert "launcher.gpus_per_node" in problem
 
 
 def test_the_running_world_overrides_the_stated_one():
-    cfg = compose(["recipe=toolgt_qwen2_5_14b"])
-    assert plan(cfg).setup.world == 1 and plan(cfg, world_size=8).setup.world == 8
-    assert plan_problem(cfg, world_size=8) is None
+    cfg = compose(["recipe=toolgt_qwen2_5_14b", *STATE_8])
+    assert plan(cfg).setup.world == 8 and plan(cfg, world_size=1).setup.world == 1
+    assert plan_problem(cfg) is None and "does not fit" in plan_problem(cfg, world_size=1)

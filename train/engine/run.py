@@ -39,6 +39,7 @@ from train.engine.checkpoints import completed_run, incomplete_checkpoints, resu
 from train.engine.eval_callback import build_eval_callback
 from train.engine.flops import flops_counter, sample_lengths
 from train.engine.loss import WeightedLoss
+from train.engine.memory_plan import describe, plan
 from train.engine.model import (
     AdapterSaveError,
     apply_lora,
@@ -202,6 +203,9 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
     # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
     # against it and never rewrites it (train/engine/resume_config.py).
     record_config(out, cfg, world)
+    memory = plan(cfg, world.world_size) if gpu else None  # per-GPU bytes for the world that runs (memory_plan.py)
+    if memory is not None:
+        rank_zero_print(world, describe(memory))
     strategy = choice(cfg.distributed.strategy)
     return Environment(world, out, gpu, strategy, grad_accum, dtype, attn, strategy_args, kernels)
 
