@@ -25,6 +25,7 @@ from omegaconf import MISSING, DictConfig, ListConfig, MissingMandatoryValue, Om
 from omegaconf.errors import ConfigTypeError, OmegaConfBaseException
 
 from train.base.errors import ConfigError
+from train.engine.memory_plan import GPU_MEMORY_GB
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # In a checkout, train/_conf is a link to conf/ (whose recipe/ links to recipes/); a wheel ships the
@@ -211,6 +212,7 @@ class LauncherConfig:
     tasks_per_node: int = 1
     cpus_per_task: int | None = None
     mem_gb: int | None = None  # per node
+    gpu_memory_gb: float = GPU_MEMORY_GB  # memory of each GPU the run is sized for (train/engine/memory_plan.py)
     time_min: int = 60  # wall-clock limit in minutes
     partition: str | None = None
     account: str | None = None

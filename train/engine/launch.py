@@ -390,6 +390,12 @@ def plan(
     nodes, per_node = int(lc.nodes), int(lc.gpus_per_node)
     strategy = str(getattr(cfg.distributed.strategy, "value", cfg.distributed.strategy))
     world = check_world(strategy, nodes, per_node, int(cfg.train.global_batch_size), int(cfg.train.micro_batch_size))
+    if lc.request_gpus:  # a plan that cannot fit its GPUs is refused before anything is queued (memory_plan.py)
+        from train.engine.memory_plan import plan_problem
+
+        problem = plan_problem(cfg, world)
+        if problem:
+            raise LaunchError(problem)
     output_dir = absolute(str(cfg.output_dir), cwd)
     args = job_overrides(recipe, overrides, output_dir)
     head = (

@@ -40,6 +40,7 @@ from train.engine.checkpoints import completed_run, incomplete_checkpoints, resu
 from train.engine.eval_callback import build_eval_callback
 from train.engine.flops import PEAK_ENV, flops_counter, peak_flops, sample_lengths
 from train.engine.loss import WeightedLoss
+from train.engine.memory_plan import describe, plan, plan_problem
 from train.engine.model import (
     AdapterSaveError,
     apply_lora,
@@ -218,11 +219,24 @@ def set_up(cfg: DictConfig, world: distributed.World, out: Path) -> Environment:
     kernels = choice(cfg.kernels)
     distributed.check_kernels(kernels)
     distributed.check_deepspeed(cfg.distributed, choice(cfg.peft.kind) == "lora")  # the installed DeepSpeed's bugs
+    check_memory_plan(cfg, world, gpu)
     out.mkdir(parents=True, exist_ok=True)
     # The resolved config, so `tooltrain export RUN_DIR` can rebuild the base model; a resume is checked
     # against it and never rewrites it (train/engine/resume_config.py).
     record_config(out, cfg, world)
     return Environment(world, out, gpu, strategy, grad_accum, dtype, attn, strategy_args, kernels, compute)
+
+
+def check_memory_plan(cfg: DictConfig, world: distributed.World, gpu: bool) -> None:
+    """On a GPU: the per-GPU memory plan for the world that runs (train/engine/memory_plan.py), printed; a plan that
+    cannot fit is a ConfigError naming the knob, before any data or model work. On a CPU the plan means nothing."""
+    memory = plan(cfg, world.world_size) if gpu else None
+    if memory is None:
+        return
+    rank_zero_print(world, describe(memory))
+    problem = plan_problem(cfg, world.world_size)
+    if problem:
+        raise ConfigError(problem)
 
 
 # ---- data -----------------------------------------------------------------------------------------
