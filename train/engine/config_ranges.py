@@ -105,6 +105,7 @@ RANGES: dict[str, Range] = {
     "launcher.tasks_per_node": COUNT,
     "launcher.cpus_per_task": MAYBE_COUNT,
     "launcher.mem_gb": MAYBE_COUNT,
+    "launcher.gpu_memory_gb": above(0, note="GiB of each GPU the memory plan sizes the run for"),
     "launcher.time_min": COUNT,
     "launcher.signal_lead_s": at_least(0),
     "launcher.timeout_requeues": at_least(0),
