@@ -103,8 +103,9 @@ class Setup:
 
 @dataclass(frozen=True)
 class MemoryPlan:
-    """Bytes per GPU, by part."""
+    """Bytes per GPU, by part, for ``setup`` on a model of ``shape``."""
 
+    shape: Shape
     setup: Setup
     weights: float
     gradients: float
@@ -267,7 +268,7 @@ def estimate(shape: Shape, setup: Setup) -> MemoryPlan:
     optimizer = 0 if setup.offload_optimizer else optimizer / state_shard
     activations, logits = activation_bytes(shape, setup), logit_bytes(shape, setup)
     overhead = CUDA_CONTEXT_BYTES + FRAGMENTATION * (weights + gradients + optimizer + activations + logits)
-    return MemoryPlan(setup, weights, gradients, optimizer, activations, logits, overhead)
+    return MemoryPlan(shape, setup, weights, gradients, optimizer, activations, logits, overhead)
 
 
 def _select(cfg: Any, key: str, default: Any) -> Any:
@@ -346,12 +347,16 @@ def _fixes(setup: Setup) -> list[tuple[str, Setup]]:
 
 
 def plan_problem(cfg: Any, world_size: int | None = None) -> str | None:
-    """None when the plan fits ``launcher.gpu_memory_gb`` (or cannot be made: no shapes); else one line with
-    the plan and the overrides that make it fit, each with the total it reaches."""
-    memory = plan(cfg, world_size)
+    """None when the plan fits ``launcher.gpu_memory_gb`` (or cannot be made: no shapes); else ``refusal``'s line."""
+    return refusal(plan(cfg, world_size))
+
+
+def refusal(memory: MemoryPlan | None) -> str | None:
+    """None when ``memory`` fits (or there is no plan); else one line with the plan and the overrides that make it
+    fit, each with the total it reaches."""
     if memory is None or memory.fits:
         return None
-    shape = shape_of(cfg.model.arch, str(cfg.model.arch_type))
+    shape = memory.shape
     fixes = _fixes(memory.setup)
     fitting = [(knob, estimate(shape, setup)) for knob, setup in fixes]
     fitting = [(knob, fixed) for knob, fixed in fitting if fixed.fits]

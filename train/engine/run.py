@@ -40,7 +40,7 @@ from train.engine.checkpoints import completed_run, incomplete_checkpoints, resu
 from train.engine.eval_callback import build_eval_callback
 from train.engine.flops import PEAK_ENV, flops_counter, peak_flops, sample_lengths
 from train.engine.loss import WeightedLoss
-from train.engine.memory_plan import describe, plan, plan_problem
+from train.engine.memory_plan import describe, plan, refusal
 from train.engine.model import (
     AdapterSaveError,
     apply_lora,
@@ -234,7 +234,7 @@ def check_memory_plan(cfg: DictConfig, world: distributed.World, gpu: bool) -> N
     if memory is None:
         return
     rank_zero_print(world, describe(memory))
-    problem = plan_problem(cfg, world.world_size)
+    problem = refusal(memory)
     if problem:
         raise ConfigError(problem)
 
