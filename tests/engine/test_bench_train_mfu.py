@@ -172,3 +172,23 @@ def test_both_sides_report_mfu_from_the_flops_they_counted(monkeypatch, tmp_path
         lengths = [n for step, _ in calls[warmup:] for n in step]
         assert sum(lengths) == pytest.approx(m.real_tokens, rel=2e-2) and max(lengths) < 256, side
         assert any(len(step) > 1 for step, _ in calls), side  # a row of several samples, each counted on its own
+
+
+def test_the_gpu_kits_peak_is_the_engines_rule_with_its_flag_first(monkeypatch):
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "bench_one.py"
+    spec = importlib.util.spec_from_file_location("gpu_kit_bench_one", path)
+    bench_one = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_one)
+    h100 = "NVIDIA H100 80GB HBM3"
+    monkeypatch.delenv(PEAK_ENV, raising=False)
+    assert bench_one.peak_and_source(None, h100) == (989e12, "data sheet (bf16 dense)")
+    assert bench_one.peak_and_source(None, None) == (None, "none: no peak known for a CPU")
+    assert bench_one.peak_and_source(None, "NVIDIA Mystery") == (None, "none: no peak known for NVIDIA Mystery")
+    monkeypatch.setenv(PEAK_ENV, "500")
+    assert bench_one.peak_and_source(None, h100) == (500e12, PEAK_ENV)  # the override the engine reads
+    assert bench_one.peak_and_source(835.0, h100) == (835e12, "--peak-tflops")  # the flag wins ...
+    assert os.environ[PEAK_ENV] == "835.0"  # ... and the engine's per-step MFU then divides by it too
