@@ -25,10 +25,11 @@ way (dtype, attention implementation, LoRA), the strategy's fields (gradient che
 are ``run(cfg)``'s, and ``kernels=liger`` turns on trl's ``use_liger_kernel`` (Liger's layer kernels; trl keeps its
 own chunked LM-head loss, which it does not let Liger's fused cross-entropy replace).
 
-MFU is the engine's on both sides: ``Throughput`` logs each step's training FLOPs (``train.engine.flops``, attention
-by each sample's own length: trl's rows list their samples in ``seq_lengths``) over the step's seconds and the peak;
-the peak is the engine's one rule (``bench_peak``: ``flops.peak_flops`` of the GPU's name and ``PEAK_ENV``). Without
-a GPU, or on a GPU of unknown peak, MFU is n/a and the measurement says why.
+MFU is the engine's on both sides: ``Throughput`` logs each step's MFU, its training FLOPs (``train.engine.flops``,
+attention by each sample's own length: trl's rows list their samples in ``seq_lengths``) over its seconds and the
+peak, and ``StepClock`` sums the FLOPs back over the timed steps; the peak is the engine's one rule (``bench_peak``:
+``flops.peak_flops`` of the GPU's name, ``PEAK_ENV`` first). Without a GPU, or on a GPU of unknown peak, MFU is n/a
+and the measurement says why.
 """
 
 from __future__ import annotations
