@@ -4,13 +4,17 @@ Reuses ``tooltrain bench train``'s measuring code (``train.engine.bench_train``:
 their StepClock), with driver-side changes only:
   * the random-init model is built directly on the device (``with torch.device(...)`` around ``build_model``):
     built on the CPU, 8B takes ~2-3 min on one thread and 16 GB of host RAM;
-  * the same kernels on both sides: ``--kernels liger`` applies Liger to tooltrain's model (``kernels=liger``: its
-    layer kernels and fused linear cross entropy) and to trl's through trl's own switch (``use_liger_kernel``: the
-    same layer kernels; trl keeps its own chunked LM-head loss, which it does not let Liger replace);
   * MFU computed the same way for both sides with ``train.engine.flops`` (training FLOPs of each step's samples,
     attention by each sample's own length, over the step's seconds and the device's peak), and a linear-only MFU
-    (k x N x tokens/s / peak, k = 4 for LoRA); trl's packed rows carry ``seq_lengths`` instead of restarting
-    position ids, so the token meter is taught to read them.
+    (k x N x tokens/s / peak, k = 4 for LoRA); each step's FLOPs are those of the very counts the engine's
+    ``Throughput`` took (``TokenMeter.take``, kept for this log).
+What ``bench_train`` itself does for both sides: the same kernels (``kernels=liger`` -> trl's ``use_liger_kernel``:
+Liger's layer kernels; trl keeps its own chunked LM-head loss, which it does not let Liger replace), the same strategy
+and precision, and trl's packed rows read sample by sample (``seq_lengths``, ``flops.sample_lengths``).
+
+The peak (MFU's denominator) follows the engine's rule, ``flops.peak_flops``: ``--peak-tflops`` when given, else
+``TOOLTRAIN_PEAK_TFLOPS``, else the data-sheet dense bf16 peak by the GPU's name (none on a CPU or an unknown GPU: MFU
+null). The flag is exported as ``TOOLTRAIN_PEAK_TFLOPS`` so the MFU the engine logs per step uses the same peak.
 
   python benchmarks/gpu/bench_one.py --path tooltrain --attn sdpa --kernels none --out r.json [overrides ...]
   python benchmarks/gpu/bench_one.py --tiny --path trl --out r.json     # the CPU smoke: recipe=tiny, 1 + 1 steps
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata as md
 import json
+import os
 import shutil
 import sys
 import time
@@ -61,7 +66,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=None, help="untimed steps first (default 2; 1 with --tiny)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="where the model is built")
     ap.add_argument("--tiny", action="store_true", help="the CPU smoke: recipe=tiny instead of Llama-3.1-8B")
-    ap.add_argument("--peak-tflops", type=float, default=None, help="MFU denominator; default the data-sheet bf16 peak")
+    ap.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        help="MFU's denominator (dense bf16 TFLOP/s); default $TOOLTRAIN_PEAK_TFLOPS, else the data-sheet peak",
+    )
     ap.add_argument("--out", required=True)
     ap.add_argument("--run-dir", default="/tmp/tt_bench")
     ap.add_argument("overrides", nargs="*", help="config overrides after the base ones")
@@ -130,7 +140,6 @@ def patch_engine(a: argparse.Namespace, log: StepLog) -> None:
     """The driver-side changes of the module docstring, made before anything runs."""
     import train.engine.model as tmodel
     import train.engine.run as trun
-    from train.engine import flops
     from train.engine.callbacks import TokenMeter
 
     original = tmodel.build_model
@@ -141,13 +150,6 @@ def patch_engine(a: argparse.Namespace, log: StepLog) -> None:
 
     tmodel.build_model = trun.build_model = build_on_device  # run.py binds it at import; trl_trainer at each call
 
-    def sample_lengths(row):  # trl's bfd rows: seq_lengths, no position ids
-        if "seq_lengths" in row and row.get("position_ids") is None:
-            return [int(n) for n in row["seq_lengths"]]
-        return flops.sample_lengths(row)
-
-    trun.sample_lengths = sample_lengths  # MeteredCollator's, for both paths
-
     take = TokenMeter.take
 
     def take_and_keep(self):  # Throughput takes each step's counts: StepLog reads the same ones after it
@@ -155,16 +157,6 @@ def patch_engine(a: argparse.Namespace, log: StepLog) -> None:
         return log.last_take
 
     TokenMeter.take = take_and_keep
-
-    if a.path == "trl" and a.kernels == "liger":
-        import trl
-
-        config = trl.SFTConfig
-
-        def with_liger(**kwargs):  # bench_train.trl_trainer reads trl.SFTConfig at each call
-            return config(**kwargs, use_liger_kernel=True)
-
-        trl.SFTConfig = with_liger
 
 
 def measure(a: argparse.Namespace, overrides: list[str], out_dir: Path, log: StepLog) -> dict:
@@ -200,26 +192,39 @@ def vars_of(m) -> dict:
     }  # fmt: skip
 
 
+def peak_and_source(flag_tflops: float | None, device_name: str | None) -> tuple[float | None, str]:
+    """MFU's denominator by the engine's rule (``flops.peak_flops``): the flag, else ``PEAK_ENV``, else the data
+    sheet by device name; and where it came from. A flag given is exported as ``PEAK_ENV``, so the engine's own
+    per-step MFU (``mfu_logged``) divides by the same peak."""
+    from train.engine import flops
+
+    if flag_tflops:
+        os.environ[flops.PEAK_ENV] = str(flag_tflops)
+    override = os.environ.get(flops.PEAK_ENV)
+    peak = flops.peak_flops(device_name or "", override)
+    if override:
+        return peak, "--peak-tflops" if flag_tflops else flops.PEAK_ENV
+    return peak, "data sheet (bf16 dense)" if peak else f"none: no peak known for {device_name or 'a CPU'}"
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    from train.engine import distributed, flops
+    from train.engine import distributed
 
     log = StepLog(a.warmup)
     patch_engine(a, log)
-    kernels = [f"kernels={a.kernels}"] if a.path != "trl" else []  # trl's side: use_liger_kernel (patch_engine)
     overrides = (BASE_TINY if a.tiny else BASE_8B) + [
-        f"model.attn_implementation={a.attn}", *kernels,
+        f"model.attn_implementation={a.attn}", f"kernels={a.kernels}",  # trl's side: use_liger_kernel (bench_train)
         f"distributed.gradient_checkpointing={'true' if a.gc else 'false'}", *a.overrides,
     ]  # fmt: skip
     out_dir = Path(a.run_dir) / f"{a.path}-{a.attn}-{a.kernels}-gc{a.gc}"
     shutil.rmtree(out_dir, ignore_errors=True)  # a completed run there would make run(cfg) a no-op
     cuda = torch.cuda.is_available() and a.device.startswith("cuda")
-    name = distributed.device_name()
-    peak = a.peak_tflops * 1e12 if a.peak_tflops else (flops.peak_flops(name) if name else None)
+    peak, source = peak_and_source(a.peak_tflops, distributed.device_name())
     res = {
         "path": a.path, "attn": a.attn, "kernels": a.kernels, "gc": a.gc, "overrides": overrides,
         "device": torch.cuda.get_device_name() if cuda else "cpu", "versions": versions(),
-        "peak_flops": peak, "peak_source": "--peak-tflops" if a.peak_tflops else "data sheet (bf16 dense)",
+        "peak_flops": peak, "peak_source": source,
     }  # fmt: skip
     started = time.perf_counter()
     try:

@@ -1,6 +1,7 @@
 """Stage 0 of the GPU check: the device, the image's package versions and one bf16 matmul's TFLOP/s, as one JSON line.
 
-The measured matmul rate is context for MFU (whose denominator is the data-sheet peak, ``train.engine.distributed``).
+The measured matmul rate is context for MFU, whose denominator is ``train.engine.flops.peak_flops``
+(``TOOLTRAIN_PEAK_TFLOPS``, else the data-sheet peak).
 """
 
 from __future__ import annotations

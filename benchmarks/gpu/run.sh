@@ -5,7 +5,7 @@
 #   bash benchmarks/gpu/run.sh                    # there, with .whl and .gpucheck-assets carried (allow BUDGET + 40 s)
 #
 # Stages (each gated by the time left; every figure lands in $OUT/results.json, the whole log in $OUT/log.txt):
-#   0  probe: GPU, driver, the image's package versions, one bf16 matmul (the MFU denominator is the data-sheet peak)
+#   0  probe: GPU, driver, the image's package versions, one bf16 matmul (context only: MFU divides by the peak below)
 #   1  install the carried wheels (.whl/core: what `tooltrain train` imports; .whl/bench: trl, datasets, liger) into
 #      $SITE, and the staged Llama-3 tokenizer (.gpucheck-assets) into $TOOLTRAIN_CACHE (no llama-models, no network)
 #   2a correctness: packed vs unpacked loss + LoRA gradients on cuda through the engine's collator, for sdpa (bf16,
@@ -19,6 +19,10 @@
 #   4  only with >= 150 s left: one-rank ZeRO-3 (tiny; then with liger) and FSDP2 (tiny)
 # A rerun on the warm machine can pick stages and benches: STAGES="1 3" BENCHES="tt_flex" BUDGET=220 bash ...
 # SMOKE=1: the same plumbing on a CPU (tests/benchmarks/test_gpu_kit.py): no install, tiny configs, no stage 0/2b/4.
+# MFU's peak, the engine's one rule (train/engine/flops.py peak_flops), the same in `tooltrain train`, `tooltrain bench
+# train` and here: bench_one.py's --peak-tflops (e.g. BENCH_EXTRA="--peak-tflops 835"), else $TOOLTRAIN_PEAK_TFLOPS,
+# else the data-sheet dense bf16 peak by the GPU's name (H100 SXM 989, PCIe 756, NVL 835; H200 989); a GPU the table
+# lacks and no override: MFU null, tokens/s still measured. Set TOOLTRAIN_PEAK_TFLOPS for a GPU run at other clocks.
 set -u -o pipefail
 T0=$SECONDS
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -16,10 +16,22 @@ def test_table_and_ratios_from_measurements():
     )
     failed = Measurement("trl packed", error="ValueError: no")
     assert table([packed, padded, failed]).splitlines() == [
-        "path              steps  real tokens  seconds  tokens/s  cpu s  tokens/cpu s  padding eff  peak mem MiB",
-        "tooltrain packed      2        3,000      2.0    1500.0    3.0        1000.0        97.7%           600",
-        "tooltrain padded      2        3,000      6.0     500.0   12.0         250.0        75.0%           610",
-        "trl packed            -            -        -         -      -             -            -             -",
+        (
+            "path              steps  real tokens  seconds  tokens/s  cpu s  tokens/cpu s  padding eff  MFU"
+            "  peak mem MiB  vs trl"
+        ),
+        (
+            "tooltrain packed      2        3,000      2.0    1500.0    3.0        1000.0        97.7%  n/a"
+            "           600       -"
+        ),
+        (
+            "tooltrain padded      2        3,000      6.0     500.0   12.0         250.0        75.0%  n/a"
+            "           610       -"
+        ),
+        (
+            "trl packed            -            -        -         -      -             -            -    -"
+            "             -       -"
+        ),
     ]
     assert ratio(packed, padded) == "3.00x tokens/s, 4.00x tokens/cpu s"
     assert (ratio(packed, failed), ratio(failed, packed)) == ("n/a", "n/a")

@@ -19,6 +19,17 @@ come from the same meter for the three paths (``train.engine.callbacks.Throughpu
 is real tokens over the wall time of the steps after the warm-up, and over this process's CPU time in those steps
 (steadier than wall time when other work shares the machine). The conversations trl gets are the ones tooltrain's
 build kept.
+
+Both sides run the same kernels and settings as far as trl has them (``sft_arguments``): the model is built the same
+way (dtype, attention implementation, LoRA), the strategy's fields (gradient checkpointing, ...) and mixed precision
+are ``run(cfg)``'s, and ``kernels=liger`` turns on trl's ``use_liger_kernel`` (Liger's layer kernels; trl keeps its
+own chunked LM-head loss, which it does not let Liger's fused cross-entropy replace).
+
+MFU is the engine's on both sides: ``Throughput`` logs each step's MFU, its training FLOPs (``train.engine.flops``,
+attention by each sample's own length: trl's rows list their samples in ``seq_lengths``) over its seconds and the
+peak, and ``StepClock`` sums the FLOPs back over the timed steps; the peak is the engine's one rule (``bench_peak``:
+``flops.peak_flops`` of the GPU's name, ``PEAK_ENV`` first). Without a GPU, or on a GPU of unknown peak, MFU is n/a
+and the measurement says why.
 """
 
 from __future__ import annotations
@@ -33,7 +44,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from train.engine.flops import PEAK_ENV, peak_flops
+
 PATHS = ("tooltrain packed", "tooltrain padded", "trl packed")
+TRL = "trl packed"  # the path every other one is compared with
 NEVER = 10**9  # save_steps: no checkpoints inside a benchmark
 
 
@@ -49,6 +63,9 @@ class Measurement:
     cpu_seconds: float = 0.0  # this process's CPU time over the same steps: steadier than wall time on a shared machine
     peak_memory_mib: float = 0.0
     memory_kind: str = ""
+    flops: float = 0.0  # training FLOPs of the timed steps, as the engine's Throughput counted them (0: not counted)
+    peak_tflops: float | None = None  # the device's dense bf16 peak MFU divides by (bench_peak), None: unknown
+    mfu_note: str = ""  # why there is no MFU
     note: str = ""
     error: str = ""
 
@@ -64,18 +81,52 @@ class Measurement:
     def padding_efficiency(self) -> float:
         return self.real_tokens / self.slots if self.slots else 0.0
 
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilization over the timed steps: their FLOPs / their seconds / the peak; None without a peak
+        or a counted step (``mfu_note`` says why)."""
+        if not self.peak_tflops or not self.flops or self.seconds <= 0:
+            return None
+        return self.flops / self.seconds / (self.peak_tflops * 1e12)
+
+    def figures(self) -> dict[str, Any]:
+        """Every field and rate, for the benchmark's JSON."""
+        return {
+            **asdict(self),
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_cpu_s": self.tokens_per_cpu_s,
+            "padding_efficiency": self.padding_efficiency,
+            "mfu": self.mfu,
+        }
+
+
+def bench_peak() -> tuple[float | None, str]:
+    """The peak FLOP/s that MFU divides by, by the engine's rule (``run_peak_flops``: ``flops.peak_flops`` of the
+    GPU's name, ``PEAK_ENV`` first), and why there is none: no GPU, or one the table lacks."""
+    from train.engine import distributed
+
+    name = distributed.device_name()
+    if name is None:
+        return None, "no GPU: the engine measures MFU on a GPU only"
+    peak = peak_flops(name, os.environ.get(PEAK_ENV))
+    if peak is None:
+        return None, f"unknown peak for {name}: set {PEAK_ENV}=<dense bf16 TFLOP/s>"
+    return peak, ""
+
 
 class StepClock:
-    """Sums real tokens, slots and seconds over the logged steps after the warm-up.
+    """Sums real tokens, slots, seconds and FLOPs over the logged steps after the warm-up.
 
     ``Throughput`` (which runs first on every log) turns each step's metered tokens into
-    ``tokens_per_s_per_device`` and ``padding_efficiency`` over the time since the previous log;
-    this clock times the same interval, so rate x interval gives the step's real tokens back.
+    ``tokens_per_s_per_device``, ``padding_efficiency`` and, given a peak, ``mfu`` over the time since the previous
+    log; this clock times the same interval, so rate x interval gives the step's real tokens back, and
+    mfu x interval x peak its FLOPs (``mfu`` is logged to 4 decimals: 5e-5 of MFU at most off a step's).
     """
 
-    def __init__(self, warmup: int):
+    def __init__(self, warmup: int, peak: float | None = None, why: str = ""):
         self.warmup = warmup
-        self.totals = Measurement(path="")
+        self.peak = peak
+        self.totals = Measurement(path="", peak_tflops=peak / 1e12 if peak else None, mfu_note=why)
         self._last = (0.0, 0.0)
 
     def callback(self) -> Any:
@@ -108,6 +159,8 @@ class StepClock:
         self.totals.cpu_seconds += cpu
         self.totals.real_tokens += round(real)
         self.totals.slots += round(real / logs["padding_efficiency"]) if logs["padding_efficiency"] else 0
+        if self.peak and "mfu" in logs:
+            self.totals.flops += logs["mfu"] * elapsed * self.peak
 
 
 def peak_memory() -> tuple[float, str]:
@@ -131,7 +184,7 @@ def measure_tooltrain(overrides: list[str], packed: bool, warmup: int, steps: in
     from train.engine.config import compose
     from train.engine.run import run
 
-    clock = StepClock(warmup)
+    clock = StepClock(warmup, *bench_peak())  # the peak run(cfg)'s Throughput finds by the same rule
     cfg = compose([*step_overrides(overrides, warmup, steps, out), f"data.packing={str(packed).lower()}"])
     run(cfg, extra_callbacks=[clock.callback()])
     return clock.totals
@@ -164,50 +217,76 @@ def hf_dataset(cfg: Any, tokenizer: Any) -> Any:
     return Dataset.from_list(records, features=Features({"messages": List(Json()), "tools": Json()}))
 
 
-def trl_trainer(cfg: Any, out: Path, tokenizer: Any, dataset: Any, assistant_only_loss: bool) -> tuple[Any, Any]:
-    """trl's ``SFTTrainer`` on ``dataset`` with the model, LoRA and training arguments ``run(cfg)`` would use; the
-    trainer and the model it was given."""
-    import torch
-    from trl import SFTConfig, SFTTrainer
-
+def sft_arguments(cfg: Any, out: Path, precision: dict[str, bool], assistant_only_loss: bool) -> dict[str, Any]:
+    """trl's ``SFTConfig`` fields: the ``TrainingArguments`` fields ``run(cfg)`` trains with on one rank (the
+    config's, its mixed precision ``precision``, the strategy's: gradient checkpointing, DeepSpeed, FSDP), the same
+    kernels (``kernels=liger``: ``use_liger_kernel``), then trl's packing (best-fit, which makes its collator
+    padding-free) and the benchmark's logging."""
+    from train.base.errors import choice
     from train.engine import distributed
-    from train.engine.model import apply_lora, build_model, resolve_attn_implementation, resolve_dtype
     from train.engine.training_args import training_arguments
 
-    gpu = distributed.on_gpu()
-    dtype = resolve_dtype(cfg.model.dtype, gpu)
-    attn = resolve_attn_implementation(cfg.model.attn_implementation, gpu, dtype)
-    model = build_model(cfg.model, len(tokenizer), dtype, attn, seed=cfg.seed)
-    model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
+    one_rank = distributed.World(rank=0, local_rank=0, world_size=1, local_world_size=1, node_rank=0)
     grad_accum = distributed.gradient_accumulation_steps(cfg.train.global_batch_size, cfg.train.micro_batch_size, 1)
-    args = SFTConfig(
-        **training_arguments(
-            cfg,
-            out,
-            grad_accum,
-            dtype == torch.bfloat16,
-            max_length=cfg.data.max_seq_len,
-            packing=True,
-            packing_strategy="bfd",
-            assistant_only_loss=assistant_only_loss,
-            # SFTConfig's own default differs from TrainingArguments': match what run(cfg) trains with
-            gradient_checkpointing=bool(cfg.distributed.gradient_checkpointing),
-            logging_steps=1,
-            save_strategy="no",
-            report_to=[],
-        )
+    strategy = distributed.training_arguments_for(
+        cfg.distributed, one_rank, cfg.train.micro_batch_size, grad_accum, cfg.optim.max_grad_norm, precision["bf16"]
     )
+    return training_arguments(
+        cfg,
+        out,
+        grad_accum,
+        precision["bf16"],
+        fp16=precision["fp16"],
+        **strategy,
+        use_liger_kernel=choice(cfg.kernels) == "liger",
+        max_length=cfg.data.max_seq_len,
+        packing=True,
+        packing_strategy="bfd",
+        assistant_only_loss=assistant_only_loss,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+    )
+
+
+def trl_trainer(cfg: Any, out: Path, tokenizer: Any, dataset: Any, assistant_only_loss: bool) -> tuple[Any, Any]:
+    """trl's ``SFTTrainer`` on ``dataset`` with the model (dtype, attention implementation), LoRA and training
+    arguments ``run(cfg)`` would use (``sft_arguments``); the trainer and the model it was given."""
+    from trl import SFTConfig, SFTTrainer
+
+    from train.base.errors import choice
+    from train.engine import distributed
+    from train.engine.model import (
+        apply_lora,
+        build_model,
+        precision_flags,
+        resolve_attn_implementation,
+        resolve_dtype,
+        weight_dtype,
+    )
+
+    gpu = distributed.on_gpu()
+    compute = resolve_dtype(cfg.model.dtype, gpu)
+    weights = weight_dtype(compute, choice(cfg.peft.kind) == "none", choice(cfg.distributed.strategy))
+    attn = resolve_attn_implementation(cfg.model.attn_implementation, gpu, compute)
+    model = build_model(cfg.model, len(tokenizer), weights, attn, seed=cfg.seed)
+    model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
+    args = SFTConfig(**sft_arguments(cfg, out, precision_flags(compute, weights), assistant_only_loss))
     return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer), model
 
 
 def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Measurement:
+    from train.base.errors import choice
     from train.data.bench_render import reference_for
+    from train.engine import distributed
     from train.engine.callbacks import Throughput, TokenMeter
     from train.engine.config import compose
+    from train.engine.flops import flops_counter
     from train.engine.run import MeteredCollator
     from train.tokenizers import load_tokenizer
 
     cfg = compose(step_overrides(overrides, warmup, steps, out))
+    distributed.check_kernels(choice(cfg.kernels))  # what run(cfg) refuses (liger without a GPU), refused here too
     tokenizer = load_tokenizer(cfg.model.tokenizer, trust_remote_code=bool(cfg.model.trust_remote_code))
     reference = reference_for(cfg.model.chat_format, tokenizer)
     if reference is None:
@@ -218,12 +297,16 @@ def measure_trl(overrides: list[str], warmup: int, steps: int, out: Path) -> Mea
     meter = TokenMeter()
     trainer.data_collator = MeteredCollator(trainer.data_collator, meter, None)
     meter.attach(model)
-    clock = StepClock(warmup)
-    trainer.callback_handler.callbacks.insert(0, Throughput(meter, None, None, 1))
+    peak, why = bench_peak()
+    clock = StepClock(warmup, peak, why)
+    # as run(cfg) builds it: the FLOPs of the samples each step ran over its seconds and the peak
+    flops = flops_counter(model, choice(cfg.peft.kind) == "lora") if peak else None
+    trainer.callback_handler.callbacks.insert(0, Throughput(meter, flops, peak, 1))
     trainer.add_callback(clock.callback())
     trainer.train()
     masks = "assistant-only loss" if reference.masks else "loss on every token: the template has no generation markers"
-    clock.totals.note = f"{reference.label}, {masks}"
+    kernels = "; Liger's layer kernels, trl's own chunked LM-head loss" if choice(cfg.kernels) == "liger" else ""
+    clock.totals.note = f"{reference.label}, {masks}{kernels}"
     return clock.totals
 
 

@@ -16,7 +16,8 @@ FLOPs of one training pass (forward + backward) over a sample of L real tokens:
   sample's own length, not the row's (``sample_lengths``). Padding and checkpointing's recomputed
   forward are not useful work and are not counted.
 
-MFU divides by the GPU's dense bf16 peak (``PEAK_BF16_TFLOPS``, by device name).
+MFU divides by the GPU's dense bf16 peak: ``peak_flops`` is the one rule (``PEAK_ENV`` when set, else
+``PEAK_BF16_TFLOPS`` by device name) for training runs, ``tooltrain bench train`` and ``benchmarks/gpu/``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def training_flops(lengths: Sequence[int], matmul_params: int, layers: int, widt
 
 
 def sample_lengths(row: Mapping[str, Any]) -> list[int]:
-    """Lengths of the samples in one row: its position ids restart at 0 with each packed sample."""
+    """Lengths of the samples in one row: trl's packed rows list them (``seq_lengths``); tooltrain's restart their
+    position ids at 0 with each packed sample; a row with neither is one sample."""
+    if row.get("seq_lengths") is not None:
+        return [int(n) for n in row["seq_lengths"]]
     positions = row.get("position_ids")
     if positions is None:
         return [len(row["input_ids"])]
