@@ -55,7 +55,9 @@ def zero3_partitioned(model: Any) -> bool:
 
 
 def full_bytes(model: Any) -> int:
-    """Bytes of every parameter at full size (``ds_numel``: a partitioned parameter's ``numel`` is its shard)."""
+    """Bytes of every parameter at full size (``ds_numel``: a partitioned parameter's ``numel`` is its shard; an FSDP2
+    DTensor's ``numel`` is already the full one). At the stored dtype: an over-estimate where FSDP2 gathers in a
+    narrower ``param_dtype``."""
     return sum(int(getattr(param, "ds_numel", param.numel())) * param.element_size() for param in model.parameters())
 
 
@@ -148,6 +150,8 @@ def whole_weights(
 
 @contextmanager
 def zero3_gathered(model: Any, holder: Any) -> Iterator[None]:
+    """Every ZeRO-3 parameter gathered (one collective per parameter, every rank alike), DeepSpeed's module hooks
+    off inside (``holder``: ``zero3_holder``'s), back on and the parameters partitioned again after."""
     import deepspeed
     from trl.models.utils import add_hooks, remove_hooks
 
