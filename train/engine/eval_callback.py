@@ -13,8 +13,9 @@ build keeps those conversations.
 Ranks share the work: each generates its share of the rows (``distributed.shard_evenly``: the same
 number of prompts everywhere, so the same number of ``generate`` calls) and the generations are
 gathered on every rank (``distributed.gather_shards``) before scoring, so every rank logs the same
-numbers. Under ZeRO-3 (and FSDP) ``generate`` runs with ``synced_gpus``: a rank whose sequences
-are done keeps stepping while others are not, because every forward gathers sharded weights.
+numbers. Under ZeRO-3 and FSDP2 the whole model is gathered once per evaluation (``gather.whole_weights``).
+Where ``eval.gather_weights`` or the free memory says no, every forward gathers the sharded weights and
+``generate`` runs with ``synced_gpus``: a rank whose sequences are done keeps stepping while others are not.
 
 Evaluation leaves training exactly as it found it: the torch, numpy and Python RNG states are
 restored, the model goes back to each module's own train/eval mode, gradients are off. In eval
@@ -37,6 +38,7 @@ from transformers import TrainerCallback
 
 from train.base.errors import ConfigError, choice
 from train.engine import distributed
+from train.engine.gather import gather_mode, whole_weights
 from train.evaluation.generate import HFBackend, generate
 from train.evaluation.tasks import (
     EvalItem,
@@ -107,12 +109,14 @@ class GenerationEval(TrainerCallback):
         at_start: bool = False,
         announce: Callable[[str], None] | None = None,
         exclude_time: Callable[[float], None] | None = None,
+        gather_weights: str = "auto",
     ):
         self.benchmarks, self.fmt, self.tokenizer, self.log = benchmarks, fmt, tokenizer, log
         self.predictions_dir = predictions_dir
         self.world, self.synced_gpus = world, synced_gpus
         self.every_steps, self.at_end, self.batch_size = every_steps, at_end, batch_size
         self.at_start = at_start
+        self.gather_weights = gather_mode(gather_weights)  # whole weights under ZeRO-3: auto, always or never
         self.announce = announce  # says that an evaluation starts (generation takes a while on a CPU)
         self.exclude_time = exclude_time  # told how long each evaluation took: training's tokens/s leaves it out
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -125,7 +129,7 @@ class GenerationEval(TrainerCallback):
         # Only a run that starts at step 0: a resumed run logged its step-0 evaluation before (metrics.jsonl
         # keeps it, and so does the checkpoint's log history).
         if self.at_start and model is not None and state.global_step == 0:
-            self.log(self.evaluate(model, 0, write=state.is_world_process_zero))
+            self.log(self.evaluate(model, 0, write=state.is_world_process_zero, optimizer=kwargs.get("optimizer")))
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         # Before the step's checkpoint is saved: a run resumed from it has already logged this step's eval.
@@ -133,19 +137,26 @@ class GenerationEval(TrainerCallback):
             # Logging resets control.should_log, which the Trainer reads right after this event to
             # log the step's loss: keep its value, so a step with an eval still logs its loss.
             should_log = control.should_log
-            self.log(self.evaluate(model, state.global_step, write=state.is_world_process_zero))
+            write = state.is_world_process_zero
+            self.log(self.evaluate(model, state.global_step, write=write, optimizer=kwargs.get("optimizer")))
             control.should_log = should_log
         return control
 
-    def evaluate(self, model: Any, step: int = 0, write: bool = False) -> dict[str, float]:
-        """Every benchmark's metrics as ``eval/<bench>/<metric>``; with ``write``, the predictions too."""
+    def evaluate(self, model: Any, step: int = 0, write: bool = False, optimizer: Any = None) -> dict[str, float]:
+        """Every benchmark's metrics as ``eval/<bench>/<metric>``; with ``write``, the predictions too.
+        ``optimizer`` is the Trainer's: under ZeRO-3 it holds the hooks taken off while whole weights generate."""
         started = time.perf_counter()
-        backend = HFBackend(model, self.pad_id, self.batch_size, synced_gpus=self.synced_gpus)
         logged: dict[str, float] = {}
         if self.announce is not None:
             what = ", ".join(f"{name} ({len(bench.items)} items)" for name, bench in self.benchmarks.items())
             self.announce(f"eval step {step}: generating {what} ...")
-        with preserved_rng(), inference_mode_of(model):
+        with (
+            preserved_rng(),
+            inference_mode_of(model),
+            whole_weights(model, optimizer, self.gather_weights, self.announce) as whole,
+        ):
+            # Whole weights: no forward runs a collective, so a rank that is done need not keep stepping.
+            backend = HFBackend(model, self.pad_id, self.batch_size, synced_gpus=self.synced_gpus and not whole)
             for name, bench in self.benchmarks.items():
                 share = distributed.shard_evenly(bench.items, self.world.rank, self.world.world_size)
                 prompts = [(item.conversation, item.target) for _, item in share]
@@ -238,6 +249,8 @@ def build_eval_callback(
         at_start=at_start,
         announce=(lambda line: print(line, flush=True)) if world.is_main else None,
         exclude_time=exclude_time,
+        # not in EvalConfig's schema yet (train/engine/config.py): auto unless a config carries the key
+        gather_weights=eval_cfg.get("gather_weights", "auto"),
     )
 
 

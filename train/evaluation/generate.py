@@ -6,7 +6,8 @@ saw in training), as token ids. A backend turns prompt ids into new ids:
 
 * ``HFBackend``: batched ``model.generate`` with left padding, greedy unless a temperature is
   given, stopping at the format's end-of-turn tokens. ``synced_gpus`` keeps ranks in lock-step
-  when the weights are sharded (ZeRO-3, FSDP); the caller decides (``distributed.generation_needs_sync``).
+  while every forward gathers sharded weights (ZeRO-3, FSDP); the caller decides (the training
+  callback: off where it gathered the whole model once for the evaluation).
 * ``VllmBackend``: vLLM on a GPU machine when it is installed (prompts go in as token ids, so the
   chat format, not vLLM's template, renders them).
 
