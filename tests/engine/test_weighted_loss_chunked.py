@@ -242,4 +242,3 @@ def test_a_lora_wrapped_head_under_zero3_keeps_the_full_logits(tmp_path, monkeyp
             model(input_ids=batch["input_ids"]).logits, batch["labels"], batch["loss_weights"]
         )
     assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
-
