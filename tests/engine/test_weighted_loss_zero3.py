@@ -1,5 +1,6 @@
-"""The weighted loss stays chunked under ZeRO-3 (#26 item 3): the head's weight is a partition outside the head's
-call, so the chunks run inside that call and backward's recomputation inside ZeRO-3's backward gathering.
+"""The weighted loss stays chunked under ZeRO-3 and FSDP2 (#26 item 3): the head's weight is a partition outside
+the head's call, so the chunks run inside that call and backward's recomputation inside the engine's backward
+gathering.
 
 In process, without DeepSpeed: a head whose weight is empty outside its call and its backward, gathered as
 ZeRO-3's module hooks gather it (``GatheredInItsCalls``), gives the full-logits loss and gradients with gradient
@@ -7,6 +8,8 @@ checkpointing on, never more than a chunk of logits, and is gathered as often as
 Under DeepSpeed (slow: torchrun, 1 and 2 CPU ranks, gloo): LoRA, gradient checkpointing on (the combination
 whose recomputation once crashed), the engine's ZeRO-3 arguments; the micro-batch losses and the adapter after
 SGD steps equal the full-logits reference's, and no vocabulary-wide tensor larger than a chunk is built.
+Under FSDP2 (slow: torchrun, 2 CPU ranks, ``fully_shard`` as accelerate wraps, and with the head a unit of its
+own): the loss and every gradient equal the full-logits ones, LoRA and full fine-tuning.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ if HERE not in sys.path:  # importlib mode: the tiny models, batches and the ZeR
     sys.path.insert(0, HERE)
 
 from test_weighted_loss_chunked import VOCAB, _batch, _llama, _trainable_grads, _trainer
-from weighted_loss_zero3_run import CHUNK
-from weighted_loss_zero3_run import VOCAB as RUN_VOCAB
+from weighted_loss_sharded_run import CHUNK
+from weighted_loss_sharded_run import VOCAB as RUN_VOCAB
 
 REPO = Path(__file__).resolve().parents[2]
-RUN = Path(HERE) / "weighted_loss_zero3_run.py"
+RUN = Path(HERE) / "weighted_loss_sharded_run.py"
 
 
 class _OnBackward(torch.autograd.Function):
@@ -122,11 +125,11 @@ def test_a_head_gathered_only_in_its_calls_gives_the_full_logits_loss_in_chunks(
         torch.testing.assert_close(grad, reference_grads[name], rtol=1e-5, atol=1e-7, msg=name)
 
 
-# ---- under DeepSpeed ZeRO-3 --------------------------------------------------------------------------------------
+# ---- under DeepSpeed ZeRO-3 and FSDP2 ----------------------------------------------------------------------------
 
 
-def _zero3_run(out: Path, mode: str, ranks: int) -> tuple[list[dict], dict]:
-    """``weighted_loss_zero3_run.py`` under torchrun: every rank's records and the adapter before/after."""
+def _sharded_run(out: Path, mode: str, ranks: int) -> None:
+    """``weighted_loss_sharded_run.py OUT MODE`` under torchrun."""
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -146,6 +149,11 @@ def _zero3_run(out: Path, mode: str, ranks: int) -> tuple[list[dict], dict]:
         check=False,
     )
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+
+
+def _zero3_run(out: Path, mode: str, ranks: int) -> tuple[list[dict], dict]:
+    """A ZeRO-3 run: every rank's records and the adapter before and after training."""
+    _sharded_run(out, mode, ranks)
     return json.loads((out / f"{mode}.json").read_text()), torch.load(out / f"{mode}.pt")
 
 
@@ -181,3 +189,20 @@ def test_zero3_with_lora_and_checkpointing_trains_the_full_logits_weighted_loss_
         assert 0 < record["cross_entropy"] <= CHUNK * RUN_VOCAB  # the loss takes a chunk of logits at a time
     if ranks == 2:  # ranks with different numbers of chunks: no collective per chunk, or they would hang
         assert chunked[0]["cross_entropy_calls"] != chunked[1]["cross_entropy_calls"]
+
+
+@pytest.mark.slow
+def test_fsdp2_gives_the_full_logits_weighted_loss_and_gradients_in_chunks(tmp_path):
+    _sharded_run(tmp_path, "fsdp2", ranks=2)
+    ranks = json.loads((tmp_path / "fsdp2.json").read_text())
+    assert len(ranks) == 2
+    for cases in ranks:
+        assert sorted(cases) == ["full/layers", "full/layers+head", "lora/layers", "lora/layers+head"]
+        for name, case in cases.items():
+            chunked, full = case["losses"]
+            assert chunked == pytest.approx(full, rel=1e-6), name
+            assert case["grads"] == (21 if name.startswith("full") else 16), name  # the same trainable tensors
+            assert case["grad_diff"] <= 1e-5 * case["grad_max"], name
+            chunked_shapes, full_shapes = case["head_shapes"]
+            assert [len(shape) for shape in chunked_shapes] == [2]  # one head call, [batch, seq]: no logits
+            assert full_shapes[0][-1] == RUN_VOCAB

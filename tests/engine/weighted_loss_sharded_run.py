@@ -1,15 +1,19 @@
-"""One ZeRO-3 training run of a tiny LoRA Llama with per-token loss weights, for test_weighted_loss_zero3.
+"""Sharded training runs of a tiny Llama with per-token loss weights, for test_weighted_loss_zero3.
 
 Run under torchrun, one or more CPU ranks (gloo):
 
-    python -m torch.distributed.run --standalone --nproc_per_node=N tests/engine/weighted_loss_zero3_run.py OUT MODE
+    python -m torch.distributed.run --standalone --nproc_per_node=N tests/engine/weighted_loss_sharded_run.py OUT MODE
 
-MODE ``chunked`` trains with the engine's ``WeightedLoss``; ``full`` with the reference, the weighted loss on the
-model's own logits. Both run the engine's ZeRO-3 TrainingArguments (``training_arguments_for``) with gradient
-checkpointing on, LoRA on the attention projections, and SGD at learning rate 1 without clipping, so the
-adapter after a step is the adapter before it minus the gradient. Rank 0 writes ``OUT/MODE.json`` (every rank's
-micro-batch losses, the largest vocabulary-wide output of the head module and input of ``F.cross_entropy``, and
-the number of ``F.cross_entropy`` calls) and ``OUT/MODE.pt`` (the adapter before and after training, gathered).
+MODE ``chunked`` trains with the engine's ``WeightedLoss`` under DeepSpeed ZeRO-3; ``full`` with the reference,
+the weighted loss on the model's own logits. Both run the engine's ZeRO-3 TrainingArguments
+(``training_arguments_for``) with gradient checkpointing on, LoRA on the attention projections, and SGD at
+learning rate 1 without clipping, so the adapter after a step is the adapter before it minus the gradient.
+Rank 0 writes ``OUT/MODE.json`` (every rank's micro-batch losses, the largest vocabulary-wide output of the head
+module and input of ``F.cross_entropy``, and the number of ``F.cross_entropy`` calls) and ``OUT/MODE.pt`` (the
+adapter before and after training, gathered).
+
+MODE ``fsdp2`` compares the two losses under FSDP2 instead (``fsdp2_main``): raw ``fully_shard``, because
+accelerate runs FSDP2 only on GPUs.
 """
 
 from __future__ import annotations
@@ -26,12 +30,9 @@ ROWS = 8  # 2 steps of 2 micro-batches of 2 rows on one rank, or of one micro-ba
 STEPS = 2
 
 
-def tiny_lora_llama():
-    """A tiny random untied Llama with LoRA on q/k/v/o, B random too (every adapter gradient nonzero)."""
-    from omegaconf import OmegaConf
+def tiny_llama():
+    """A tiny random untied Llama."""
     from transformers import LlamaConfig, LlamaForCausalLM
-
-    from train.engine.model import apply_lora
 
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -44,8 +45,17 @@ def tiny_lora_llama():
         max_position_embeddings=64,
         use_cache=False,
     )
+    return LlamaForCausalLM(config)
+
+
+def tiny_lora_llama():
+    """``tiny_llama`` with LoRA on q/k/v/o, B random too (every adapter gradient nonzero)."""
+    from omegaconf import OmegaConf
+
+    from train.engine.model import apply_lora
+
     peft_cfg = OmegaConf.create({"kind": "lora", "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": None})
-    model = apply_lora(LlamaForCausalLM(config), peft_cfg, ["q_proj", "k_proj", "v_proj", "o_proj"])
+    model = apply_lora(tiny_llama(), peft_cfg, ["q_proj", "k_proj", "v_proj", "o_proj"])
     for name, param in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(param, std=0.1)
@@ -188,5 +198,67 @@ def main(out: Path, mode: str) -> None:
         (out / f"{mode}.json").write_text(json.dumps(gathered))
 
 
+def fsdp2_main(out: Path) -> None:
+    """FSDP2 (``fully_shard``, as accelerate wraps a model: each decoder layer, then the root; or the head as a
+    unit of its own too, resharded after its call), one forward and backward of each rank's 2 rows with the
+    weighted loss chunked and on the full logits. Rank 0 writes ``OUT/fsdp2.json``: per case and rank, both
+    losses, the largest gradient difference and the largest gradient, and the head module's output shapes."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    from train.data.packing import PaddedCollator
+
+    dist.init_process_group("gloo")
+    rank, mesh = dist.get_rank(), init_device_mesh("cpu", (dist.get_world_size(),))
+    batch = PaddedCollator(pad_token_id=0)(weighted_rows()[2 * rank : 2 * rank + 2])
+    results = {}
+    for kind in ("lora", "full"):
+        for units in ("layers", "layers+head"):
+            chunked, full = (fsdp2_pass(kind, units, mode, mesh, dict(batch)) for mode in ("chunked", "full"))
+            results[f"{kind}/{units}"] = {
+                "losses": [chunked[0], full[0]],
+                "grad_diff": max((chunked[1][name] - grad).abs().max().item() for name, grad in full[1].items()),
+                "grad_max": max(grad.abs().max().item() for grad in full[1].values()),
+                "grads": sorted(chunked[1]) == sorted(full[1]) and len(full[1]),
+                "head_shapes": [chunked[2], full[2]],
+            }
+    gathered: list = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, results)
+    if rank == 0:
+        (out / "fsdp2.json").write_text(json.dumps(gathered))
+    dist.destroy_process_group()
+
+
+def fsdp2_pass(kind: str, units: str, mode: str, mesh, batch: dict) -> tuple[float, dict, list]:
+    """One forward and backward under ``fully_shard``: the loss, the full trainable gradients, the head's output
+    shapes."""
+    from torch.distributed.fsdp import fully_shard
+
+    from train.engine.loss import WeightedLoss
+
+    model = tiny_lora_llama() if kind == "lora" else tiny_llama()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    loss_func = WeightedLoss(chunk=CHUNK) if mode == "chunked" else FullLogitsLoss(model)
+    if mode == "chunked":
+        loss_func.attach(model)
+    base = model.get_base_model() if kind == "lora" else model
+    for layer in base.model.layers:
+        fully_shard(layer, mesh=mesh)
+    if units == "layers+head":
+        fully_shard(base.lm_head, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    shapes: list = []
+    model.get_output_embeddings().register_forward_hook(lambda module, args, out: shapes.append(list(out.shape)))
+    labels = batch.pop("labels")
+    loss = loss_func(model(**batch), labels, torch.tensor(60))
+    loss.backward()
+    grads = {name: param.grad.full_tensor() for name, param in model.named_parameters() if param.requires_grad}
+    return loss.item(), grads, shapes
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    if sys.argv[2] == "fsdp2":
+        fsdp2_main(Path(sys.argv[1]))
+    else:
+        main(Path(sys.argv[1]), sys.argv[2])
