@@ -38,8 +38,8 @@ from torch.utils.checkpoint import checkpoint
 
 from train.formats.tokenize import IGNORE_INDEX
 
-# Trained positions per output-head call. It bounds the loss's logits at LOSS_CHUNK x vocabulary in each pass:
-# at a 152K vocabulary ~0.3 GB in bf16 plus ~0.6 GB for each fp32 copy (upcast, log-softmax, its gradient),
+# Scored positions per chunk of the head's logits. It bounds the loss's logits at LOSS_CHUNK x vocabulary in each
+# pass: at a 152K vocabulary ~0.3 GB in bf16 plus ~0.6 GB for each fp32 copy (upcast, log-softmax, its gradient),
 # against 8x that for one 8K row at once; large enough that the head's matmul stays efficient.
 LOSS_CHUNK = 1024
 
@@ -220,7 +220,7 @@ class WeightedLoss:
             self._weights = kwargs.pop("loss_weights")
             if self._head is not None and self._chunked is None:
                 self._chunked = not gathers_per_sub_module(self._head)
-            input_ids = kwargs.get("input_ids")
+            input_ids = kwargs.get("input_ids")  # None (inputs_embeds): nothing to score, the full logits
             self._pending = (input_ids, self._weights) if self._chunked and input_ids is not None else None
         return args, kwargs
 
@@ -234,7 +234,7 @@ class WeightedLoss:
                 f"the output head got hidden states {tuple(hidden.shape)} for input ids {tuple(input_ids.shape)}"
             )
         self._scored = input_ids
-        return next_token_nll(functools.partial(forward, *args, **kwargs), hidden, input_ids, weights, self.chunk)
+        return next_token_nll(lambda chunk: forward(chunk, *args, **kwargs), hidden, input_ids, weights, self.chunk)
 
     def _end_forward(self, module: Any, args: tuple, output: Any) -> None:
         self._pending = None  # a forward that never called its head leaves the next one alone
