@@ -26,7 +26,7 @@ import torch
 from train.engine.loss import WeightedLoss, weighted_causal_lm_loss
 
 HERE = str(Path(__file__).resolve().parent)
-if HERE not in sys.path:  # importlib mode: the tiny models, batches and the ZeRO-3 run beside this file
+if HERE not in sys.path:  # importlib mode: the tiny models, batches and sharded runs beside this file
     sys.path.insert(0, HERE)
 
 from test_weighted_loss_chunked import VOCAB, _batch, _llama, _trainable_grads, _trainer
