@@ -14,16 +14,17 @@ from train.engine.loss import (
     LOSS_CHUNK,
     WeightedLoss,
     chunkable_head,
-    chunked_weighted_causal_lm_loss,
+    next_token_nll,
     weighted_causal_lm_loss,
+    weighted_next_token_loss,
 )
 
 VOCAB = 97
 
 
 def _llama(kind: str = "untied", max_positions: int = 64):
-    """A tiny random Llama: ``untied``, ``tied`` (head = input embeddings) or ``lora`` (B random too, so every
-    LoRA gradient is nonzero)."""
+    """A tiny random Llama: ``untied``, ``tied`` (head = input embeddings), ``lora`` (B random too, so every
+    LoRA gradient is nonzero) or ``lora_head`` (LoRA on the output head too)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -39,12 +40,13 @@ def _llama(kind: str = "untied", max_positions: int = 64):
         use_cache=False,
     )
     model = LlamaForCausalLM(config)
-    if kind != "lora":
+    if kind not in ("lora", "lora_head"):
         return model
     from train.engine.model import apply_lora
 
     peft_cfg = OmegaConf.create({"kind": "lora", "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": None})
-    model = apply_lora(model, peft_cfg, ["q_proj", "k_proj", "v_proj", "o_proj"])
+    head = ["lm_head"] if kind == "lora_head" else []
+    model = apply_lora(model, peft_cfg, ["q_proj", "k_proj", "v_proj", "o_proj", *head])
     for name, param in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(param, std=0.1)
@@ -76,10 +78,19 @@ def _trainable_grads(model) -> dict[str, torch.Tensor]:
     return grads
 
 
-def _head_outputs(model) -> list[int]:
-    """The numel of every output the model's head gives from now on (forward and backward's recomputation)."""
+def _head_outputs(monkeypatch) -> list[int]:
+    """The numel of every vocabulary-wide ``F.linear`` output from now on (the head's logits, in forward and in
+    backward's recomputation; the weighted loss computes its chunks inside the head's call, not through it)."""
     sizes: list[int] = []
-    model.get_output_embeddings().register_forward_hook(lambda module, args, out: sizes.append(out.numel()))
+    linear = torch.nn.functional.linear
+
+    def recording_linear(*args, **kwargs):
+        out = linear(*args, **kwargs)
+        if out.shape[-1] == VOCAB:
+            sizes.append(out.numel())
+        return out
+
+    monkeypatch.setattr(torch.nn.functional, "linear", recording_linear)
     return sizes
 
 
@@ -94,39 +105,39 @@ def _reference(model, batch: dict, n: torch.Tensor) -> tuple[torch.Tensor, dict[
 
 # 2 rows of 24 positions: 16 + 15 = 31 trained positions (predicting a label). Chunks of 31 and 1 divide them,
 # 4 and 7 do not, 64 is larger than all of them.
-@pytest.mark.parametrize("kind", ["untied", "tied", "lora"])
+@pytest.mark.parametrize("kind", ["untied", "tied", "lora", "lora_head"])
 @pytest.mark.parametrize("chunk", [1, 4, 7, 31, 64])
-def test_the_chunked_loss_and_gradients_equal_the_full_logits(tmp_path, kind, chunk):
+def test_the_chunked_loss_and_gradients_equal_the_full_logits(tmp_path, monkeypatch, kind, chunk):
     model = _llama(kind)
     batch = _batch(rows=2, length=24)
     assert int(batch["labels"][:, 1:].ne(IGNORE_INDEX).sum()) == 31
     trainer = _trainer(model, tmp_path, WeightedLoss(chunk=chunk))
-    sizes = _head_outputs(model)
+    sizes = _head_outputs(monkeypatch)
     n = torch.tensor(40)  # the Trainer's num_items_in_batch: the global batch's trained tokens
 
     loss = trainer.compute_loss(model, dict(batch), num_items_in_batch=n)
     loss.backward()
     grads = _trainable_grads(model)
-    assert sizes and max(sizes) <= min(chunk, 31) * VOCAB  # the forward's own head call gets no positions
+    assert sizes and max(sizes) <= min(chunk, 31) * VOCAB  # the head's call scores chunks, gives no logits
 
     reference, reference_grads = _reference(model, batch, n)
     assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
     assert grads.keys() == reference_grads.keys() and grads
-    if kind == "lora":
+    if kind.startswith("lora"):
         assert all("lora_" in name for name in grads)
     for name, grad in grads.items():
         assert grad.abs().sum() > 0, name
         torch.testing.assert_close(grad, reference_grads[name], rtol=1e-5, atol=1e-7, msg=name)
 
 
-def test_a_weighted_forward_never_holds_more_than_a_chunk_of_logits(tmp_path):
+def test_a_weighted_forward_never_holds_more_than_a_chunk_of_logits(tmp_path, monkeypatch):
     """The default chunk on a row longer than two chunks: the head's largest output, in forward and in
     backward, is LOSS_CHUNK x vocabulary; the full logits would be the row's length x vocabulary."""
     length = 2 * LOSS_CHUNK + 300
     model = _llama("lora", max_positions=length)
     batch = _batch(rows=1, length=length)
     trainer = _trainer(model, tmp_path, WeightedLoss())
-    sizes = _head_outputs(model)
+    sizes = _head_outputs(monkeypatch)
 
     loss = trainer.compute_loss(model, dict(batch))
     loss.backward()
@@ -142,11 +153,25 @@ def test_a_weighted_forward_never_holds_more_than_a_chunk_of_logits(tmp_path):
 def test_a_batch_with_nothing_trained_gives_a_zero_loss_on_the_graph():
     model = _llama("untied")
     batch = _batch(rows=1, length=8)
-    labels = torch.full_like(batch["labels"], IGNORE_INDEX)
+    nothing = torch.zeros_like(batch["loss_weights"])
     hidden = model.model(input_ids=batch["input_ids"]).last_hidden_state
-    loss = chunked_weighted_causal_lm_loss(hidden, model.lm_head, labels, batch["loss_weights"], torch.tensor(3))
+    nll = next_token_nll(model.lm_head, hidden, batch["input_ids"], nothing)
+    loss = weighted_next_token_loss(nll, batch["input_ids"], batch["labels"], nothing, torch.tensor(3))
     loss.backward()  # the Trainer backpropagates every micro batch's loss, trained tokens or not
     assert loss.item() == 0.0
+
+
+def test_a_weighted_label_that_is_not_its_input_token_is_refused(tmp_path):
+    """The head never sees the labels (the Trainer keeps them from the model): it scores each weighted
+    position's next input token, which is the label wherever rows train. A label that differs is refused."""
+    model = _llama("untied")
+    batch = _batch(rows=2, length=24)
+    trainer = _trainer(model, tmp_path, WeightedLoss(chunk=4))
+    batch["labels"][1, 20] = (batch["input_ids"][1, 20] + 1) % VOCAB
+    with pytest.raises(RuntimeError, match="a weighted label differs from its input token"):
+        trainer.compute_loss(model, dict(batch))
+    batch["loss_weights"][1, 20] = 0.0  # a label that weighs nothing is not scored: nothing to refuse
+    trainer.compute_loss(model, dict(batch))
 
 
 def _gemma2():
@@ -176,11 +201,11 @@ def test_which_heads_are_chunked():
     assert chunkable_head(_gemma2()) is None  # softcapped logits: not the head's output
 
 
-def test_models_that_transform_their_logits_keep_the_full_logits(tmp_path):
+def test_models_that_transform_their_logits_keep_the_full_logits(tmp_path, monkeypatch):
     model = _gemma2()
     batch = _batch(rows=2, length=24)
     trainer = _trainer(model, tmp_path, WeightedLoss(chunk=4))
-    sizes = _head_outputs(model)
+    sizes = _head_outputs(monkeypatch)
 
     loss = trainer.compute_loss(model, dict(batch))
     assert sizes == [2 * 24 * VOCAB]
@@ -194,20 +219,24 @@ def test_models_that_transform_their_logits_keep_the_full_logits(tmp_path):
     )
 
 
-def test_a_sharded_head_keeps_the_full_logits(tmp_path):
-    """ZeRO-3 marks its partitioned parameters with ``ds_id``: chunk calls would each gather the head (a number
-    of collectives that differs between ranks), so such a head gets the full-logits loss, decided once."""
-    model = _llama("lora")
+def test_a_lora_wrapped_head_under_zero3_keeps_the_full_logits(tmp_path, monkeypatch):
+    """ZeRO-3 marks its partitioned parameters with ``ds_id`` and gathers each module's own around its call: the
+    Linear inside a LoRA-wrapped head would be gathered at every chunk (a number of collectives that differs
+    between ranks), so such a head gets the full-logits loss, decided by the first weighted forward. A head's
+    own partitioned weight is chunked (test_weighted_loss_zero3)."""
+    model = _llama("lora_head")
     batch = _batch(rows=2, length=24)
     trainer = _trainer(model, tmp_path, WeightedLoss(chunk=4))
-    model.get_output_embeddings().weight.ds_id = 0
-    sizes = _head_outputs(model)
+    head = model.get_output_embeddings()
+    head.base_layer.weight.ds_id = 0
+    sizes = _head_outputs(monkeypatch)
 
     loss = trainer.compute_loss(model, dict(batch))
-    assert sizes == [2 * 24 * VOCAB]
-    del model.get_output_embeddings().weight.ds_id  # decided by the first weighted forward, for the run
+    full = list(sizes)  # the head's Linear and its LoRA B, each for every position
+    assert full == [2 * 24 * VOCAB] * 2
+    del head.base_layer.weight.ds_id  # decided by the first weighted forward, for the run
     trainer.compute_loss(model, dict(batch))
-    assert sizes == [2 * 24 * VOCAB] * 2
+    assert sizes == full * 2
     with torch.no_grad():
         expected = weighted_causal_lm_loss(
             model(input_ids=batch["input_ids"]).logits, batch["labels"], batch["loss_weights"]

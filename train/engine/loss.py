@@ -13,12 +13,14 @@ exactly the unweighted loss, and a weight says how much a token counts next to a
 ``{call_args: 2.0}`` makes each argument token count twice. (Normalising by the weights' sum instead
 would need the Trainer to sum weights across micro-batches and ranks, which it cannot be told to do.)
 
-Memory. The model never builds the full logits for a weighted batch: ``WeightedLoss`` takes the
-hidden states its output head is given and computes the loss over ``LOSS_CHUNK`` trained positions
-at a time, each chunk's logits recomputed in backward (``chunked_weighted_causal_lm_loss``), so no
-pass holds more than one chunk's logits (full fp32 logits are 4-5 GB per 8K row at a 128-152K
-vocabulary). Models that transform the logits after the head (softcapping, scaling) keep the full
-logits, the only way their loss is exact; so do sharded heads (ZeRO-3, FSDP2: ``head_is_sharded``).
+Memory. The model never builds the full logits for a weighted batch: inside its output head's call,
+``WeightedLoss`` scores the positions whose next token weighs, ``LOSS_CHUNK`` at a time, each chunk's
+logits recomputed in backward (``next_token_nll``), so no pass holds more than one chunk's logits (full
+fp32 logits are 4-5 GB per 8K row at a 128-152K vocabulary). Running inside the head's call is what
+makes this hold under ZeRO-3 and FSDP2 too: the head's weight is read only where the engine has gathered
+it (``WeightedLoss`` says how). Models that transform the logits after the head (softcapping, scaling)
+keep the full logits, the only way their loss is exact; so does a LoRA-wrapped head under ZeRO-3
+(``gathers_per_sub_module``).
 
 The unweighted path does not come here at all: rows carry ``loss_weights`` only when a part weighs
 other than 0.0 or 1.0, and the Trainer then runs with the model's own loss, untouched.
@@ -26,6 +28,8 @@ other than 0.0 or 1.0, and the Trainer then runs with the model's own loss, unto
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -34,8 +38,8 @@ from torch.utils.checkpoint import checkpoint
 
 from train.formats.tokenize import IGNORE_INDEX
 
-# Trained positions per output-head call. It bounds the loss's logits at LOSS_CHUNK x vocabulary in each pass:
-# at a 152K vocabulary ~0.3 GB in bf16 plus ~0.6 GB for each fp32 copy (upcast, log-softmax, its gradient),
+# Scored positions per chunk of the head's logits. It bounds the loss's logits at LOSS_CHUNK x vocabulary in each
+# pass: at a 152K vocabulary ~0.3 GB in bf16 plus ~0.6 GB for each fp32 copy (upcast, log-softmax, its gradient),
 # against 8x that for one 8K row at once; large enough that the head's matmul stays efficient.
 LOSS_CHUNK = 1024
 
@@ -71,43 +75,61 @@ def weighted_causal_lm_loss(
     return _per_item((nll * shift_weights).sum(), labels, num_items_in_batch)
 
 
-def chunked_weighted_causal_lm_loss(
+def next_token_nll(
+    forward: Callable[[torch.Tensor], torch.Tensor],
     hidden: torch.Tensor,
-    head: torch.nn.Module,
+    input_ids: torch.Tensor,
+    weights: torch.Tensor,
+    chunk: int = LOSS_CHUNK,
+) -> torch.Tensor:
+    """Each position's nll of the next input token where that token weighs (``weights`` nonzero), 0 elsewhere:
+    float32 [batch, seq], holding at most ``chunk`` positions' logits.
+
+    ``hidden`` is what the model gives its output head and ``forward`` the head's own forward (logits of the
+    positions it is given). Only scored positions reach it, ``chunk`` at a time, each chunk under activation
+    checkpointing: its logits are freed once its nll is taken and recomputed in backward.
+    """
+    scored = torch.zeros(input_ids.shape, dtype=torch.bool, device=hidden.device)
+    scored[..., :-1] = weights[..., 1:].ne(0)  # position i predicts token i + 1; the last predicts nothing
+    inputs = hidden[scored]  # row-major, as masked_scatter below fills
+    targets = input_ids.to(hidden.device).roll(-1, dims=-1)[scored]
+    # one (empty) chunk when nothing is scored, so the loss is still a zero on the model's graph
+    nll = torch.cat(
+        [
+            checkpoint(_chunk_nll, forward, inputs[i : i + chunk], targets[i : i + chunk], use_reentrant=False)
+            for i in range(0, max(len(targets), 1), chunk)
+        ]
+    )
+    return torch.zeros(scored.shape, dtype=nll.dtype, device=nll.device).masked_scatter(scored, nll)
+
+
+def _chunk_nll(forward: Callable, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """One chunk: the head's logits upcast to float32 (as the models' own loss does), each position's nll."""
+    return F.cross_entropy(forward(hidden).float(), targets, reduction="none")
+
+
+def weighted_next_token_loss(
+    nll: torch.Tensor,
+    input_ids: torch.Tensor,
     labels: torch.Tensor,
     weights: torch.Tensor,
     num_items_in_batch: Any = None,
-    chunk: int = LOSS_CHUNK,
 ) -> torch.Tensor:
-    """``weighted_causal_lm_loss(head(hidden), labels, weights, N)`` holding at most ``chunk`` positions' logits.
+    """``weighted_causal_lm_loss`` from ``next_token_nll``'s [batch, seq] nll of the next input tokens.
 
-    ``hidden`` is what the model gives its output ``head`` ([batch, seq, hidden]). Only trained positions
-    (those predicting a label) reach the head, ``chunk`` at a time, each chunk under activation
-    checkpointing: its logits are freed once its weighted sum is taken and recomputed in backward.
+    The nll was taken against the next input token, not the label (the model never sees the labels): equal
+    wherever a row trains, as rows build their labels (the input ids, -100 where untrained). A weighted label
+    that is not its input token would be scored wrong, so it is refused.
     """
-    trained = labels[..., 1:].ne(IGNORE_INDEX).to(hidden.device)
-    inputs = hidden[..., :-1, :][trained]  # position i predicts labels[i + 1]; row-major, as the masks below
-    targets = labels[..., 1:].to(hidden.device)[trained]
-    target_weights = weights[..., 1:].to(hidden.device)[trained]
-    # one (empty) chunk when nothing is trained, so the loss is still a zero on the model's graph
-    total = sum(
-        checkpoint(
-            _weighted_nll_sum,
-            head,
-            inputs[i : i + chunk],
-            targets[i : i + chunk],
-            target_weights[i : i + chunk],
-            use_reentrant=False,
+    shift_labels = labels[..., 1:].to(nll.device)
+    trained = shift_labels.ne(IGNORE_INDEX)
+    shift_weights = weights[..., 1:].to(nll) * trained
+    if (shift_weights.ne(0) & shift_labels.ne(input_ids[..., 1:].to(nll.device))).any():
+        raise RuntimeError(
+            "a weighted label differs from its input token: the chunked weighted loss needs labels that are "
+            "the input ids with -100 where untrained"
         )
-        for i in range(0, max(len(targets), 1), chunk)
-    )
-    return _per_item(total, labels, num_items_in_batch)
-
-
-def _weighted_nll_sum(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor):
-    """One chunk: the head's logits upcast to float32 (as the models' own loss does), summed weighted nll."""
-    nll = F.cross_entropy(head(hidden).float(), targets, reduction="none")
-    return (nll * weights.to(nll)).sum()
+    return _per_item((nll[..., :-1] * shift_weights).sum(), labels, num_items_in_batch)
 
 
 def _per_item(total: torch.Tensor, labels: torch.Tensor, num_items_in_batch: Any) -> torch.Tensor:
@@ -132,16 +154,23 @@ def chunkable_head(model: torch.nn.Module) -> torch.nn.Module | None:
     return head if isinstance(linear, torch.nn.Linear) else None
 
 
-def head_is_sharded(model: torch.nn.Module, head: torch.nn.Module) -> bool:
-    """Whether ZeRO-3 partitions the head's parameters (``ds_id``) or FSDP2 shards the model. Then each chunk's
-    head call would gather the head: as many collectives as chunks, a number that differs between ranks with
-    their trained tokens, and the backward's recomputation sees ZeRO-3's empty partition (CheckpointError).
-    Such heads keep the full logits; chunking them needs the head gathered once per pass."""
-    if any(hasattr(param, "ds_id") for param in head.parameters()):
-        return True
-    from torch.distributed.fsdp import FSDPModule
+def gathers_per_sub_module(head: torch.nn.Module) -> bool:
+    """Whether ZeRO-3 partitions parameters of the head's sub-modules (``ds_id``): a LoRA-wrapped head, whose
+    Linear is a sub-module. ZeRO-3 gathers a module's own parameters around that module's call, so each chunk
+    would gather the head's Linear again: a collective per chunk, a number that differs between ranks with their
+    trained tokens. Such heads keep the full logits. (A head's own parameters are gathered once, around the
+    head's call, which is where the chunks run.)"""
+    return any(hasattr(param, "ds_id") for child in head.children() for param in child.parameters())
 
-    return any(isinstance(module, FSDPModule) for module in model.modules())
+
+class _RestoreForward:
+    """The handle of a wrapped ``forward``: ``remove()`` gives the module back its own."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.module = module
+
+    def remove(self) -> None:
+        self.module.__dict__.pop("forward", None)
 
 
 class WeightedLoss:
@@ -152,22 +181,26 @@ class WeightedLoss:
     ``loss_weights`` out of the model's keyword arguments (the model never sees them) and keeps
     them for the call that computes this forward's loss, which the Trainer makes right after.
 
-    For a chunkable head (``chunkable_head``), a pre-hook on the head then takes the hidden states of
-    that same forward and gives the head none of its positions (its logits are [batch, 0, vocab]), and
-    the loss is ``chunked_weighted_causal_lm_loss``. Only a forward that carried ``loss_weights`` is
-    touched (generation and other forwards keep their logits), and only its first head call. Whether
-    the head is sharded is known only once the Trainer has wrapped the model: the first weighted
-    forward decides it for the run.
+    For a chunkable head (``chunkable_head``), the loss's logits are computed inside the head's own call: its
+    forward is wrapped so that, in a weighted forward, it returns ``next_token_nll`` of what it is given
+    ([batch, seq] float32, the model's ``logits`` for that forward) instead of the logits, and the loss is
+    ``weighted_next_token_loss`` of that. Inside the head's call is where a sharding engine has gathered the
+    head's weight (ZeRO-3's and FSDP2's hooks around the module), and the nll is the head's output, so the
+    engine's backward hooks gather the weight again before backward reaches the chunks' recomputation, as for
+    any module: the weight is never touched outside a window the engine opened, and the head is gathered as
+    often as in an unweighted pass, whatever a rank's number of chunks. Only a forward that carried
+    ``loss_weights`` is touched (generation and other forwards keep their logits), and only its first head
+    call. Whether ZeRO-3 gathers the head per sub-module (``gathers_per_sub_module``) is known only once the
+    Trainer has wrapped the model: the first weighted forward decides it for the run.
     """
 
     def __init__(self, chunk: int = LOSS_CHUNK) -> None:
         self.chunk = chunk
         self._weights: torch.Tensor | None = None
-        self._model: torch.nn.Module | None = None
         self._head: torch.nn.Module | None = None  # None: the loss is taken on the model's own logits
-        self._sharded: bool | None = None  # head_is_sharded, decided by the first weighted forward
-        self._take_next_hidden = False  # set by a weighted forward, cleared by its first head call or its end
-        self._hidden: torch.Tensor | None = None
+        self._chunked: bool | None = None  # not gathers_per_sub_module, decided by the first weighted forward
+        self._pending: tuple[torch.Tensor, torch.Tensor] | None = None  # a weighted forward's (input_ids, weights)
+        self._scored: torch.Tensor | None = None  # the input ids whose next tokens the head scored
 
     def attach(self, model: torch.nn.Module) -> list[Any]:
         """Hook ``model`` (the one given to the Trainer; wrappers call it); returns the hook handles."""
@@ -175,40 +208,43 @@ class WeightedLoss:
             model.register_forward_pre_hook(self._take_weights, with_kwargs=True),
             model.register_forward_hook(self._end_forward, always_call=True),
         ]
-        self._model, self._head = model, chunkable_head(model)
+        self._head = chunkable_head(model)
         if self._head is not None:
-            handles.append(self._head.register_forward_pre_hook(self._take_hidden))
+            self._head.forward = functools.partial(self._head_forward, self._head.forward)
+            handles.append(_RestoreForward(self._head))
         return handles
 
     def _take_weights(self, module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         if "loss_weights" in kwargs:
             kwargs = dict(kwargs)
             self._weights = kwargs.pop("loss_weights")
-            if self._head is not None and self._sharded is None:
-                self._sharded = head_is_sharded(self._model, self._head)
-            self._take_next_hidden = self._head is not None and not self._sharded
+            if self._head is not None and self._chunked is None:
+                self._chunked = not gathers_per_sub_module(self._head)
+            input_ids = kwargs.get("input_ids")  # None (inputs_embeds): nothing to score, the full logits
+            self._pending = (input_ids, self._weights) if self._chunked and input_ids is not None else None
         return args, kwargs
 
-    def _take_hidden(self, head: Any, args: tuple) -> tuple | None:
-        if not self._take_next_hidden:
-            return None
-        self._take_next_hidden = False
-        self._hidden = args[0]
-        return (args[0][..., :0, :], *args[1:])
+    def _head_forward(self, forward: Callable, hidden: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return forward(hidden, *args, **kwargs)
+        input_ids, weights = pending
+        if hidden.shape[:-1] != input_ids.shape:
+            raise RuntimeError(
+                f"the output head got hidden states {tuple(hidden.shape)} for input ids {tuple(input_ids.shape)}"
+            )
+        self._scored = input_ids
+        return next_token_nll(lambda chunk: forward(chunk, *args, **kwargs), hidden, input_ids, weights, self.chunk)
 
     def _end_forward(self, module: Any, args: tuple, output: Any) -> None:
-        self._take_next_hidden = False  # a forward that never called its head leaves the next one alone
+        self._pending = None  # a forward that never called its head leaves the next one alone
 
     def __call__(self, outputs: Any, labels: torch.Tensor, num_items_in_batch: Any = None) -> torch.Tensor:
         weights, self._weights = self._weights, None
-        hidden, self._hidden = self._hidden, None
+        scored, self._scored = self._scored, None
         if weights is None:
             raise RuntimeError("a weighted loss was asked for a batch without loss_weights")
-        if hidden is None:
-            logits = outputs["logits"] if isinstance(outputs, dict) else outputs[0]
+        logits = outputs["logits"] if isinstance(outputs, dict) else outputs[0]
+        if scored is None:
             return weighted_causal_lm_loss(logits, labels, weights, num_items_in_batch)
-        if hidden.shape[:-1] != labels.shape:
-            raise RuntimeError(
-                f"the output head got hidden states {tuple(hidden.shape)} for labels {tuple(labels.shape)}"
-            )
-        return chunked_weighted_causal_lm_loss(hidden, self._head, labels, weights, num_items_in_batch, self.chunk)
+        return weighted_next_token_loss(logits, scored, labels, weights, num_items_in_batch)
