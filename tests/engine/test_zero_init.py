@@ -144,3 +144,21 @@ def test_build_context_on_the_device_is_the_trainer_s_device():
     with context:
         assert torch.get_default_device() == torch.device("cuda", 3)
     assert torch.get_default_device() == torch.device("cpu")
+
+
+@pytest.mark.slow
+def test_a_pretrained_model_built_under_zero_init_trains_two_ranks_to_the_single_process_losses(engine, tmp_path):
+    """The whole path: each ZeRO-3 rank loads only its partitions (zero.Init), LoRA is applied over them, DeepSpeed
+    trains and saves the adapter; the losses are the single-process run's, which loaded the whole model."""
+    folder = tmp_path / "model"
+    build_model(compose(["recipe=tiny"]).model, VOCAB, torch.float32, "sdpa", seed=0).save_pretrained(folder)
+    model = [f"model.path={folder}", "model.tokenizer=tiny_chatml", "model.chat_format=chatml", "train.max_steps=2"]
+    single = engine.run(tmp_path / "single", *model)
+    engine.launch(tmp_path / "zero3", *model, "distributed=zero3", ranks=2)
+    zero3 = engine.losses(tmp_path / "zero3")
+    assert [zero3[1], zero3[2]] == pytest.approx(single.losses, rel=1e-6)
+    summary = engine.summary(tmp_path / "zero3")
+    assert summary["status"] == "completed" and summary["parameters"] == single.summary["parameters"]
+    adapter, expected = engine.adapter(tmp_path / "zero3" / "final"), engine.adapter(single.adapter_dir)
+    assert sorted(adapter) == sorted(expected)  # saved whole from the partitions, and trained the same
+    assert max(float((adapter[key] - expected[key]).abs().max()) for key in expected) < 1e-6

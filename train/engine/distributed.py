@@ -305,12 +305,25 @@ def build_context(placement: str, args: Any) -> AbstractContextManager[Any]:
     (``args.hf_deepspeed_config``). ``args.device`` is read first, as the Trainer would: accelerate starts the
     process group and selects this rank's GPU there, before zero.Init partitions onto it."""
     device = args.device
+    if placement == ZERO_INIT:
+        start_deepspeed_comm()
     if placement == ON_DEVICE:
         return torch.device(device)
     ds_config = getattr(args, "hf_deepspeed_config", None)
     if placement == ON_CPU and ds_config is not None and ds_config.is_zero3():
         return zero_init_paused(ds_config)
     return nullcontext()
+
+
+def start_deepspeed_comm() -> None:
+    """DeepSpeed's comm over the process group accelerate started, as ``deepspeed.initialize`` would make it later:
+    zero.Init reads the world size from it (with none, it checks the batch sizes for a world of 1 and refuses them).
+    accelerate starts it for GPU ranks, not for CPU ones. Without a process group (one process, no launcher) zero.Init
+    starts DeepSpeed's comm itself."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())
 
 
 @contextmanager
