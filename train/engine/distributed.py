@@ -275,7 +275,8 @@ def model_placement(dist_cfg: Any, gpu: bool, random_init: bool, redrawn: bool) 
     """Where this rank builds the base model (``build_context`` applies it around ``build_model``).
 
     * ZeRO-3 (``zero_stage`` 3): ``ZERO_INIT``, DeepSpeed's zero.Init: each module's parameters are partitioned as it
-      is built, so no rank holds the whole model (a 70B model loaded whole by 8 ranks is ~1.1 TB of host RAM).
+      is built and only rank 0 reads the checkpoint, so no rank holds the whole model (loaded whole, a 70B fp16
+      checkpoint converted to bf16 is 140 GB on each rank: ~1.1 TB for a node of 8).
     * single, ddp, zero2 on a GPU: a random init ``ON_DEVICE``, the rank's GPU, not drawn on the CPU and copied.
     * ``ON_CPU`` otherwise, as before: weights from files under single/ddp/zero2 (the Trainer moves them), and FSDP2:
       transformers 5 loads every weight on every rank whatever accelerate's ``cpu_ram_efficient_loading`` says (it
