@@ -3,13 +3,15 @@
 Model, data and loop code never read ``RANK`` or call ``torch.distributed``: they receive what they
 need from here. The HF Trainer (through accelerate) runs the actual engine; this module only
 translates the Hydra ``distributed`` group into TrainingArguments and a DeepSpeed config whose
-batch sizes agree with the world size.
+batch sizes agree with the world size, and says where each rank builds its model (``model_placement``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,6 +264,79 @@ def skip_cpu_shared_memory_op() -> None:
 def gradient_checkpointing_needs_reentrant_off(args: dict[str, Any]) -> bool:
     # Reentrant checkpointing breaks with LoRA (frozen inputs) and with ZeRO-3 partitioned params.
     return bool(args.get("gradient_checkpointing"))
+
+
+# ---- where each rank builds the model ------------------------------------------------------------
+
+ZERO_INIT, ON_DEVICE, ON_CPU = "zero.Init", "device", "cpu"
+
+
+def model_placement(dist_cfg: Any, gpu: bool, random_init: bool, redrawn: bool) -> str:
+    """Where this rank builds the base model (``build_context`` applies it around ``build_model``).
+
+    * ZeRO-3 (``zero_stage`` 3): ``ZERO_INIT``, DeepSpeed's zero.Init: each module's parameters are partitioned as it
+      is built and only rank 0 reads the checkpoint, so no rank holds the whole model (loaded whole, a 70B fp16
+      checkpoint converted to bf16 is 140 GB on each rank: ~1.1 TB for a node of 8).
+    * single, ddp, zero2 on a GPU: a random init ``ON_DEVICE``, the rank's GPU, not drawn on the CPU and copied.
+    * ``ON_CPU`` otherwise, as before: weights from files under single/ddp/zero2 (the Trainer moves them), and FSDP2:
+      transformers 5 loads every weight on every rank whatever accelerate's ``cpu_ram_efficient_loading`` says (it
+      spares only buffers and missing keys, once accelerate sets ACCELERATE_USE_FSDP at the Trainer), and a whole
+      random init on one GPU is what sharding is there to avoid.
+
+    ``redrawn``: the random init is drawn again later, as LoRA's frozen base is (``tooltrain export``, ``tooltrain
+    eval run`` and a resume rebuild it from model config and seed, on the CPU: train/engine/run_folder.py). Such an
+    init is drawn as they draw it, ``ON_CPU`` outside zero.Init, or the adapter lands on another base: zero.Init's
+    random init skips the constructors' draws and initializes on rank 0 (every tensor of recipe=tiny's model comes out
+    different), and CUDA's generator draws other numbers than the CPU's (and may differ between GPU models: its
+    kernels' grid follows the SM count). Full fine-tuning saves every weight, so nothing draws its init again."""
+    if random_init and redrawn:
+        return ON_CPU
+    if zero_stage(dist_cfg) == 3:
+        return ZERO_INIT
+    if gpu and random_init and choice(dist_cfg.strategy) in ("single", "ddp", "zero2"):
+        return ON_DEVICE
+    return ON_CPU
+
+
+def build_context(placement: str, args: Any) -> AbstractContextManager[Any]:
+    """The context to build the model in, for ``model_placement``'s answer and the run's TrainingArguments ``args``.
+
+    ``args`` must be made before the model and live as long as it does: transformers builds every model under
+    zero.Init while a ZeRO-3 config is registered, and the registration is a weak reference to ``args``'s
+    (``args.hf_deepspeed_config``). ``args.device`` is read first, as the Trainer would: accelerate starts the
+    process group and selects this rank's GPU there, before zero.Init partitions onto it."""
+    device = args.device
+    if placement == ZERO_INIT:
+        start_deepspeed_comm()
+    if placement == ON_DEVICE:
+        return torch.device(device)
+    ds_config = getattr(args, "hf_deepspeed_config", None)
+    if placement == ON_CPU and ds_config is not None and ds_config.is_zero3():
+        return zero_init_paused(ds_config)
+    return nullcontext()
+
+
+def start_deepspeed_comm() -> None:
+    """DeepSpeed's comm over the process group accelerate started, as ``deepspeed.initialize`` would make it later:
+    zero.Init reads the world size from it (with none, it checks the batch sizes for a world of 1 and refuses them).
+    accelerate starts it for GPU ranks, not for CPU ones. Without a process group (one process, no launcher) zero.Init
+    starts DeepSpeed's comm itself."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())
+
+
+@contextmanager
+def zero_init_paused(ds_config: Any) -> Iterator[None]:
+    """transformers builds without zero.Init inside; the run's ZeRO-3 config ``ds_config`` is registered again after."""
+    from transformers.integrations import set_hf_deepspeed_config, unset_hf_deepspeed_config
+
+    unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        set_hf_deepspeed_config(ds_config)
 
 
 def barrier() -> None:

@@ -151,9 +151,10 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
         EarlySignals.stop_if_interrupted()  # Ctrl-C before training: nothing to save, stop between stages
         data = prepare_data(cfg, env)
         EarlySignals.stop_if_interrupted()
-        model = prepare_model(cfg, env, data)
+        args = training_args(cfg, env)  # before the model, kept to the end: ZeRO-3 builds it under zero.Init
+        model = prepare_model(cfg, env, data, args)
         EarlySignals.stop_if_interrupted()
-        trained = train_model(cfg, env, data, model, extra_callbacks)
+        trained = train_model(cfg, env, data, model, args, extra_callbacks)
         return finish(cfg, env, data, model, trained)
 
 
@@ -296,12 +297,17 @@ class Model:
     total: int
 
 
-def prepare_model(cfg: DictConfig, env: Environment, data: Data) -> Model:
-    """The base model (kernels applied), its adapter, and its parameter counts; the token meter watches it."""
-    model = build_model(cfg.model, len(data.tokenizer), env.dtype, env.attn, seed=cfg.seed)
+def prepare_model(cfg: DictConfig, env: Environment, data: Data, args: Any) -> Model:
+    """The base model (kernels applied), its adapter, and its parameter counts; the token meter watches it.
+    Built where ``distributed.model_placement`` says (under ZeRO-3's zero.Init, on the rank's GPU, or on the CPU),
+    in the context ``args`` (the run's TrainingArguments, made first) gives it."""
+    lora = choice(cfg.peft.kind) == "lora"
+    # LoRA's random-init base is drawn again by export, eval and resume (model config and seed): drawn as they draw it
+    placement = distributed.model_placement(cfg.distributed, env.gpu, choice(cfg.model.source) == "config", lora)
+    with distributed.build_context(placement, args):
+        model = build_model(cfg.model, len(data.tokenizer), env.dtype, env.attn, seed=cfg.seed)
     if env.kernels == "liger":
         _apply_liger(model)
-    lora = choice(cfg.peft.kind) == "lora"
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
     adapter_shapes = expected_adapter_shapes(model) if lora else {}
     trainable, total = count_parameters(model)
@@ -340,6 +346,15 @@ def trainer_arguments(cfg: DictConfig, env: Environment) -> dict[str, Any]:
     )
 
 
+def training_args(cfg: DictConfig, env: Environment) -> Any:
+    """The run's ``TrainingArguments``, made before the model and kept until the run ends: while they live, their
+    ZeRO-3 config is registered with transformers, which then builds the model under zero.Init (one partition per
+    rank, never the whole model: ``distributed.build_context``)."""
+    from transformers import TrainingArguments
+
+    return TrainingArguments(**trainer_arguments(cfg, env))
+
+
 def run_peak_flops(world: distributed.World) -> float | None:
     """The GPU's peak FLOP/s for MFU (train.engine.flops), None on CPU; a GPU of unknown peak is said once."""
     name = distributed.device_name()
@@ -351,15 +366,16 @@ def run_peak_flops(world: distributed.World) -> float | None:
     return peak
 
 
-def train_model(cfg: DictConfig, env: Environment, data: Data, model: Model, extra_callbacks: list | None) -> Trained:
-    """The HF Trainer with tooltrain's callbacks (metrics file, checkpoints, preemption, throughput,
-    evaluation), resumed from the latest complete checkpoint; trains until done or stopped."""
-    from transformers import Trainer, TrainingArguments
+def train_model(
+    cfg: DictConfig, env: Environment, data: Data, model: Model, args: Any, extra_callbacks: list | None
+) -> Trained:
+    """The HF Trainer (``args``: ``training_args``) with tooltrain's callbacks (metrics file, checkpoints, preemption,
+    throughput, evaluation), resumed from the latest complete checkpoint; trains until done or stopped."""
+    from transformers import Trainer
 
     from train.engine.step_lines import use_step_lines
 
     world, out = env.world, env.out
-    args = TrainingArguments(**trainer_arguments(cfg, env))
     preemption = Preemption(distributed.any_rank)
     peak = run_peak_flops(world)
     throughput = Throughput(
