@@ -53,8 +53,31 @@ def assert_paths_agree(fmt: ChatFormat, conversations: list[Conversation], token
 def test_the_byte_path_is_taken_for_llama3_and_qwen2_5_only(tokenizers):
     assert byte_bpe_for(tokenizers["qwen2_5"]) is not None
     assert byte_bpe_for(tokenizers["llama3"]) is not None
-    # SmolLM2: GPT-2's ByteLevel regex and merges that are not all splits of its vocabulary
+    # Mistral v3: a SentencePiece BPE with byte fallback and a Metaspace pre-tokenizer
+    assert byte_bpe_for(load_tokenizer("mistral_v3")) is None
+
+
+# slow tier: SmolLM2's tokenizer is built from its GGUF file (~15 s of CPU); Mistral v3 above is the default
+# tier's tokenizer without the byte path
+@pytest.mark.slow
+def test_smollm2_has_no_byte_path():
+    # GPT-2's ByteLevel regex and merges that are not all splits of its vocabulary
     assert byte_bpe_for(load_tokenizer("smollm2")) is None
+
+
+def test_a_tokenizer_loaded_again_reuses_the_decision_and_another_definition_gets_its_own(tokenizers):
+    from types import SimpleNamespace
+
+    from tokenizers import Tokenizer
+
+    again = load_tokenizer("llama3")
+    assert again is not tokenizers["llama3"]
+    assert byte_bpe_for(again) is byte_bpe_for(tokenizers["llama3"])
+    # the same vocabulary and merges behind an NFKC normalizer: tiktoken cannot reproduce it, so no byte path
+    definition = json.loads(tokenizers["qwen2_5"].backend_tokenizer.to_str())
+    definition["normalizer"] = {"type": "NFKC"}
+    nfkc = SimpleNamespace(backend_tokenizer=Tokenizer.from_str(json.dumps(definition)))
+    assert byte_bpe_for(tokenizers["qwen2_5"]) is not None and byte_bpe_for(nfkc) is None
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=["default", "weighted"])

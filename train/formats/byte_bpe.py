@@ -26,15 +26,22 @@ the caller lays the tokens over its segments.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import unicodedata
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 _ENCODERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Deciding takes ~1.8 s for a 128k vocabulary (the merges check, tiktoken's tables); each load of the same tokenizer
+# is a new object, so the answer is also kept by the definition's hash: a process that loads Llama 3 again (a
+# rebuild, an evaluation, the next run of a sweep) decides once. A few entries: one per distinct tokenizer.
+_BY_DEFINITION: OrderedDict[bytes, ByteBPE | None] = OrderedDict()
+_DEFINITIONS_KEPT = 4
 
 
 class ByteBPE:
@@ -69,11 +76,25 @@ def _build(tokenizer: Any) -> ByteBPE | None:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
+    text = backend.to_str()
+    key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    if key in _BY_DEFINITION:
+        _BY_DEFINITION.move_to_end(key)
+        return _BY_DEFINITION[key]
+    encoder = _from_definition(text)
+    _BY_DEFINITION[key] = encoder
+    while len(_BY_DEFINITION) > _DEFINITIONS_KEPT:
+        _BY_DEFINITION.popitem(last=False)
+    return encoder
+
+
+def _from_definition(text: str) -> ByteBPE | None:
+    """The encoder for a ``tokenizers`` definition (its JSON text), or None."""
     try:
         import tiktoken
     except ImportError:
         return None
-    definition = json.loads(backend.to_str())
+    definition = json.loads(text)
     pattern = _split_pattern(definition.get("pre_tokenizer"))
     normalizer = definition.get("normalizer")
     if pattern is None or normalizer not in (None, {"type": "NFC"}):
@@ -83,7 +104,7 @@ def _build(tokenizer: Any) -> ByteBPE | None:
         return None
     try:
         core = tiktoken.Encoding(
-            name=f"tooltrain-{id(tokenizer)}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+            name="tooltrain-byte-bpe", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
         )._core_bpe
     except Exception:  # noqa: BLE001 - a pattern tiktoken's regex engine does not take: use tokenizers
         return None
