@@ -157,8 +157,8 @@ def shipped_then(name: str, fix: list[str], **knobs):
 
 
 def test_refusal_names_the_knobs_that_fit():
-    """mt_llama as shipped on its 8 GPUs: micro batch 4 of 4,096 tokens without checkpointing."""
-    cfg = shipped_then("mt_llama", [], distributed__gradient_checkpointing=False)
+    """mt_llama under the paper's ZeRO-3 on its 8 GPUs: micro batch 4 of 4,096 tokens without checkpointing."""
+    cfg = shipped_then("mt_llama", ["distributed=zero3"], distributed__gradient_checkpointing=False)
     problem = plan_problem(cfg)
     assert problem.startswith("memory plan: 219.9 of 80 GiB per GPU (8 GPUs, zero3): ")
     assert "activations 177.1 (gradient checkpointing off)" in problem
@@ -171,7 +171,9 @@ def test_refusal_names_the_knobs_that_fit():
 def test_refusal_offers_two_knobs_together_when_neither_fits_alone():
     # 16,384-token rows: checkpointing alone leaves 4 rows of logits and one layer's activations, micro batch 1
     # alone 32 layers of one row's
-    cfg = shipped_then("mt_llama", [], distributed__gradient_checkpointing=False, data__max_seq_len=16384)
+    cfg = shipped_then(
+        "mt_llama", ["distributed=zero3"], distributed__gradient_checkpointing=False, data__max_seq_len=16384
+    )
     assert plan_problem(cfg).endswith(
         "set distributed.gradient_checkpointing=true and train.micro_batch_size=1 (fits: 35.6 GiB)"
     )
@@ -198,9 +200,9 @@ def test_a_run_on_a_gpu_prints_its_plan_and_refuses_one_that_cannot_fit(capsys):
     from train.engine.run import check_memory_plan
 
     eight = World(rank=0, local_rank=0, world_size=8, local_world_size=8, node_rank=0)
-    check_memory_plan(compose(["recipe=mt_llama"]), eight, gpu=True)
+    check_memory_plan(compose(["recipe=mt_llama", "distributed=zero3"]), eight, gpu=True)
     assert capsys.readouterr().out.startswith("memory plan: 35.6 of 80 GiB per GPU (8 GPUs, zero3): ")
-    no_checkpointing = compose(["recipe=mt_llama", "distributed.gradient_checkpointing=false"])
+    no_checkpointing = compose(["recipe=mt_llama", "distributed=zero3", "distributed.gradient_checkpointing=false"])
     with pytest.raises(ConfigError, match="does not fit; set distributed.gradient_checkpointing=true"):
         check_memory_plan(no_checkpointing, eight, gpu=True)
     capsys.readouterr()
@@ -212,7 +214,14 @@ def test_launch_refuses_a_plan_that_cannot_fit_before_writing_anything(tmp_path)
     from train.engine.launch import LaunchError
     from train.engine.launch import plan as launch_plan
 
-    cfg = compose(["recipe=mt_llama", "distributed.gradient_checkpointing=false", f"output_dir={tmp_path / 'run'}"])
+    cfg = compose(
+        [
+            "recipe=mt_llama",
+            "distributed=zero3",
+            "distributed.gradient_checkpointing=false",
+            f"output_dir={tmp_path / 'run'}",
+        ]
+    )
     with pytest.raises(LaunchError, match="219.9 of 80 GiB per GPU .* does not fit"):
         launch_plan(cfg, "torchrun", "mt_llama", [], REPO_ROOT, "python", tmp_path, "tooltrain launch")
     assert list(tmp_path.iterdir()) == []

@@ -32,6 +32,8 @@ def test_every_field_comes_from_the_config():
         "data_seed": 11,
         "bf16": False,
         "dataloader_num_workers": cfg.train.dataloader_workers,
+        "torch_compile": False,
+        "ddp_find_unused_parameters": False,  # LoRA: every adapter is used every step
     }
 
 

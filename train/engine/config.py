@@ -59,6 +59,11 @@ class PeftKind(str, Enum):
     none = "none"
 
 
+class AdapterDtype(str, Enum):
+    fp32 = "fp32"  # peft's default: adapters kept and updated in fp32 whatever the base weights are
+    base = "base"  # the base weights' dtype (bf16 on a GPU): no fp32 copy of each adapted layer's input; ZeRO is bf16
+
+
 class Tracker(str, Enum):
     none = "none"
     tensorboard = "tensorboard"
@@ -130,8 +135,9 @@ class PeftConfig:
     kind: PeftKind = PeftKind.lora
     r: int = 16
     alpha: int = 32
-    dropout: float = 0.05
+    dropout: float = 0.05  # as the recipe states; 0 is faster (peft skips the dropout and its copy of each input)
     target_modules: list[str] | None = None  # None: the model's lora_target_modules
+    adapter_dtype: AdapterDtype = AdapterDtype.fp32  # train.engine.model.apply_lora says what each choice does
 
 
 @dataclass
@@ -165,6 +171,7 @@ class TrainLoopConfig:
     save_total_limit: int | None = 3
     logging_steps: int = 1
     dataloader_workers: int = 0
+    torch_compile: bool = False  # TrainingArguments.torch_compile: the model compiled once, on its first steps
 
 
 @dataclass
@@ -331,7 +338,7 @@ _stored: dict[str, type] = {}
 
 def check(cfg: DictConfig) -> None:
     """Reject combinations that are valid field by field but cannot run together."""
-    from train.engine.attention import flash_dtype_problem
+    from train.engine.attention import attention_problem, flash_dtype_problem
     from train.engine.config_ranges import range_problems
     from train.engine.kernels import kernel_problems
 
@@ -350,9 +357,9 @@ def check(cfg: DictConfig) -> None:
     if not cfg.data.sources:
         problems.append(f"data={cfg.data.name} lists no sources")
     # "auto" resolves on the machine that trains (train.engine.model.resolve_attn_implementation checks it there)
+    attn_problem = attention_problem(cfg.model.attn_implementation)
     flash_problem = cfg.model.dtype != "auto" and flash_dtype_problem(cfg.model.attn_implementation, cfg.model.dtype)
-    if flash_problem:
-        problems.append(flash_problem)
+    problems += [problem for problem in (attn_problem, flash_problem) if problem]
     problems += kernel_problems(cfg)  # kernels=liger: a strategy and model type it can run with
     problems += range_problems(cfg)  # train.engine.config_ranges.RANGES: every number's valid range
     problems += _data_problems(cfg)

@@ -5,12 +5,13 @@ and row length (``train.micro_batch_size`` x ``data.max_seq_len``: packed rows a
 that long, so the peak is the same), LoRA or full fine-tuning, the strategy and its world size
 (``launcher.nodes`` x ``launcher.gpus_per_node``, the GPUs a recipe states), gradient checkpointing and the dtype.
 ``plan_problem`` is the compose-time check (a plan that cannot fit refuses, naming the knob that makes it fit);
-``describe`` is the line printed at run start.
+``describe`` is the line printed at run start; ``fastest_strategy`` is the fastest strategy that fits a run's GPUs
+(what each shipped recipe defaults to).
 
 Per GPU, in bytes (P parameters, A LoRA adapter parameters, N ranks, w = 2 for bf16/fp16 weights, 4 for fp32):
 
-- weights: P*w; LoRA adds A*4 (peft keeps adapters in fp32).
-- gradients: full fine-tuning P*w; LoRA A*4 (the base is frozen).
+- weights: P*w; LoRA adds A*4 (peft keeps adapters in fp32; A*w with peft.adapter_dtype=base).
+- gradients: full fine-tuning P*w; LoRA A*4 (A*w with peft.adapter_dtype=base; the base is frozen).
 - optimizer (AdamW): fp32 m and v, 8 bytes a trained parameter, plus a 4-byte fp32 master copy when the weights are
   16-bit (the 16 bytes a parameter of the ZeRO paper, Rajbhandari et al. 2020, §3: 2 + 2 + K=12); LoRA: A*8.
 - sharding: ZeRO-2 divides gradients and optimizer by N; ZeRO-3 and FSDP2 divide all three by N and hold one
@@ -29,7 +30,8 @@ Per GPU, in bytes (P parameters, A LoRA adapter parameters, N ranks, w = 2 for b
                MoE: I is the active width (experts per token x expert width + shared experts), plus the
                router's logits a*experts
     LoRA       (4 + 1 if dropout) * d_in  per adapted module: peft casts its input to fp32 for lora_A and keeps
-                                          the dropout mask
+                                          the dropout mask; with peft.adapter_dtype=base no cast: (a + 1) * d_in
+                                          with dropout (its output and mask), else nothing
   With gradient checkpointing a layer keeps only its input (a*h) and one layer's full activations live at a time
   during its recomputation.
 - logits: tokens x vocab x (a + 4 + 4): the lm_head's output, its fp32 copy for the loss and that copy's gradient;
@@ -46,6 +48,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import OmegaConf
+
+from train.base.errors import choice
 
 GIB = 2**30
 GPU_MEMORY_GB = 80.0  # launcher.gpu_memory_gb's default: an A100/H100 80 GB
@@ -92,6 +96,7 @@ class Setup:
     lora_r: int  # 0: full fine-tuning
     lora_targets: tuple[str, ...] = ()
     lora_dropout: bool = False
+    adapter_in_base_dtype: bool = False  # peft.adapter_dtype=base: adapters in the weights' dtype, not fp32
     checkpointing: bool = False
     weight_bytes: int = 2
     eager_attention: bool = False
@@ -224,9 +229,17 @@ def layer_activation_bytes(shape: Shape, setup: Setup, layer: int) -> int:
         mlp = a * (h + 4 * width + shape.experts)
     lora = 0
     if setup.lora_r:
-        per_input = ADAPTER_BYTES + (1 if setup.lora_dropout else 0)
-        lora = per_input * sum(linears[name][0] for name in setup.lora_targets if name in linears)
+        lora = lora_input_bytes(setup) * sum(linears[name][0] for name in setup.lora_targets if name in linears)
     return attention + a * 2 * h + mlp + lora
+
+
+def lora_input_bytes(setup: Setup) -> int:
+    """Bytes per input feature an adapted module keeps besides the base layer's own input: an fp32 adapter's cast
+    copy, and with dropout the dropout's mask (and, without the cast, its output)."""
+    dropout = 1 if setup.lora_dropout else 0
+    if not setup.adapter_in_base_dtype:
+        return ADAPTER_BYTES + dropout
+    return setup.weight_bytes + dropout if dropout else 0
 
 
 def activation_bytes(shape: Shape, setup: Setup) -> int:
@@ -255,8 +268,9 @@ def estimate(shape: Shape, setup: Setup) -> MemoryPlan:
     total = parameters(shape)
     if setup.lora_r:
         adapters = adapter_parameters(shape, setup.lora_r, setup.lora_targets)
-        weights = total * w + adapters * ADAPTER_BYTES
-        gradients = adapters * ADAPTER_BYTES
+        adapter_bytes = w if setup.adapter_in_base_dtype else ADAPTER_BYTES
+        weights = total * w + adapters * adapter_bytes
+        gradients = adapters * adapter_bytes
         optimizer = adapters * 8
     else:
         weights = gradients = total * w
@@ -284,15 +298,14 @@ def world_of(cfg: Any) -> int:
 
 
 def _strategy(cfg: Any) -> str:
-    strategy = cfg.distributed.strategy
-    return str(getattr(strategy, "value", strategy))
+    return choice(cfg.distributed.strategy)
 
 
 def setup_of(cfg: Any, world_size: int | None = None) -> Setup:
     """The plan's knobs from a composed config; ``world_size`` overrides the stated world (the running one)."""
-    lora = str(getattr(cfg.peft.kind, "value", cfg.peft.kind)) == "lora"
+    lora = choice(cfg.peft.kind) == "lora"
     targets = cfg.peft.get("target_modules") or cfg.model.lora_target_modules
-    kernels = str(getattr(cfg.kernels, "value", cfg.kernels))
+    kernels = choice(cfg.kernels)
     return Setup(
         micro_batch=int(cfg.train.micro_batch_size),
         seq_len=int(cfg.data.max_seq_len),
@@ -301,6 +314,7 @@ def setup_of(cfg: Any, world_size: int | None = None) -> Setup:
         lora_r=int(cfg.peft.r) if lora else 0,
         lora_targets=tuple(targets) if lora else (),
         lora_dropout=lora and float(cfg.peft.dropout) > 0,
+        adapter_in_base_dtype=lora and choice(_select(cfg, "peft.adapter_dtype", "fp32")) == "base",
         checkpointing=bool(cfg.distributed.gradient_checkpointing),
         weight_bytes=DTYPE_BYTES.get(str(cfg.model.dtype), 2),
         eager_attention=str(cfg.model.attn_implementation) == "eager",
@@ -344,6 +358,30 @@ def _fixes(setup: Setup) -> list[tuple[str, Setup]]:
     if setup.world > 1 and setup.strategy not in SHARDED:
         fixes.append(("distributed=zero3", dataclasses.replace(setup, strategy="zero3")))
     return fixes
+
+
+# The strategies of a run on several GPUs, fastest first. DDP replicates everything and all-reduces the gradients once
+# a step; ZeRO-2 shards gradients and optimizer state besides (a reduce-scatter, then an all-gather of the update);
+# ZeRO-3 shards the weights too and gathers each layer's in every forward and backward pass, 1.5x DDP's traffic
+# (Rajbhandari et al. 2020, §7) and many small collectives. One GPU: single.
+SPEED_ORDER = ("ddp", "zero2", "zero3")
+# A faster strategy is taken only where its plan leaves this share of the GPU free: the plan is an estimate, and a
+# run at the edge of memory is not faster once it runs out. (Where none leaves it, the first that fits at all.)
+HEADROOM = 0.10
+
+
+def fastest_strategy(memory: MemoryPlan) -> str | None:
+    """The fastest strategy (``SPEED_ORDER``; single on one GPU) whose plan for ``memory``'s model, knobs and GPUs
+    fits with ``HEADROOM`` to spare, else the fastest that fits at all; None when none fits."""
+    setup = memory.setup
+    candidates = ("single",) if setup.world == 1 else SPEED_ORDER
+    plans = [
+        estimate(memory.shape, dataclasses.replace(setup, strategy=s, offload_optimizer=False, offload_params=False))
+        for s in candidates
+    ]
+    roomy = [p for p in plans if p.total <= (1 - HEADROOM) * setup.gpu_memory_gb * GIB]
+    fitting = roomy or [p for p in plans if p.fits]
+    return fitting[0].setup.strategy if fitting else None
 
 
 def plan_problem(cfg: Any, world_size: int | None = None) -> str | None:

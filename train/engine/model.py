@@ -185,6 +185,15 @@ def _check_fit(model: Any, model_cfg: Any, vocab_size: int, where: str) -> None:
 
 
 def apply_lora(model: Any, peft_cfg: Any, default_targets: list[str]) -> Any:
+    """The model with a LoRA adapter (``peft.kind=lora``), or as it is (``none``).
+
+    ``peft.adapter_dtype``: ``fp32`` (peft's default) keeps the adapter in fp32 over bf16/fp16 base weights, so each
+    adapted layer casts its input to fp32 for ``lora_A`` (a copy per layer) and the optimizer updates fp32 values;
+    ``base`` keeps it in the base weights' dtype: no copies, but under single/ddp the optimizer then updates bf16
+    adapter weights (an update under 1/256 of a weight rounds away). ZeRO casts the whole model to bf16 and keeps fp32
+    master weights itself, so there both train the same. Over fp32 base weights (CPU) the two are the same.
+    ``peft.dropout`` > 0 applies dropout to each adapted layer's input (another copy): 0 is faster, but the recipes
+    keep what their papers state."""
     from peft import LoraConfig, get_peft_model
 
     kind = choice(peft_cfg.kind)
@@ -198,7 +207,8 @@ def apply_lora(model: Any, peft_cfg: Any, default_targets: list[str]) -> Any:
         target_modules=targets,
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, config)
+    autocast = choice(peft_cfg.get("adapter_dtype") or "fp32") == "fp32"
+    return get_peft_model(model, config, autocast_adapter_dtype=autocast)
 
 
 def count_parameters(model: Any) -> tuple[int, int]:

@@ -66,6 +66,7 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "train.save_total_limit": (FREE, "how many checkpoints are kept"),
     "train.logging_steps": (FREE, "how often metrics are logged"),
     "train.dataloader_workers": (FREE, "how rows are loaded, not which"),
+    "train.torch_compile": (FREE, "the same computation, compiled"),
     "kernels": (FREE, "the same computation by other kernels"),
     "eval": (FREE, "what is evaluated, not what is trained"),
     "tracking": (FREE, "where metrics are reported"),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from train.base.errors import choice
+
 
 def training_arguments(cfg: Any, out: Path, grad_accum: int, bf16: bool, **overrides: Any) -> dict[str, Any]:
     """Keyword arguments for ``TrainingArguments``/``SFTConfig``: what ``cfg.train`` and ``cfg.optim``
@@ -34,5 +36,21 @@ def training_arguments(cfg: Any, out: Path, grad_accum: int, bf16: bool, **overr
         "data_seed": cfg.seed,
         "bf16": bf16,
         "dataloader_num_workers": cfg.train.dataloader_workers,
+        "torch_compile": bool(cfg.train.torch_compile),
+        **ddp_arguments(cfg),
     }
     return {**fields, **overrides}
+
+
+def ddp_arguments(cfg: Any) -> dict[str, Any]:
+    """What DDP needs to know of the model (no effect under single, ZeRO or FSDP).
+
+    Left unset, the Trainer asks DDP to find unused parameters for any model that is not a bare ``PreTrainedModel``,
+    a peft model included: DDP then walks the whole autograd graph after every forward pass to mark what it will not
+    reach (torch's DDP notes: "this traversal has overhead"). A LoRA model uses every adapter it trains on every
+    step (the targets are attention and dense MLP projections; an MoE's routed experts are fused parameters LoRA does
+    not target), so there is nothing to find. Full fine-tuning keeps the Trainer's choice: an MoE's unrouted experts do
+    go unused."""
+    if choice(cfg.peft.kind) != "lora":
+        return {}
+    return {"ddp_find_unused_parameters": False}
