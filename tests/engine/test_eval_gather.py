@@ -365,3 +365,14 @@ def test_fsdp2_generation_unshards_each_block_once_and_training_reshards_again(t
         ["0", "True", "4", "46", "True", "True", "7"],  # 4 FSDP modules once; 15 tokens x 3 blocks + the root
         ["1", "True", "4", "46", "True", "True", "7"],  # the root once, each block in forward and again in backward
     ]
+
+
+def test_eval_gather_weights_is_a_config_choice_checked_at_compose_time():
+    from train.engine.config import compose
+
+    assert compose(["recipe=tiny", "eval.gather_weights=never"]).eval.gather_weights.value == "never"
+    assert compose(["recipe=tiny"]).eval.gather_weights.value == "auto"
+    with pytest.raises(Exception) as caught:  # Hydra's ConfigCompositionException, OmegaConf's error as its cause
+        compose(["recipe=tiny", "eval.gather_weights=sometimes"])
+    message = f"{caught.value} {caught.value.__cause__ or ''}"
+    assert "sometimes" in message and all(choice in message for choice in ("auto", "always", "never"))

@@ -72,9 +72,6 @@ def test_zero3_lora_stays_one_override_away():
 WORLD_2 = distributed.World(rank=0, local_rank=0, world_size=2, local_world_size=2, node_rank=0)
 # The change lives in train/engine/distributed.py (deepspeed_config), which another change of #26 owns: described in
 # the t26-fastdefaults report. strict: once it is in, these pass and the mark must go.
-NEEDS_DISTRIBUTED_CHANGE = pytest.mark.xfail(
-    strict=True, reason="train/engine/distributed.py deepspeed_config: overlap_comm and stage-3 values not yet applied"
-)
 
 
 def _zero(strategy: str) -> dict:
@@ -82,14 +79,12 @@ def _zero(strategy: str) -> dict:
     return distributed.deepspeed_config(cfg.distributed, 2, 1, 2, 1.0, True)["zero_optimization"]
 
 
-@NEEDS_DISTRIBUTED_CHANGE
 @pytest.mark.parametrize("strategy", ["zero2", "zero3", "zero3_offload"])
 def test_zero_overlaps_its_communication_with_compute(strategy):
     """Before: overlap_comm false, so every gradient reduce (and, under ZeRO-3, every all-gather) waited for compute."""
     assert _zero(strategy)["overlap_comm"] is True
 
 
-@NEEDS_DISTRIBUTED_CHANGE
 def test_zero3_keeps_small_weights_whole_and_sizes_its_buckets_by_the_model_s_width():
     """Before: stage3_param_persistence_threshold 0, so every norm weight and bias was partitioned and gathered again
     in each pass (hundreds of tiny all-gathers). "auto" is what the HF integration resolves from the model's hidden

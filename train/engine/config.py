@@ -192,6 +192,12 @@ class BenchmarkSpec:
     options: dict[str, Any] = field(default_factory=dict)  # the task's options (metabench: embedder, alpha, k)
 
 
+class GatherWeights(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
 @dataclass
 class EvalConfig:
     benchmarks: list[BenchmarkSpec] = field(default_factory=list)
@@ -199,6 +205,9 @@ class EvalConfig:
     at_end: bool = True
     at_start: bool = False  # also before the first step (step 0): the base model, for a before/after comparison
     batch_size: int = 8  # prompts per generate call on each rank
+    # Under ZeRO-3/FSDP2: generate with the whole model gathered once per evaluation (auto: when it fits 80% of a
+    # rank's free memory, else per-token gathers with a note), always, or never (train.engine.gather)
+    gather_weights: GatherWeights = GatherWeights.auto
     # a paper's node below eval (PAPERS: eval.toolbench_verify) is added by ``schema()``
 
 

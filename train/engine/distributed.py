@@ -148,10 +148,29 @@ def deepspeed_config(
 ) -> dict[str, Any]:
     """A DeepSpeed ZeRO config with explicit batch sizes (DeepSpeed asserts they multiply out)."""
     stage = zero_stage(dist_cfg) or 2
-    zero: dict[str, Any] = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
+    # overlap_comm: reduce gradients (and, at stage 3, gather the next layers' weights) while computing, DeepSpeed's
+    # own default. "auto" sizes are filled by the HF integration from the model's hidden size h when the Trainer
+    # starts DeepSpeed (transformers' HfTrainerDeepSpeedConfig.trainer_config_finalize): reduce buckets h^2, which
+    # also bounds overlap_comm's in-flight buffers (~4.5 buckets) to megabytes instead of DeepSpeed's 5e8 elements.
+    zero: dict[str, Any] = {
+        "stage": stage,
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": "auto",
+    }
     if stage == 3:
-        # Gather the 16-bit weights on save so checkpoints and adapters are usable without zero_to_fp32.
-        zero.update({"stage3_gather_16bit_weights_on_model_save": True, "stage3_param_persistence_threshold": 0})
+        zero.update(
+            {
+                # Gather the 16-bit weights on save so checkpoints and adapters are usable without zero_to_fp32.
+                "stage3_gather_16bit_weights_on_model_save": True,
+                # Parameters under 10h elements (norms, biases) stay whole on every rank: 0 partitioned them too,
+                # hundreds of tiny all-gathers a pass for a few kilobytes each.
+                "stage3_param_persistence_threshold": "auto",
+                "stage3_prefetch_bucket_size": "auto",  # 0.9 h^2: about one projection fetched ahead
+                "stage3_max_live_parameters": 10**9,  # DeepSpeed's defaults, said where they are tuned
+                "stage3_max_reuse_distance": 10**9,
+            }
+        )
     if dist_cfg.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": on_gpu()}
     if dist_cfg.offload_params:
