@@ -238,7 +238,7 @@ def _available(name: str):
 # (mistral_v3 and deepseek_v3 reject some of the corpus, mistral_v7 none) show the verb writes what tokenize() gives
 # and rejects what it refuses; these, with large tokenizers to load twice, are in the slow tier: their renders are
 # pinned against the official templates by their own format tests (tests/formats/) in the default tier.
-SLOW_RENDER = {"llama3_1", "llama3_1_metatool", "llama4", "qwen2_5", "qwen3", "mistral_nemo", "harmony"}
+SLOW_RENDER = {"llama3_1", "llama3_1_metatool", "llama4", "qwen2_5", "qwen3", "mistral_nemo", "harmony", "deepseek_v3"}
 
 
 @pytest.mark.parametrize(
@@ -292,6 +292,7 @@ def test_bench_render_prints_both_rates_and_the_ratio(smollm2, tmp_path, capsys)
     assert lines[8] == "identical input_ids on 0 of 2 conversations"
 
 
+@pytest.mark.slow  # a benchmark run over several formats; test_bench_render_prints_both_rates... is the default's
 def test_bench_render_leaves_out_what_a_path_cannot_render(tmp_path, capsys):
     _available("llama3_1")
     assert main(["bench", "render", str(CORPUS_FILE), "--format", "llama3_1", "--limit", "4", "--repeat", "1"]) == 0

@@ -259,6 +259,8 @@ def test_qwen_tool_call_tag_is_not_split_by_split_special_tokens(qwen, qwen_ref)
     assert "".join(text[a:b] for a, b in offsets) == text
 
 
+# slow tier: test_tokenizers_mistral's cached-tokenizer test has the cache's save and read in the default tier
+@pytest.mark.slow
 def test_cached_tokenizer_is_the_built_one(tmp_path, monkeypatch, llama, qwen):
     from train.tokenizers import tiktoken_based
 

@@ -187,6 +187,9 @@ def run_tooltrain(tmp_path: Path, *overrides: str, cache: Path | None = None) ->
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
+# slow tier: a whole `tooltrain train` in a subprocess; test_toolgt's decontamination tests have the builder reading
+# the eval rows, test_train_errors' missing-input test the CLI's one error line for an input it cannot read
+@pytest.mark.slow
 def test_eval_data_the_builder_cannot_read_is_one_error_line_not_a_traceback(tmp_path, tooltrain_cache):
     # eval=none: the run's input check does not see the BFCL folder, only the builder's decontamination reads it.
     # The session's cache: its llama3 tokenizer is built once for every test, not again here

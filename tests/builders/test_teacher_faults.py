@@ -137,7 +137,10 @@ def ask(backend: HttpBackend) -> Callable[[], str]:
 # ---------------------------------------------------------------- item 11: a total deadline, bounded retries
 
 
-@pytest.mark.parametrize("sent", [HEADERS, b"HTTP/1.1 200 OK\r\n"], ids=["body", "headers"])
+# a server trickling its headers is the slow tier's: the deadline is the same one (3 s of waiting each)
+@pytest.mark.parametrize(
+    "sent", [HEADERS, pytest.param(b"HTTP/1.1 200 OK\r\n", marks=pytest.mark.slow)], ids=["body", "headers"]
+)
 def test_a_trickling_server_is_cut_off_at_the_deadline(serve, sent):
     """Before: a read timeout never fires against a byte a second; the call never ended."""
     server = serve(trickle(sent))
@@ -234,7 +237,11 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
 
 @pytest.mark.parametrize(
     ("answer", "quoted"),
-    [(BAD_STATUS, r"bad status line 'NOT-HTTP/9 wobbly \x1b[31mred\r\n'"), (INCOMPLETE, "incomplete body (41 bytes")],
+    [
+        # slow tier: test_a_broken_answer_is_retried... has the bad status line in process; one verb case stays here
+        pytest.param(BAD_STATUS, r"bad status line 'NOT-HTTP/9 wobbly \x1b[31mred\r\n'", marks=pytest.mark.slow),
+        (INCOMPLETE, "incomplete body (41 bytes"),
+    ],
     ids=["bad-status-line", "incomplete-body"],
 )
 def test_eval_recommend_against_a_broken_endpoint_is_one_error_line(serve, answer, quoted):
@@ -259,9 +266,13 @@ def toolgt(server_url: str, out: Path, *extra: str) -> tuple[subprocess.Complete
 @pytest.mark.parametrize(
     ("answer", "extra", "quoted"),
     [
-        (BAD_STATUS, ["teacher.timeout=5"], "bad status line 'NOT-HTTP/9"),
+        # slow tier: the in-process tests above have each answer; the verb keeps one case in the default tier
+        pytest.param(BAD_STATUS, ["teacher.timeout=5"], "bad status line 'NOT-HTTP/9", marks=pytest.mark.slow),
         (TRUNCATED_JSON, ["teacher.timeout=5"], 'not JSON: \'{"choices": [{"mess\''),
-        (trickle(HEADERS), ["teacher.timeout=1.5", "teacher.retries=0"], "no complete answer within 1.5 s"),  # item 11
+        pytest.param(
+            trickle(HEADERS), ["teacher.timeout=1.5", "teacher.retries=0"], "no complete answer within 1.5 s",
+            marks=pytest.mark.slow,
+        ),  # item 11
     ],
     ids=["bad-status-line", "truncated-json", "trickle"],
 )

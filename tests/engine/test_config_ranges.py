@@ -99,6 +99,9 @@ def test_every_numeric_field_of_the_schema_has_a_range():
     assert missing == []
 
 
+# slow tier: a `tooltrain train` subprocess; the ranges' messages are tested above in process, and
+# test_verb_errors' train-unknown-key case has the CLI's one error line and exit 2 for a config error
+@pytest.mark.slow
 def test_tooltrain_train_with_an_absurd_override_is_one_error_line_and_exit_2(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     result = subprocess.run(

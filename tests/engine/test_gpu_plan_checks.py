@@ -48,6 +48,8 @@ def test_liger_on_a_loaded_model_of_an_unsupported_type_is_refused_not_silently_
         _apply_liger(model)  # before liger_kernel is imported: it is not installed here
 
 
+# slow tier: test_config's test_every_recipe_composes_and_passes_check composes every recipe with the same check
+@pytest.mark.slow
 def test_every_shipped_recipe_composes_with_its_kernels():
     from train.engine.config import REPO_ROOT
 

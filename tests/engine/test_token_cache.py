@@ -56,6 +56,9 @@ def cache_files(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
+# slow tier: starts worker processes; test_ordered_map_keeps_the_order_runs_in_workers... has their ordering and
+# test_the_number_of_workers_is_not_in_the_cache_key the key
+@pytest.mark.slow
 def test_one_and_two_workers_write_the_same_bytes_and_report(llama3, tmp_path, monkeypatch):
     monkeypatch.setattr(dataset, "BUILD_CHUNK", 16)  # 20 chunks: the two workers take turns many times
     one = build_dataset(data_config(num_workers=1), "llama3_1", llama3, tmp_path / "one")
@@ -102,7 +105,8 @@ def old_packed_collator(rows: list[dict], pad_id: int, width: int) -> dict[str, 
     return tensors
 
 
-@pytest.mark.parametrize("weights", [{}, {"call_args": 2.0, "text": 0.5}])
+# the weighted case is the slow tier's: test_recipe_tiny_trains_to_the_same_losses... has weights in the default one
+@pytest.mark.parametrize("weights", [{}, pytest.param({"call_args": 2.0, "text": 0.5}, marks=pytest.mark.slow)])
 def test_packing_from_lengths_gives_the_rows_and_batches_the_lists_gave(weights, tmp_path):
     tiny = load_tokenizer("tiny_chatml")
     cfg = data_config(part_weights=weights, max_seq_len=1024, overlong="truncate", num_workers=1)
@@ -230,6 +234,7 @@ def test_recipe_tiny_trains_to_the_same_losses_from_the_json_lines_rows(
     assert losses("old") == new and len(new) == 3
 
 
+@pytest.mark.slow  # a benchmark's smoke run (`tooltrain bench data`), as the other benchmarks' smoke runs are
 def test_the_cache_benchmark_measures_a_build_and_a_reader(tmp_path):
     from train.data.cache_bench import corpus_config, measure_build, measure_reader, replicated_cache, synthetic_corpus
 

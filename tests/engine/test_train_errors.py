@@ -109,6 +109,9 @@ def test_an_output_dir_that_is_a_file_is_one_error_line_and_the_file_is_kept(eng
     assert a_file.read_text() == "mine"
 
 
+# slow tier: builders/test_data_build_nothing_built has the counted reasons of a build that leaves no rows, the
+# missing input above this CLI path
+@pytest.mark.slow
 def test_data_that_leaves_nothing_to_train_on_is_one_error_line_with_the_reasons(engine, tmp_path):
     # every conversation is longer than 8 tokens and overlong ones are dropped, not cut
     result = train(engine, tmp_path / "run", "data.max_seq_len=8", "data.overlong=drop")

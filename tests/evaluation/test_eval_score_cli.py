@@ -165,6 +165,8 @@ def test_itc_metrics(capsys, tmp_path):
     ]
 
 
+# slow tier: test_score_itc's langid test has the language matching; test_itc_metrics this verb's ITC path
+@pytest.mark.slow
 def test_itc_languages_option(capsys, tmp_path):
     code, _, _ = score(capsys, "itc", "--languages", "itc", "-o", str(tmp_path / "m.json"))
     assert code == 0

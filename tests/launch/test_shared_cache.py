@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 BUILD = """
 import hashlib, json, sys, time
 from pathlib import Path
@@ -31,6 +33,8 @@ print(json.dumps(result))
 """
 
 
+# slow tier: two whole runs in subprocesses; engine/test_cache_integrity has the build lock's waits in process
+@pytest.mark.slow
 def test_two_concurrent_builds_make_one_cache_and_both_get_the_rows(run_env, tmp_path, repo, monkeypatch):
     from train.tokenizers import load_tokenizer
 
