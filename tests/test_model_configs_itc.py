@@ -96,6 +96,9 @@ def model_configs_with_an_arch() -> list[str]:
     return [path.stem for path in paths if (yaml.safe_load(path.read_text()) or {}).get("arch")]
 
 
+# slow tier: composes every model config once more; test_config's test_every_model_composes composes each in the
+# default tier (this one guards the parametrization below against a model file gaining a defaults list)
+@pytest.mark.slow
 def test_model_config_files_are_plain_yaml():
     """No model file has a defaults list, so its `arch` is the one it composes to: the parametrization above may
     read the files. A model config that gains a defaults list fails here rather than leaving its build untested."""

@@ -157,7 +157,7 @@ def test_recipes_compose_with_the_papers_settings(recipe):
     assert [b.name for b in cfg.eval.benchmarks] == ["metabench"] and cfg.eval.at_end
     assert str(cfg.peft.kind.value) == "lora" and not cfg.data.last_turn_only
     if recipe == "mt_llama":
-        assert cfg.model.path == "meta-llama/Llama-3.1-8B-Instruct" and str(cfg.distributed.strategy.value) == "zero3"
+        assert cfg.model.path == "meta-llama/Llama-3.1-8B-Instruct" and str(cfg.distributed.strategy.value) == "ddp"
         assert (
             cfg.train.epochs,
             cfg.train.global_batch_size,

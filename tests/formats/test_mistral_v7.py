@@ -170,6 +170,17 @@ def test_registry_and_tokenizer_names():
     assert MistralV7Format.default_tokenizer in BUILDERS
 
 
+def test_a_tekken_file_is_told_from_other_json(tmp_path):
+    from train.tokenizers.mistral import is_tekken_file
+
+    other = tmp_path / "config.json"
+    other.write_text("{}", encoding="utf-8")
+    assert is_tekken_file(tekken_v7_file(tmp_path)) and not is_tekken_file(other)
+
+
+# slow tier: builds a 131k tokenizer from the file; the test above has the file told from other JSON, and
+# test_tokenizers_mistral has the tekken build itself
+@pytest.mark.slow
 def test_tekken_file_is_loaded_from_a_path_and_other_json_is_not(tmp_path):
     path = tekken_v7_file(tmp_path)
     tok = load_tokenizer(str(path))
