@@ -77,12 +77,12 @@ not a list, so FM fails.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from train.base.languages import language_classifier
 from train.evaluation import ScoreOptions, ScorerSpec, get_scorer
 from train.evaluation.calls import (
     Call,
@@ -116,18 +116,9 @@ _THOUGHT = re.compile(r'"Thought"\s*:\s*("(?:[^"\\]|\\.)*")', re.DOTALL)
 LanguageOf = Callable[[str], str]
 
 
-@functools.lru_cache(maxsize=4)
 def langid_classifier(languages: tuple[str, ...] | None = None) -> LanguageOf:
-    """langid's language of a text; loading the model takes ~2 s, so one instance per language set."""
-    from langid.langid import LanguageIdentifier, model
-
-    identifier = LanguageIdentifier.from_modelstring(model, norm_probs=False)
-    if languages:
-        unknown = sorted(set(languages) - set(identifier.nb_classes))
-        if unknown:
-            raise ValueError(f"langid does not know language code(s) {', '.join(unknown)}")
-        identifier.set_languages(list(languages))
-    return lambda text: identifier.classify(text)[0]
+    """langid's language of a text, among ``languages`` (train.base.languages: one decoded model per process)."""
+    return language_classifier(languages)
 
 
 # ---------------------------------------------------------------- reading rows

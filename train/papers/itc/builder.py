@@ -34,13 +34,13 @@ the native formats link results to calls), and a text answer has none. ``meta``:
 
 from __future__ import annotations
 
-import functools
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from train.base.languages import language_classifier
 from train.papers.itc import teacher as prompts
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.itc import parse_answer
@@ -129,14 +129,9 @@ class Task:
         return [t.name for t in self.tools]
 
 
-@functools.lru_cache(maxsize=1)
 def langid_of() -> Callable[[str], str]:
-    """langid over Table 10's languages (loading its model takes ~2 s: once)."""
-    from langid.langid import LanguageIdentifier, model
-
-    identifier = LanguageIdentifier.from_modelstring(model, norm_probs=False)
-    identifier.set_languages(list(prompts.TABLE10_LANGUAGES))
-    return lambda text: identifier.classify(text)[0]
+    """langid over Table 10's languages (train.base.languages: one decoded model per process)."""
+    return language_classifier(tuple(prompts.TABLE10_LANGUAGES))
 
 
 def tasks_of(conv: Conversation, country: str, note: Callable[[str], None]) -> list[Task]:
