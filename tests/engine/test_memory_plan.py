@@ -228,3 +228,22 @@ def test_launch_refuses_a_plan_that_cannot_fit_before_writing_anything(tmp_path)
     # a CPU-only partition (no GPUs requested) has no GPU memory to plan for
     cpu = compose(["recipe=mt_llama", "distributed.gradient_checkpointing=false", "launcher.request_gpus=false"])
     assert launch_plan(cpu, "torchrun", "mt_llama", [], REPO_ROOT, "python", tmp_path, "x").launcher == "torchrun"
+
+
+def test_part_weights_count_one_chunk_of_logits_not_the_whole_row():
+    from train.engine.loss import LOSS_CHUNK
+    from train.engine.memory_plan import setup_of
+
+    cfg = compose(["recipe=mt_llama", "+data.part_weights.call_args=2"])
+    shape, setup = shape_of(cfg.model.arch, str(cfg.model.arch_type)), setup_of(cfg)
+    assert setup.chunked_loss and setup.micro_batch * setup.seq_len > LOSS_CHUNK
+    assert logit_bytes(shape, setup) == LOSS_CHUNK * shape.vocab * (2 + 4 + 4)
+    plain = setup_of(compose(["recipe=mt_llama"]))
+    assert not plain.chunked_loss
+    assert logit_bytes(shape, plain) == plain.micro_batch * plain.seq_len * shape.vocab * (2 + 4 + 4)
+    # a LoRA-wrapped head under ZeRO-3 keeps the full logits (train.engine.loss)
+    wrapped = setup_of(
+        compose(["recipe=mt_llama", "+data.part_weights.call_args=2", "distributed=zero3",
+                 "peft.target_modules=[q_proj,lm_head]"])
+    )  # fmt: skip
+    assert not wrapped.chunked_loss

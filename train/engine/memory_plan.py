@@ -35,7 +35,8 @@ Per GPU, in bytes (P parameters, A LoRA adapter parameters, N ranks, w = 2 for b
   With gradient checkpointing a layer keeps only its input (a*h) and one layer's full activations live at a time
   during its recomputation.
 - logits: tokens x vocab x (a + 4 + 4): the lm_head's output, its fp32 copy for the loss and that copy's gradient;
-  0 with kernels=liger (its fused linear cross-entropy never builds them) unless data.part_weights turns it off.
+  0 with kernels=liger (its fused linear cross-entropy never builds them) unless data.part_weights turns it off;
+  with data.part_weights, one chunk of positions (train.engine.loss's LOSS_CHUNK) instead of the whole micro batch.
 - overhead: CUDA context (1 GiB) plus 10% of everything above for the allocator's fragmentation.
 
 Bytes are shown in GiB (2^30: what "80 GB" on an A100/H100 holds); launcher.gpu_memory_gb is in the same unit.
@@ -101,6 +102,7 @@ class Setup:
     weight_bytes: int = 2
     eager_attention: bool = False
     fused_loss: bool = False  # logits never built whole (Liger's fused linear cross-entropy)
+    chunked_loss: bool = False  # the weighted loss (train.engine.loss): logits a chunk of positions at a time
     offload_optimizer: bool = False
     offload_params: bool = False
     gpu_memory_gb: float = GPU_MEMORY_GB
@@ -253,7 +255,12 @@ def activation_bytes(shape: Shape, setup: Setup) -> int:
 def logit_bytes(shape: Shape, setup: Setup) -> int:
     if setup.fused_loss:
         return 0
-    return setup.micro_batch * setup.seq_len * shape.vocab * (setup.weight_bytes + 4 + 4)
+    positions = setup.micro_batch * setup.seq_len
+    if setup.chunked_loss:
+        from train.engine.loss import LOSS_CHUNK  # here: the loss module imports torch, a plan needs none
+
+        positions = min(positions, LOSS_CHUNK)
+    return positions * shape.vocab * (setup.weight_bytes + 4 + 4)
 
 
 # ---- the plan ---------------------------------------------------------------------------------------
@@ -319,6 +326,9 @@ def setup_of(cfg: Any, world_size: int | None = None) -> Setup:
         weight_bytes=DTYPE_BYTES.get(str(cfg.model.dtype), 2),
         eager_attention=str(cfg.model.attn_implementation) == "eager",
         fused_loss=kernels == "liger" and not cfg.data.part_weights,
+        # part weights take the chunked weighted loss, except a LoRA-wrapped head under ZeRO-3 (full logits there)
+        chunked_loss=bool(cfg.data.part_weights)
+        and not (_strategy(cfg) == "zero3" and lora and "lm_head" in (targets or ())),
         offload_optimizer=bool(cfg.distributed.offload_optimizer),
         offload_params=bool(cfg.distributed.offload_params),
         gpu_memory_gb=float(_select(cfg, "launcher.gpu_memory_gb", GPU_MEMORY_GB)),
