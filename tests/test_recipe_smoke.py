@@ -69,7 +69,7 @@ GOLDEN: dict[str, dict] = {
         "trained_tokens": 22418,
     },
     "toolgt_llama3_1_8b": {
-        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # the 7-14B model and its 8-GPU strategy swapped for the tiny Llama on one process, ToolACE for the shipped
         # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
         "overrides": [
             "model=tiny_llama",
@@ -87,7 +87,7 @@ GOLDEN: dict[str, dict] = {
         "trained_tokens": 3068,
     },
     "toolgt_mistral_7b": {
-        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # the 7-14B model and its 8-GPU strategy swapped for the tiny Llama on one process, ToolACE for the shipped
         # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
         "overrides": [
             "model=tiny_llama",
@@ -105,7 +105,7 @@ GOLDEN: dict[str, dict] = {
         "trained_tokens": 3635,
     },
     "toolgt_nemo_12b": {
-        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # the 7-14B model and its 8-GPU strategy swapped for the tiny Llama on one process, ToolACE for the shipped
         # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
         "overrides": [
             "model=tiny_llama",
@@ -123,7 +123,7 @@ GOLDEN: dict[str, dict] = {
         "trained_tokens": 3314,
     },
     "toolgt_qwen2_5_14b": {
-        # the 8B-14B model and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped
+        # the 7-14B model and its 8-GPU strategy swapped for the tiny Llama on one process, ToolACE for the shipped
         # toolace-layout sample; the recipe's format, tokenizer, builder (offline teacher), arm and optimizer stay
         "overrides": [
             "model=tiny_llama",
@@ -141,7 +141,7 @@ GOLDEN: dict[str, dict] = {
         "trained_tokens": 3193,
     },
     "toolgt_qwen3_8b": {
-        # Qwen3-8B and 8-GPU ZeRO-3 swapped for the tiny Llama on one process, ToolACE for the shipped toolace-layout
+        # Qwen3-8B and 8-GPU ZeRO-2 swapped for the tiny Llama on one process, ToolACE for the shipped toolace-layout
         # sample; the recipe's qwen3 format (non_thinking, toolgt_text), tokenizer, builder, arm and optimizer stay
         "overrides": [
             "model=tiny_llama",
