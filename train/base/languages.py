@@ -1,9 +1,9 @@
 """Which language a text is in: langid's classifier, its model decoded once per process.
 
-Decoding langid's model (base64, bz2, a pickle of ~9 MB of arrays) takes ~2 s. The ITC builder (the language of a
-query and of its thoughts, over Table 10's languages), the ITC scorer (over the languages asked for) and
-``tooltrain data stats --languages`` (all of langid's languages) each want a classifier; they share the decoded
-model and differ only in the languages they pick from.
+Decoding langid's model (base64, bz2, a pickle of ~9 MB of arrays) takes ~2 s. A paper's builder (the language of a
+query, over the languages its paper lists), a scorer (over the languages asked for) and ``tooltrain data stats
+--languages`` (all of langid's languages) each want a classifier; they share the decoded model and differ only in
+the languages they pick from.
 """
 
 from __future__ import annotations
