@@ -104,10 +104,9 @@ def build_o200k_harmony() -> Any:
     """gpt-oss's tokenizer: 199,998 o200k BPE ranks + 1,090 special tokens at their real ids."""
     from tokenizers import AddedToken
     from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    from train.tokenizers.bpe_merges import tiktoken_converter
-
-    backend = tiktoken_converter(str(o200k_tiktoken_file()), O200K_PATTERN).converted()
+    backend = TikTokenConverter(vocab_file=str(o200k_tiktoken_file()), pattern=O200K_PATTERN).converted()
     names = special_tokens()
     backend.add_special_tokens([AddedToken(name, special=True, normalized=False) for name in names])
     for token_id, name in enumerate(names, start=O200K_RANKS):

