@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from train.engine.config import ConfigError, compose
+from train.papers.toolverifier.labels import paper_label
 from train.sources.toolbench import read
 
 TOOLBENCH = Path(__file__).resolve().parents[1] / "train" / "assets" / "toolverifier_tiny" / "toolbench"
@@ -79,7 +80,7 @@ def test_the_shipped_cases_are_the_first_rows_of_the_shared_data_byte_for_byte(s
 
 def gold_selector():
     """Scripted: picks each case's gold tool (looked up by its instruction), so Table 2 "without" is 100%."""
-    gold = {case.messages[0].content: case.meta["gold_tool"] for case in read([TOOLBENCH])}
+    gold = {case.messages[0].content: paper_label(case.meta["gold_tool"]) for case in read([TOOLBENCH])}
     return lambda instruction, tools: gold[instruction]
 
 

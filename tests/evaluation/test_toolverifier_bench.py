@@ -26,6 +26,7 @@ from train.papers.toolverifier.demos import (
     read_weather_xlsx,
     toolbench_demonstrations,
 )
+from train.papers.toolverifier.labels import paper_label
 from train.papers.toolverifier.verify import VerifySwitches
 from train.teacher import OfflineBackend, Teacher
 
@@ -94,10 +95,11 @@ def gold_selector(references, wrong_first: dict[str, str]):
         case = by_instruction[instruction.split("\n")[0]]
         names = [t.name for t in tools]
         asked.append((case.id, len(names)))
-        wrong = wrong_first.get(case.id)
+        wrong = paper_label(wrong_first.get(case.id, ""))  # the tools are offered under the paper's labels
         if wrong in names and "\n" not in instruction:
             return wrong
-        return case.meta["gold_tool"] if case.meta["gold_tool"] in names else names[0]
+        gold = paper_label(case.meta["gold_tool"])
+        return gold if gold in names else names[0]
 
     return select, asked
 
@@ -131,8 +133,8 @@ def test_verify_toolbench_gives_table_1_and_table_2_from_one_pass(references):
     assert [t["id"] for t in traces][:2] == ["booking/test-0", "booking/test-1"] and len(traces) == 8
     first = next(t for t in traces if t["id"] == "weather/test-1")
     assert list(first["rows"]) == ["none", "tool", "params", "tool,params"]
-    assert first["rows"]["none"]["tool"] == "current_air_pollution" and first["rows"]["none"]["success"] is False
-    assert first["rows"]["tool"]["top2"] == "forecast_air_pollution" and first["rows"]["tool"]["success"] is True
+    assert first["rows"]["none"]["tool"] == "Current Air Pollution" and first["rows"]["none"]["success"] is False
+    assert first["rows"]["tool"]["top2"] == "Forecast Air Pollution" and first["rows"]["tool"]["success"] is True
     assert first["rows"]["tool"]["question"] and first["rows"]["none"]["question"] is None
     assert json.loads(json.dumps(traces)) == traces  # JSON-ready
 
@@ -302,7 +304,7 @@ def test_eval_run_toolbench_verify_prints_both_tables_and_writes_metrics_and_tra
     from train.commands.eval import run as eval_run
     from train.papers.toolverifier import bench as toolverifier_bench
 
-    gold = {c.messages[0].content: c.meta["gold_tool"] for c in references}
+    gold = {c.messages[0].content: paper_label(c.meta["gold_tool"]) for c in references}
 
     def scripted_completer(model, tokenizer, max_new_tokens):  # the model's answer in ToolSelect's layout
         def complete(prompt):

@@ -2,6 +2,8 @@
 
 ``verify_toolbench(selector, teacher, references, switches, demonstrations, limit_per_task)`` runs every case through
 ``ToolVerifier.run_rows`` with all the tools its conversation carries (the reader gives each case all 17, §3.1),
+under the names the paper's prompts show ("Forecast Air Pollution", ``labels.paper_label``; the traces keep them)
+and maps the chosen name back to the API name before scoring (``scored_prediction``),
 scores each Table 1 row the switches allow with ``score_toolbench`` and returns ``(metrics, traces)``:
 
 * the rows: ``--verify tool,params`` -> all four (``none``, ``tool``, ``params``, ``tool,params``); ``tool`` ->
@@ -33,6 +35,7 @@ from typing import Any
 
 from train.evaluation.toolbench import score_toolbench
 from train.papers.toolverifier.demos import toolbench_demonstrations
+from train.papers.toolverifier.labels import labelled_tools, paper_label
 from train.papers.toolverifier.verify import (
     ROW_NAMES,
     ROWS,
@@ -42,7 +45,7 @@ from train.papers.toolverifier.verify import (
     VerifySwitches,
     pooled_rate,
 )
-from train.schema import Conversation
+from train.schema import Conversation, Tool
 from train.teacher import Teacher
 
 TASK_ORDER = ("weather", "booking", "home", "cat")  # the paper's column order
@@ -104,8 +107,9 @@ def verify_toolbench(
     demos = demonstrations if demonstrations is not None else toolbench_demonstrations(references)
     cases = select_cases(references, limit_per_task)
     keys = rows_for(switches)
-    verifier = ToolVerifier(selector, teacher, switches, demos)
-    runs = [verifier.run_rows(case.id, case.messages[0].content or "", list(case.tools), keys) for case in cases]
+    offered, back = _offered_tools(cases)
+    verifier = ToolVerifier(selector, teacher, switches, lambda name, item_id: demos(back.get(name, name), item_id))
+    runs = [verifier.run_rows(case.id, case.messages[0].content or "", offered[case.id], keys) for case in cases]
     gold = [case.to_dict() for case in cases]
     metrics: dict[str, Any] = {
         "verify": ",".join(part for part, on in (("tool", switches.tool), ("params", switches.params)) if on) or "none",
@@ -116,7 +120,7 @@ def verify_toolbench(
     }
     per_item: dict[str, dict[str, dict[str, Any]]] = {key: {} for key in keys}
     for key in keys:
-        scores = score_toolbench([rows[key].to_prediction() for rows in runs], gold)
+        scores = score_toolbench([scored_prediction(rows[key].to_prediction(), back) for rows in runs], gold)
         per_item[key] = {item["id"]: item for item in scores["per_item"]}
         metrics["rows"][key] = {
             "name": ROW_NAMES[key],
@@ -153,11 +157,29 @@ def verify_toolbench(
                 "id": case.id,
                 "task": meta.get("task"),
                 "gold_tool": meta.get("gold_tool"),
+                "gold_tool_label": paper_label(str(meta.get("gold_tool") or "")),
                 "instruction": instruction,
                 "rows": traced,
             }
         )
     return metrics, traces
+
+
+def _offered_tools(cases: list[Conversation]) -> tuple[dict[str, list[Tool]], dict[str, str]]:
+    """Each case's tools under the paper's labels (``labels``), and label -> API name over all cases."""
+    offered: dict[str, list[Tool]] = {}
+    back: dict[str, str] = {}
+    for case in cases:
+        offered[case.id], labels = labelled_tools(list(case.tools))
+        for label, api in labels.items():
+            if back.setdefault(label, api) != api:
+                raise ValueError(f"tools {back[label]!r} and {api!r} both read {label!r}")
+    return offered, back
+
+
+def scored_prediction(prediction: dict[str, Any], back: dict[str, str]) -> dict[str, Any]:
+    """The scorer's row with the chosen label mapped back to its API name (``meta["gold_tool"]``)."""
+    return {**prediction, "tool": back.get(prediction.get("tool") or "", prediction.get("tool") or "")}
 
 
 def _selection(row: dict[str, Any]) -> dict[str, Any]:
