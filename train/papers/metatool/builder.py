@@ -26,6 +26,10 @@ one conversation; ``MetaToolBuilder`` strings them together, deterministic given
 6. The system message becomes the paper's instruction (Figure 10), without its ``{TOOLS}`` slot:
    the chat format lists the tools itself (Llama 3.1 with the very same sentence), so they are not
    written twice.
+7. A.3's verification, offline (``train.papers.metatool.verify``): every built sample passes a
+   deterministic structural check (each call's tool defined and its arguments fitting the tool's
+   schema, each meta_tool call A.3's JSON shape, each meta_tool result a tool's JSON) or is dropped
+   with its reason. The paper's second, GPT-4o verification of the reasoning is not run (docs/metatool.md).
 
 Every output row's ``meta`` carries ``world`` (``open``/``closed``) and ``metatool`` (invoked and
 unused tool names, meta turns inserted, rewrites kept). Dialogues that cannot be built (a call to
@@ -50,6 +54,7 @@ from train.papers.metatool.special import META_TOOL_NAME as META_TOOL
 from train.papers.metatool.special import NON_FUNCTION_NAME as GET_USER_INPUT
 from train.papers.metatool.special import parse_rewrite, verify_meta_call
 from train.papers.metatool.teacher import CallTurn, OfflineTeacher, TeacherError, make_teacher
+from train.papers.metatool.verify import sample_problem
 from train.retrieval.index import description_text, required_param_texts, tool_json
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.teacher import teacher_config_problem
@@ -465,13 +470,22 @@ class MetaToolBuilder:
             self.report.counts["held_out"] += 1
             if on_drop is not None:
                 on_drop("held out for Meta-Bench")
-        yield from self.samples(train)
+        yield from self.samples(train, on_drop)
 
-    def samples(self, train: list[Conversation]) -> Iterator[Conversation]:
-        """The seeded half/half mix over the training dialogues, each through its world's stages."""
+    def samples(self, train: list[Conversation], on_drop: OnDrop | None = None) -> Iterator[Conversation]:
+        """The seeded half/half mix over the training dialogues, each through its world's stages, then A.3's
+        structural check (``verify.sample_problem``): a sample that fails it is dropped with its reason."""
         worlds = assign_worlds([c.id for c in train], self.seed, self.options.open_fraction)
         for conv in train:
-            yield self.sample(conv, worlds[conv.id])
+            out = self.sample(conv, worlds[conv.id])
+            problem = sample_problem(out)
+            if problem:
+                self._drop(problem, on_drop)
+                continue
+            self.report.counts["meta_tool_calls_verified"] += sum(
+                call.name == META_TOOL for m in out.messages for call in m.tool_calls
+            )
+            yield out
 
     def sample(self, conv: Conversation, world: str) -> Conversation:
         """One training sample in the given world, through every enabled stage."""
@@ -493,7 +507,7 @@ class MetaToolBuilder:
         return self.finish(out, world, definitions, info)
 
     def finish(self, out: Conversation, world: str, definitions: dict[str, Tool], info: dict[str, Any]) -> Conversation:
-        """Instruction, get_user_input and reasoning; checks every meta_tool call; stamps ``meta``."""
+        """Instruction, get_user_input and reasoning; stamps ``meta``."""
         if self.options.instruction:
             out = with_instruction(out)
         if self.options.get_user_input:
@@ -501,13 +515,6 @@ class MetaToolBuilder:
             self.report.counts["get_user_input_calls"] += added
         if self.options.reasoning:
             out = with_reasoning(out, self.teacher, definitions, self.report)
-        for message in out.messages:
-            for call in message.tool_calls:
-                if call.name == META_TOOL:
-                    problem = verify_meta_call({"name": call.name, "parameters": call.arguments})
-                    if problem:  # the inserted calls are built to pass; a failure here is a bug, loudly
-                        raise AssertionError(f"{out.id}: meta_tool call fails A.3's check: {problem}")
-                    self.report.counts["meta_tool_calls_verified"] += 1
         out.meta = {**out.meta, "world": world, "metatool": info}
         return out
 

@@ -330,6 +330,9 @@ class MetaBenchTask(Task):
         self, conversations: Sequence[Conversation], limit: int | None = None, sources: Sequence[Path] = ()
     ) -> Prepared:
         prepared = super().prepare(conversations, limit, sources)
+        cut = limit_notice(len(prepared.items), len(prepared.skipped), len(conversations), limit)
+        if cut:
+            print(cut, flush=True)
         pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
         if pooled and self.retriever is None:
             from train.papers.metatool.pool import PoolRetriever
@@ -356,6 +359,16 @@ class MetaBenchTask(Task):
             for (row, _, _), rankings in zip(asked, ranked):
                 row["retrieved"] = rankings
         return rows
+
+
+def limit_notice(kept: int, skipped: int, rows: int, limit: int | None) -> str:
+    """The console line when ``limit`` cut the bench ("" when no row was left unread): a counted cut, never a
+    silent one, since the rows are in build order (one source after another) and a prefix is not a sample."""
+    left = rows - kept - skipped
+    if limit is None or left <= 0:
+        return ""
+    where = f"limit={limit}: {left} left unread; the first rows in file order"
+    return f"Meta-Bench: evaluating {kept} of {rows} rows ({where})"
 
 
 def bench_library(conversations: Sequence[Conversation], sources: Sequence[Path]) -> list[Any]:
