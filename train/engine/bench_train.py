@@ -44,7 +44,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from train.engine.flops import PEAK_ENV, peak_flops
+from train.engine.flops import PEAK_ENV
 
 PATHS = ("tooltrain packed", "tooltrain padded", "trl packed")
 TRL = "trl packed"  # the path every other one is compared with
@@ -101,14 +101,13 @@ class Measurement:
 
 
 def bench_peak() -> tuple[float | None, str]:
-    """The peak FLOP/s that MFU divides by, by the engine's rule (``run_peak_flops``: ``flops.peak_flops`` of the
-    GPU's name, ``PEAK_ENV`` first), and why there is none: no GPU, or one the table lacks."""
-    from train.engine import distributed
+    """The peak FLOP/s that MFU divides by, by the engine's rule (``run.gpu_peak``), and why there is none: no GPU,
+    or one the table lacks."""
+    from train.engine.run import gpu_peak
 
-    name = distributed.device_name()
+    name, peak = gpu_peak()
     if name is None:
         return None, "no GPU: the engine measures MFU on a GPU only"
-    peak = peak_flops(name, os.environ.get(PEAK_ENV))
     if peak is None:
         return None, f"unknown peak for {name}: set {PEAK_ENV}=<dense bf16 TFLOP/s>"
     return peak, ""

@@ -355,13 +355,17 @@ def training_args(cfg: DictConfig, env: Environment) -> Any:
     return TrainingArguments(**trainer_arguments(cfg, env))
 
 
-def run_peak_flops(world: distributed.World) -> float | None:
-    """The GPU's peak FLOP/s for MFU (train.engine.flops), None on CPU; a GPU of unknown peak is said once."""
+def gpu_peak() -> tuple[str | None, float | None]:
+    """The GPU's name and the dense bf16 peak FLOP/s MFU divides by (``flops.peak_flops`` of the name, ``PEAK_ENV``
+    first): the one rule ``run`` and ``bench train`` share. (None, None) on CPU."""
     name = distributed.device_name()
-    if name is None:
-        return None
-    peak = peak_flops(name, os.environ.get(PEAK_ENV))
-    if peak is None:
+    return name, (peak_flops(name, os.environ.get(PEAK_ENV)) if name is not None else None)
+
+
+def run_peak_flops(world: distributed.World) -> float | None:
+    """The GPU's peak FLOP/s for MFU (``gpu_peak``), None on CPU; a GPU of unknown peak is said once."""
+    name, peak = gpu_peak()
+    if name is not None and peak is None:
         rank_zero_print(world, f"tooltrain: MFU: unknown peak for {name}; set {PEAK_ENV}=<dense bf16 TFLOP/s> for it")
     return peak
 
