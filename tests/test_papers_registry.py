@@ -51,6 +51,17 @@ def after_training(cfg, model, tokenizer, out, world_size):
     return {"toy": {"level": cfg.toy.level}}
 
 
+def table(cfg, summary):
+    from train.engine.paper_table import PaperTable, Unrun
+
+    return PaperTable(
+        title="Toy Table 1",
+        columns=["A", "B"],
+        paper_rows=[("Toy (paper)", {"A": 50.0, "B": 60.0})],
+        measured=[("this run", {"A": summary["steps"] * 10.0, "B": Unrun("B needs a GPU")})],
+    )
+
+
 PAPER = PaperSpec(
     title="A toy paper",
     node="toy",
@@ -60,6 +71,7 @@ PAPER = PaperSpec(
     ranges={"level": Range(1, 3)},
     inputs=inputs,
     after_training=after_training,
+    table=table,
 )
 '''
 
@@ -154,6 +166,33 @@ def test_the_engine_calls_a_toy_papers_after_training_step_and_no_other(toy, tmp
     assert CALLS == [(2, "MODEL", "TOKENIZER", tmp_path, 1)]
     assert after_training(compose(["recipe=tiny"]), "MODEL", "TOKENIZER", tmp_path, 1) == {}  # no paper set: nothing
     assert len(CALLS) == 1
+
+
+def test_the_engine_keeps_a_toy_papers_table_and_only_for_its_runs(toy):
+    from train.engine.config import compose
+    from train.engine.run import paper_tables
+
+    tables = paper_tables(compose(toy), {"steps": 3})
+    assert tables == {
+        "toy": {
+            "title": "Toy Table 1",
+            "columns": ["A", "B"],
+            "paper": [{"row": "Toy (paper)", "A": 50.0, "B": 60.0}],
+            "measured": [{"row": "this run", "A": 30.0, "B": {"unrun": "B needs a GPU"}}],
+            "notes": [],
+        }
+    }
+    assert paper_tables(compose(["recipe=tiny"]), {"steps": 3}) == {}
+
+
+def test_a_papers_builder_makes_a_run_its_own_without_a_node():
+    from train.engine.config import compose
+    from train.papers import in_run
+
+    spec = dataclasses.replace(PAPERS.get("metatool"), builders=("metatool",))
+    assert spec.in_run(compose(["recipe=mt_llama_tiny"]))
+    assert not spec.in_run(compose(["recipe=tiny"]))
+    assert [name for name, _ in in_run(compose(["recipe=toolgt_tiny"]))] == ["toolgt"]
 
 
 def test_the_entry_dispatches_an_evaluation_only_job_through_the_registry(monkeypatch):

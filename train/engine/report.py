@@ -4,7 +4,7 @@ Panels: the training loss, raw and smoothed (an exponential moving average, debi
 smoothing is, so its first point is the first loss); the learning rate; real (non-padding) tokens/s; and
 every evaluation metric over steps, one panel per benchmark section (rates apart from counts), so the
 step-0 evaluation of the base model sits beside the tuned model's. The figure is titled with the run
-name, model, chat format and recipe.
+name, model, chat format and recipe; under the panels, the paper tables the run ended with (``table_text``).
 
 ``report_panels`` (rows -> panels of series) and ``report_title`` are pure and tested; ``write_report``
 only draws what they return.
@@ -124,7 +124,18 @@ def report_title(identity: dict[str, Any] | None) -> str:
     return f"{name}: {details}" if details else str(name)
 
 
-def write_report(metrics_path: Path, out_path: Path, identity: dict[str, Any] | None = None) -> Path | None:
+def table_text(tables: dict[str, Any] | None) -> str:
+    """The paper tables (summary.json's ``paper_tables``) as the monospaced block under the panels."""
+    from train.engine.paper_table import table_lines
+
+    return "\n\n".join("\n".join(table_lines(table)) for table in (tables or {}).values())
+
+
+def write_report(
+    metrics_path: Path, out_path: Path, identity: dict[str, Any] | None = None, tables: dict[str, Any] | None = None
+) -> Path | None:
+    """Draws report.png: the panels, and under them the run's paper tables (``tables``: summary.json's
+    ``paper_tables``). None when the metrics hold nothing to draw."""
     panels = report_panels(read_metrics(metrics_path))
     if not panels:
         return None
@@ -135,7 +146,14 @@ def write_report(metrics_path: Path, out_path: Path, identity: dict[str, Any] | 
 
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.8 * rows), squeeze=False, layout="constrained")
+    text = table_text(tables)
+    text_height = 0.16 * (text.count("\n") + 2) if text else 0.0  # inches: one monospaced line at 8 pt
+    width = max(5.5 * columns, 11.0 if text else 0.0)  # a table of five columns and its labels fits 11 inches
+    fig = plt.figure(figsize=(width, 3.8 * rows + text_height), layout="constrained")
+    plots, under = fig.subfigures(2, 1, height_ratios=[3.8 * rows, max(text_height, 1e-3)]) if text else (fig, None)
+    axes = plots.subplots(rows, columns, squeeze=False)
+    if under is not None:
+        under.text(0.01, 0.98, text, family="monospace", fontsize=8, va="top", ha="left")
     from matplotlib.ticker import MaxNLocator
 
     for ax, panel in zip(axes.flat, panels):

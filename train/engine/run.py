@@ -479,11 +479,12 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
     }
     if status == "completed" and world.is_main:
         summary.update(after_training(cfg, model.model, data.tokenizer, out, world.world_size))
+        summary["paper_tables"] = paper_tables(cfg, summary)
     if world.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         from train.engine.report import write_report
 
-        write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
+        write_report(out / "metrics.jsonl", out / "report.png", summary["run"], summary.get("paper_tables"))
     distributed.barrier()
     return RunResult(
         output_dir=out,
@@ -506,6 +507,19 @@ def after_training(cfg: DictConfig, model: Any, tokenizer: Any, out: Path, world
         if spec.after_training is not None:
             added.update(spec.after_training(cfg, model, tokenizer, out, world_size))
     return added
+
+
+def paper_tables(cfg: DictConfig, summary: dict[str, Any]) -> dict[str, Any]:
+    """The main table of each paper the run reproduces (``PaperSpec.table``), as summary.json keeps it: paper name
+    -> ``PaperTable.to_dict()``. Printed last by the end-of-run summary and drawn under report.png's panels."""
+    from train.papers import in_run
+
+    tables: dict[str, Any] = {}
+    for name, spec in in_run(cfg):
+        table = spec.table(cfg, summary) if spec.table is not None else None
+        if table is not None:
+            tables[name] = table.to_dict()
+    return tables
 
 
 def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]], world: distributed.World) -> None:

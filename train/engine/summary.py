@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from train.engine.paper_table import table_lines
+
 # BuildReport counters of conversations that never became a training sample, as the summary names them
 LEFT_OUT = (
     ("rejected_by_reader", "unreadable"),
@@ -217,4 +219,6 @@ def format_summary(
     else:
         lines.append(f"  {saved:<9} none saved")
     lines.append(f"  files     {output_dir.resolve()}: summary.json, metrics.jsonl, report.png")
+    for table in (summary.get("paper_tables") or {}).values():  # last: every recipe ends with its paper's table
+        lines += ["", *table_lines(table)]
     return "\n".join(lines)

@@ -38,9 +38,15 @@ def active(cfg: Any) -> Iterator[tuple[str, PaperSpec]]:
     return ((name, spec) for name, spec in specs() if spec.node_of(cfg) is not None)
 
 
+def in_run(cfg: Any) -> Iterator[tuple[str, PaperSpec]]:
+    """The papers a run with ``cfg`` reproduces: those ``active`` and those whose builder makes its data
+    (``PaperSpec.in_run``); for what every such run ends with, its paper's table."""
+    return ((name, spec) for name, spec in specs() if spec.in_run(cfg))
+
+
 def summaries() -> dict[str, Summary]:
     """``--summary NAME`` -> the paper's ``Summary``, for every paper that has one."""
     return {name: spec.summary for name, spec in specs() if spec.summary is not None}
 
 
-__all__ = ["PAPERS", "PaperSpec", "Summary", "active", "specs", "summaries"]
+__all__ = ["PAPERS", "PaperSpec", "Summary", "active", "in_run", "specs", "summaries"]

@@ -62,6 +62,11 @@ class PaperSpec:
     * ``verbs``: ``"GROUP VERB"`` -> ``(module, one-line help)``: the paper's own verbs (``tooltrain GROUP VERB``),
       each a module of its wing's ``verbs/`` package exposing ``add_arguments(parser)`` and ``run(args) -> int``, as
       the CLI's own verbs do; listed after the CLI's own under their group (``train.cli.verb_tables``).
+    * ``table(cfg, summary) -> PaperTable | None``: the paper's main table with the run's measured rows beside the
+      paper's (``train.engine.paper_table``), from the finished run's ``summary`` (its ``eval`` before/after and
+      what ``after_training`` added); printed at the end of the run, kept in summary.json, drawn in report.png.
+    * ``builders``: the data builders of the wing: a run whose ``data.builder`` is one of them is the paper's run
+      for ``table`` even with no config node (Meta-Tool's recipes set none).
     * ``eval_run_form``: the module of a form of ``eval run`` of the paper's own (ToolVerifier's ``--verify``):
       ``add_arguments(parser)`` (its options), ``chosen(args) -> bool`` (the command line asks for it),
       ``problem(args) -> str | None`` (why its options cannot run as given; None when none is given) and
@@ -80,6 +85,8 @@ class PaperSpec:
     summary: Summary | None = None
     verbs: dict[str, tuple[str, str]] = field(default_factory=dict)
     eval_run_form: str | None = None
+    table: Callable[[Any, dict[str, Any]], Any] | None = None
+    builders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for command, entry in self.verbs.items():
@@ -104,6 +111,11 @@ class PaperSpec:
         for part in self.node.split("."):
             value = value.get(part) if value is not None and hasattr(value, "get") else None
         return value if value else None  # null, or an empty mapping: the paper is off
+
+    def in_run(self, cfg: Any) -> bool:
+        """Is a run with ``cfg`` this paper's run: its node is set, or its data comes from one of its builders."""
+        builder = (cfg.get("data") or {}).get("builder") if hasattr(cfg, "get") else None
+        return self.node_of(cfg) is not None or (builder is not None and builder in self.builders)
 
 
 def fed_to_builder(cfg: Any, section: str, keys: tuple[str, ...]) -> list[str]:
