@@ -68,3 +68,17 @@ def test_the_report_draws_the_table_under_the_panels(tmp_path):
 
 def _png_height(path: Path) -> int:
     return int.from_bytes(path.read_bytes()[20:24], "big")  # IHDR: width at 16..20, height at 20..24
+
+
+def test_a_papers_table_sees_every_section_of_the_evaluations_summary_json_keeps_only_the_rates():
+    from train.engine.summary import eval_before_after
+
+    history = [
+        {"step": 0, "eval/metabench/t_acc": 0.5, "eval/metabench/by_group/simple/open/chat/irr": 0.25},
+        {"step": 4, "eval/metabench/t_acc": 0.75, "eval/metabench/by_group/simple/open/chat/irr": 1.0},
+    ]
+    assert eval_before_after(history)["metabench"]["after"] == {"step": 4, "t_acc": 0.75}
+    assert eval_before_after(history, sections=True)["metabench"] == {
+        "before": {"step": 0, "t_acc": 0.5, "by_group/simple/open/chat/irr": 0.25},
+        "after": {"step": 4, "t_acc": 0.75, "by_group/simple/open/chat/irr": 1.0},
+    }

@@ -479,7 +479,7 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
     }
     if status == "completed" and world.is_main:
         summary.update(after_training(cfg, model.model, data.tokenizer, out, world.world_size))
-        summary["paper_tables"] = paper_tables(cfg, summary)
+        summary["paper_tables"] = paper_tables(cfg, summary, state.log_history)
     if world.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         from train.engine.report import write_report
@@ -509,14 +509,19 @@ def after_training(cfg: DictConfig, model: Any, tokenizer: Any, out: Path, world
     return added
 
 
-def paper_tables(cfg: DictConfig, summary: dict[str, Any]) -> dict[str, Any]:
+def paper_tables(
+    cfg: DictConfig, summary: dict[str, Any], history: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The main table of each paper the run reproduces (``PaperSpec.table``), as summary.json keeps it: paper name
-    -> ``PaperTable.to_dict()``. Printed last by the end-of-run summary and drawn under report.png's panels."""
+    -> ``PaperTable.to_dict()``. Printed last by the end-of-run summary and drawn under report.png's panels.
+    A table sees the summary with every section of the evaluations (``history``: the Trainer's log history), not
+    only the top-level rates summary.json keeps: a paper's columns are often a benchmark's sections."""
     from train.papers import in_run
 
+    seen = {**summary, "eval": eval_before_after(history, sections=True)} if history is not None else summary
     tables: dict[str, Any] = {}
     for name, spec in in_run(cfg):
-        table = spec.table(cfg, summary) if spec.table is not None else None
+        table = spec.table(cfg, seen) if spec.table is not None else None
         if table is not None:
             tables[name] = table.to_dict()
     return tables

@@ -111,12 +111,13 @@ def run_identity(cfg: Any, recipe: str | None = None) -> dict[str, Any]:
     }
 
 
-def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def eval_before_after(history: Iterable[dict[str, Any]], sections: bool = False) -> dict[str, dict[str, Any]]:
     """Per benchmark, its top-level metrics ``before`` training (the evaluation at step 0, when one ran:
     the base model) and ``after`` (the last evaluation past step 0), each with its ``step``; from the
     Trainer's log history (``eval/<bench>/<metric>`` entries). Sections (``by_kind``) are left out, but for
     a scorer's averages (``micro/<metric>``, ``macro/<metric>``) and the rates of each language
-    (``by_language/<code>/lm|fm``), kept as ``macro/tool_f1``, ``by_language/zh/lm``."""
+    (``by_language/<code>/lm|fm``), kept as ``macro/tool_f1``, ``by_language/zh/lm``. ``sections``: keep every
+    section's metrics too (``by_group/simple/open/chat/irr``), for a paper's table."""
     logged: dict[str, dict[int, dict[str, Any]]] = {}
     for entry in history:
         step = entry.get("step")
@@ -124,7 +125,7 @@ def eval_before_after(history: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
             path = key.split("/")
             if len(path) < 3 or path[0] != "eval" or not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            if len(path) == 3 or _summarised_section(path[2:]):
+            if len(path) == 3 or sections or _summarised_section(path[2:]):
                 logged.setdefault(path[1], {}).setdefault(int(step or 0), {})["/".join(path[2:])] = value
     result: dict[str, dict[str, Any]] = {}
     for bench, by_step in logged.items():
