@@ -87,6 +87,8 @@ def test_the_tasks_are_table_7s_columns_and_the_scorers():
         ("Function_Call_Definitions/VT_Multi (Parallel)/train/0000.parquet", (), "VT_Multi (Parallel)"),
         ("Function_Call_Definitions/CVECPE/train-0.parquet", (), "CVECPE"),  # NVDLibrary's two functions
         ("function_call_definitions/places.jsonl", (), "Places"),
+        ("hub/datasets--Nexusflow--OTXAPIBenchmark/snapshots/0a1b/data/train-0.parquet", ("OTX",), None),
+        ("hub/datasets--Nexusflow--Function_Call_Definitions/snapshots/0a1b/OTX/train-0.parquet", (), "OTX"),
     ],
 )
 def test_a_files_path_names_its_task_or_definitions(relative, tasks, config):

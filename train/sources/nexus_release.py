@@ -20,7 +20,8 @@ One folder holding what a user downloaded, in any of these shapes, mixed freely:
 
 * the Hub repositories as ``huggingface-cli download REPO --repo-type dataset --local-dir FOLDER/<name>`` writes
   them (``NVDLibraryBenchmark/data/train-*.parquet``, ``Function_Call_Definitions/Places/train-*.parquet``,
-  the Hub's ``refs/convert/parquet`` shape ``<config>/train/0000.parquet`` too);
+  the Hub's ``refs/convert/parquet`` shape ``<config>/train/0000.parquet`` too), or as ``huggingface_hub``'s cache
+  holds them (``datasets--Nexusflow--<name>/snapshots/<commit>/...``);
 * camel's ``NexusBenchmark.download`` folders (``NVDLibrary/``, ``PlacesAPI/``, ``VirusTotal-NestedCalls/`` ...:
   the two VT folders each hold all of ``vt_multiapi`` and take only their own rows);
 * ``datasets``' ``save_to_disk`` folders (Arrow stream files) or exports to ``.jsonl`` / ``.json``, one per task,
@@ -28,7 +29,7 @@ One folder holding what a user downloaded, in any of these shapes, mixed freely:
   column naming it.
 
 A file's task is the first name on its path, from the file's own name up, that names one (``TASKS``' aliases, case
-and punctuation ignored); under a ``Function_Call_Definitions`` folder the name just below it is the config.
+and punctuation ignored); under a ``Function_Call_Definitions`` folder the first config name below it is the config.
 ``dataset_info.json``, ``state.json`` and ``dataset_dict.json`` (``datasets``' bookkeeping), README and hidden files
 are not data. Each row of a data file no name places (and that has no task column), a row without a query or a
 gold, a gold that is not call syntax and a row of a task already read from another folder (a second copy; a task's
@@ -93,6 +94,7 @@ DEFINITIONS = "functioncalldefinitions"
 DATA_SUFFIXES = (".parquet", ".arrow", ".csv", ".jsonl", ".json")
 BOOKKEEPING = ("dataset_info.json", "state.json", "dataset_dict.json")
 TASK_COLUMNS = ("task", "dataset")
+HUB_CACHE = "datasetsnexusflow"  # huggingface_hub's cache names a repo's folder datasets--Nexusflow--<name>
 
 
 def normal(name: str) -> str:
@@ -122,10 +124,10 @@ class Place:
 def place(relative: Path) -> Place | None:
     """The task(s) or definitions config a file's path names (module docstring), or None."""
     names = [*relative.parent.parts, relative.stem]
-    keys = [normal(name) for name in names]
+    keys = [normal(name).removeprefix(HUB_CACHE) for name in names]
     if DEFINITIONS in keys:
-        below = keys[keys.index(DEFINITIONS) + 1 :]
-        return Place(config=_BY_CONFIG[below[0]]) if below and below[0] in _BY_CONFIG else None
+        config = next((key for key in keys[keys.index(DEFINITIONS) + 1 :] if key in _BY_CONFIG), None)
+        return Place(config=_BY_CONFIG[config]) if config else None
     for key in reversed(keys):
         if key in _BY_NAME:
             return Place(tasks=(_BY_NAME[key],))
@@ -189,6 +191,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, Any] | Rejected]:
             header = next(rows, None) or []
             for index, row in enumerate(rows):
                 location = f"{path}#{index}"
+                if not any(field.strip() for field in row):
+                    continue  # a blank line is not a row
                 if len(row) != len(header):
                     yield Rejected(location, f"row has {len(row)} field(s), the header has {len(header)}", row)
                 else:
