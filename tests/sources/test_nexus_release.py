@@ -214,12 +214,18 @@ def test_bad_rows_and_unplaced_files_are_counted_rejects(release):
         ],
     )
     write_rows(release / "misc" / "notes.jsonl", [{"Input": "q", "Output": "f()"}])
+    v1 = {"dataset": "cve_cpe", "prompt": "q", "python_function_name": "searchCVE", "python_args_dict": "{}"}
+    write_rows(release / "NexusRaven_API_evaluation" / "standardized_queries" / "train.jsonl", [v1])
     write_rows(release / "zz_copy" / "OTX.jsonl", [{"Input": "again", "Output": "getIndicatorForIPv4(apiKey='k')"}])
     write_rows(release / "Function_Call_Definitions" / "OTX" / "bad.jsonl", [{"function_calls": "f(:"}, {"x": 1}])
     items = list(nexus.read([release]))
     reasons = [(r.location.split("nexusraven_v2/", 1)[1], r.reason) for r in items if isinstance(r, Rejected)]
     shard = "OTXAPIBenchmark/data/train-00001-of-00001.jsonl"
-    assert reasons == [
+    assert reasons == [  # files in path order
+        (
+            "NexusRaven_API_evaluation/standardized_queries/train.jsonl:1",
+            "row: a NexusRaven V1 standardized query; read the V1 *_queries.json files instead",
+        ),
         (f"{shard}:1", "Output: expected the gold call as a non-empty string"),
         (f"{shard}:2", "Output: not valid Python: '(' was never closed at line 1 column 11"),
         (f"{shard}:3", "Output: getIndicatorForIPv4: argument 'apiKey': a variable key is not a literal"),

@@ -274,6 +274,8 @@ def convert_row(row: Any, placed: tuple[ReleaseTask, ...]) -> tuple[ReleaseTask,
     """(task, query, gold text) of a row, or None when it belongs to the other VT task; SchemaError when unusable."""
     if not isinstance(row, dict):
         raise SchemaError("row", f"expected an object, got {type(row).__name__}")
+    if "python_function_name" in row:  # Nexusflow/NexusRaven_API_evaluation's standardized_queries: the V1 set
+        raise SchemaError("row", "a NexusRaven V1 standardized query; read the V1 *_queries.json files instead")
     query, gold, count = query_and_gold(row)
     task = row_task(row, placed, count)
     if task is None and not placed:
