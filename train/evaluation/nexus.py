@@ -5,18 +5,20 @@ A pure function of prediction and reference rows.
 Which tasks
 -----------
 ToolGT's Nexus is the 8 NexusRaven-V2 tasks, 692 queries (``TOOLGT_NEXUS_TASKS``: NVDLibrary 78, VirusTotal 151,
-Places 48, Climate 197, OTX 92, VT-nested 49, VT-parallel 21, CVECPE 56; Table 7). The files here are the
-NexusRaven **V1** evaluation set (cve_cpe, emailrep, virustotal, toolalpaca, toolllm): only two of its tasks are
-ToolGT tasks, cve_cpe = NVDLibrary (78) and virustotal = VirusTotal (151). ``score_nexus`` averages over the
-tasks it is given, so over the V1 files its W / U are *not* ToolGT's; ``toolgt_nexus`` reports the ToolGT tasks
-that were scored, one by one, with W / U over them and the tasks missing (ToolGT's W / U need all eight).
+Places 48, Climate 197, OTX 92, VT-nested 49, VT-parallel 21, CVECPE 56; Table 7). A NexusRaven-V2 release folder
+(``train.sources.nexus_release``) gives all eight, named so. The files shipped here are the NexusRaven **V1**
+evaluation set (cve_cpe, emailrep, virustotal, toolalpaca, toolllm): only two of its tasks are ToolGT tasks,
+cve_cpe = NVDLibrary (78) and virustotal = VirusTotal (151). ``score_nexus`` averages over the tasks it is given,
+so over the V1 files its W / U are *not* ToolGT's; ``toolgt_nexus`` reports the ToolGT tasks that were scored, one
+by one, with W / U over them, the tasks missing (ToolGT's W / U need all eight) and the sizes that are not Table 7's
+(Climate: 47 rows in the NexusRaven-V2 notebooks, 197 in Table 7's arithmetic).
 
 Rows
 ----
 * references: the canonical conversations ``train.sources.nexus`` writes. The task is ``meta["dataset"]``
-  (cve_cpe, emailrep, virustotal, toolalpaca, toolllm); the expected calls are the ``tool_calls`` of the
-  last assistant message (the reader parsed ``meta["reference"]`` / ``golden_answer`` / ``Output`` with
-  ``ast`` and named positional arguments); the function definitions are the conversation's ``tools``
+  (cve_cpe, emailrep, virustotal, toolalpaca, toolllm; a V2 release's eight); the expected calls are the
+  ``tool_calls`` of the last assistant message (the reader parsed ``meta["reference"]`` / ``golden_answer`` /
+  ``Output`` with ``ast`` and named positional arguments); the function definitions are the conversation's ``tools``
   (parameter order = ``properties`` order, ``default`` and ``required`` as the reader wrote them).
   Every reference given is scored: to reproduce NexusRaven's standardised toolalpaca split, pass only
   the rows with ``meta["in_standardized_eval"]``.
@@ -35,9 +37,11 @@ become the same record by reading them:
    may hold several calls: one per statement (``f(a=1)\\ng(b=2)`` or ``f(a=1); g(b=2)``), or one list
    ``[f(a=1), g(b=2)]``; near-Python that needs the repairs is read as a whole, else one call per line.
    ``r = nvdlib.searchCVE(...)`` is ``searchCVE(...)``: an assignment target and a module prefix are
-   dropped, as NexusRaven-V2's notebook strips ``r = nvdlib.``. Only literal arguments are read: a nested
-   call or an expression makes the call unreadable (wrong). Text that is neither Python nor repairable
-   gets Python's own syntax error, at its line and column.
+   dropped, as NexusRaven-V2's notebook strips ``r = nvdlib.``. A nested call (``f(a=g(x=1))``, the V2
+   nested tasks) is a call of its own, recorded before the call it is an argument of, and its value is
+   ``None`` (what the stub returns; ``train.sources.nexus_calls``); any other argument must be a literal:
+   an expression makes the call unreadable (wrong). Text that is neither Python nor repairable gets
+   Python's own syntax error, at its line and column.
 2. Arguments are bound to the function's definition the way Python binds them: positional arguments
    take the parameters in order; an unknown keyword, a parameter given twice, too many positional
    arguments, a missing required parameter, or a function the task does not define is an error (the stub
@@ -46,8 +50,11 @@ become the same record by reading them:
 3. Arguments whose value is falsy in Python (None, False, 0, 0.0, "", [], {}) are dropped.
 
 A case is correct when the predicted records equal the expected records as multisets (order free,
-repetition counted; values by Python ``==``, so ``1 == 1.0``). NexusRaven-V1's parser also truncated
-float keyword values to int; that quirk is not reproduced. A prediction that cannot be read is wrong
+repetition counted; values by Python ``==``, so ``1 == 1.0``); for the V2 release's tasks (``ORDERED_TASKS``)
+as lists, in order, as the V2 notebooks compare them. NexusRaven-V1's parser also truncated float keyword
+values to int; that quirk is not reproduced. Nor are two of the V2 notebooks' execution effects: a call that
+raises part-way (an unknown function after a good one) keeps the records made before it there and is wrong
+here, and a tuple is not equal to a list there (read as lists here, they are). A prediction that cannot be read is wrong
 with the reason in ``error``; a reference that cannot be read is not scored but listed in
 ``reference_errors``.
 
@@ -70,6 +77,7 @@ from train.evaluation import ScorerSpec
 from train.evaluation.calls import CallFormatError, join_by_id, ratio, read_calls, score_joined
 from train.evaluation.task_base import EvalItem, Task, failed_calls, last_assistant, well_formed, well_formed_rate
 from train.schema import Conversation
+from train.sources.nexus_calls import flatten_calls
 
 
 class CallError(ValueError):
@@ -155,10 +163,15 @@ def _near_python_calls(source: str) -> list[RawCall]:
 
 
 def _calls_from(source: str) -> list[RawCall]:
+    """Literal calls (with pysyntax's lenient repairs), else calls that nest calls (``nexus_calls``, strict Python);
+    when neither reads the text, the literal reader's reason."""
     try:
         parsed = parse_call_list(source, lenient=True)
     except PySyntaxError as err:
-        raise CallError(str(err)) from None
+        try:
+            parsed = flatten_calls(source)
+        except PySyntaxError:
+            raise CallError(str(err)) from None
     return [RawCall(call.short_name, tuple(call.args), dict(call.kwargs)) for call in parsed]
 
 
@@ -228,8 +241,11 @@ def _bind(call: RawCall, signature: Signature) -> dict[str, Any]:
     return {p: bound.get(p, signature.defaults.get(p)) for p in parameters}
 
 
-def same_records(predicted: list[dict[str, Any]], expected: list[dict[str, Any]]) -> bool:
-    """Multiset equality under Python ``==`` (an equivalence on JSON values, so pairing greedily is exact)."""
+def same_records(predicted: list[dict[str, Any]], expected: list[dict[str, Any]], ordered: bool = False) -> bool:
+    """Multiset equality under Python ``==`` (an equivalence on JSON values, so pairing greedily is exact);
+    ``ordered``: list equality, the NexusRaven-V2 rule (its stubs append to one list, compared with ``==``)."""
+    if ordered:
+        return predicted == expected
     remaining = list(predicted)
     for record in expected:
         for index, candidate in enumerate(remaining):
@@ -268,11 +284,15 @@ def read_reference(reference: dict[str, Any]) -> Expected:
 
 def judge(expected: Expected, prediction: dict[str, Any] | None) -> dict[str, Any]:
     """``{"task", "correct", "error", "predicted", "expected"}`` for one query."""
-    return {"task": expected.task, **verdict_of(prediction, expected.records, expected.known)}
+    ordered = expected.task in ORDERED_TASKS
+    return {"task": expected.task, **verdict_of(prediction, expected.records, expected.known, ordered)}
 
 
 def verdict_of(
-    prediction: dict[str, Any] | None, expected: list[dict[str, Any]], known: dict[str, Signature]
+    prediction: dict[str, Any] | None,
+    expected: list[dict[str, Any]],
+    known: dict[str, Signature],
+    ordered: bool = False,
 ) -> dict[str, Any]:
     """``{"correct", "error", "predicted", "expected"}``: a prediction's problems are its error, never raised."""
     verdict = {"correct": False, "error": None, "predicted": None, "expected": expected}
@@ -285,7 +305,7 @@ def verdict_of(
     verdict["predicted"] = predicted
     if not predicted:
         return {**verdict, "error": "no call"}
-    if same_records(predicted, expected):
+    if same_records(predicted, expected, ordered):
         return {**verdict, "correct": True}
     return {**verdict, "error": "calls differ from the reference"}
 
@@ -327,6 +347,9 @@ TOOLGT_NEXUS_NOTE = (
     "only NVDLibrary (cve_cpe) and VirusTotal (virustotal) of ToolGT's 8 Nexus tasks are in the NexusRaven V1 "
     "files; W / U here are over the ToolGT tasks scored, not the paper's 8"
 )
+# The NexusRaven-V2 release's tasks (``train.sources.nexus_release`` names them as Table 7 does): their stubs append
+# to one list compared with ``==``, so the order of the calls counts there; the V1 tasks keep the multiset rule.
+ORDERED_TASKS = frozenset(TOOLGT_NEXUS_TASKS)
 
 
 def toolgt_nexus_averages(accuracies: dict[str, float]) -> tuple[float, float]:
@@ -341,20 +364,47 @@ def toolgt_nexus_averages(accuracies: dict[str, float]) -> tuple[float, float]:
 
 
 def toolgt_nexus(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """ToolGT's view of ``score_nexus``'s ``tasks``: the ToolGT tasks scored (V1 names mapped), their W / U,
-    and the ToolGT tasks missing; V1 tasks that are not ToolGT's are left out (``not_toolgt``)."""
-    scored = {V1_TO_TOOLGT[name]: summary for name, summary in tasks.items() if name in V1_TO_TOOLGT}
-    scored.update({name: summary for name, summary in tasks.items() if name in TOOLGT_NEXUS_TASKS})
+    """ToolGT's view of ``score_nexus``'s ``tasks``: the ToolGT tasks scored, their W / U, the ToolGT tasks missing,
+    the tasks whose size is not Table 7's (``size_differs``: {task: [scored, paper]}) and a note saying which W / U
+    these are. A V1 file stands for its ToolGT task (``V1_TO_TOOLGT``) only when the release's own task was not
+    scored; tasks not used are listed in ``not_toolgt``."""
+    source = {name: name for name in tasks if name in TOOLGT_NEXUS_TASKS}  # ToolGT task -> the task scored for it
+    for v1, name in V1_TO_TOOLGT.items():
+        if v1 in tasks and name not in source:
+            source[name] = v1
+    scored = {name: tasks[source[name]] for name in TOOLGT_NEXUS_TASKS if name in source}  # Table 7's column order
     accuracies = {name: summary["accuracy"] for name, summary in scored.items()}
     weighted, unweighted = toolgt_nexus_averages(accuracies) if accuracies else (None, None)
+    missing = [name for name in TOOLGT_NEXUS_TASKS if name not in scored]
+    differs = {n: [s["total"], TOOLGT_NEXUS_TASKS[n]] for n, s in scored.items() if s["total"] != TOOLGT_NEXUS_TASKS[n]}
     return {
         "tasks": {name: {k: scored[name][k] for k in ("accuracy", "correct", "total")} for name in scored},
         "weighted_average": weighted,
         "unweighted_average": unweighted,
-        "missing": [name for name in TOOLGT_NEXUS_TASKS if name not in scored],
-        "not_toolgt": [name for name in tasks if name not in V1_TO_TOOLGT and name not in TOOLGT_NEXUS_TASKS],
-        "note": TOOLGT_NEXUS_NOTE,
+        "missing": missing,
+        "size_differs": differs,
+        "not_toolgt": [name for name in tasks if name not in source.values()],
+        "note": toolgt_nexus_note(missing, differs),
     }
+
+
+def toolgt_nexus_note(missing: list[str], differs: dict[str, list[int]]) -> str:
+    """Which W / U ``toolgt_nexus`` printed: the paper's (all 8 tasks at Table 7's sizes) or what they fall short of.
+    With some tasks missing, the sizes stay in ``size_differs`` (a subset's W / U is not the paper's anyway)."""
+    scored = [name for name in TOOLGT_NEXUS_TASKS if name not in missing]
+    if not scored:
+        return "no ToolGT Nexus task scored (the NexusRaven-V2 release folder: train.sources.nexus_release)"
+    if set(scored) <= set(V1_TO_TOOLGT.values()):
+        return TOOLGT_NEXUS_NOTE
+    if missing:
+        return (
+            f"{len(scored)} of ToolGT's 8 Nexus tasks scored (missing: {', '.join(missing)}); W / U here are over "
+            "the ToolGT tasks scored, not the paper's 8"
+        )
+    if differs:
+        sizes = ", ".join(f"{task} {rows} rows, Table 7 {paper}" for task, (rows, paper) in differs.items())
+        return f"all 8 of ToolGT's Nexus tasks; sizes differ from Table 7 ({sizes}); W weights by Table 7's sizes"
+    return "all 8 of ToolGT's Nexus tasks at Table 7's sizes: W / U as the paper computes them"
 
 
 # ---------------------------------------------------------------- the generation task and the spec

@@ -1,10 +1,13 @@
-"""NexusRaven v1 evaluation queries (Nexus function-calling benchmark, the raw query files).
+"""NexusRaven evaluation queries (Nexus function-calling benchmark): the V1 raw query files, and the V2 release.
 
 INPUTS: one or more query files (``<dataset>_queries.json``), optionally followed by
 ``_derived_function_definitions.json`` (recognised by its content: a list of ``{dataset, name,
-signature, args, docstring}``). Every gold is a Python call string, read with ``ast`` and never
-executed; argument values must be literals (anything else: Rejected), positional arguments are
-named by the function's parameter order. Ids are ``<file stem>-<index>``. Three layouts:
+signature, args, docstring}``); or ONE folder: its V1 query files (with the definitions file) and the
+NexusRaven-V2 release it holds, the eight tasks of ToolGT's Nexus columns, read by
+``train.sources.nexus_release`` (its docstring gives the layouts). Every gold is a Python call string,
+read with ``ast`` and never executed; argument values must be literals (anything else: Rejected),
+positional arguments are named by the function's parameter order. V1 ids are ``<file stem>-<index>``.
+The V1 files have three layouts:
 
 * cve_cpe / emailrep / virustotal: ``{"query", "reference"}``. cve_cpe references read
   ``r = nvdlib.searchCVE(...)``: as NexusRaven's own standardisation does, the assignment and
@@ -30,7 +33,6 @@ named by the function's parameter order. Ids are ``<file stem>-<index>``. Three 
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import re
@@ -38,79 +40,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from train.base.pysyntax import PyCall, PySyntaxError, parse_assigned_call, parse_call
-from train.base.records import CallIds, Rejected, SourceError, check_arity, load_json
-from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
+from train.base.pysyntax import PySyntaxError, parse_assigned_call, parse_call
+from train.base.records import Rejected, SourceError, check_arity, load_json
+from train.schema import Conversation, SchemaError, Tool
+from train.sources.nexus_gold import annotation_schema, gold_conversation, literal_default, tool_from_stub
+from train.sources.nexus_release import data_files, read_release
 
-_ANNOTATIONS = {
-    "str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object",
-    "list": "array", "tuple": "array", "enum": "string", "datetime": "string", "date": "string",
-}  # fmt: skip
 _OPTION = re.compile(r"<func_start>(.*?)<func_end>\s*<docstring_start>(.*?)<docstring_end>", re.DOTALL)
 _SIGNATURE = re.compile(r"\s*def\s+(\w+)\s*\((.*)\)\s*(?:->[^:]*)?:?\s*", re.DOTALL)
 _PARAMETER_LINE = re.compile(r"^\s*(\w+) \(([^)]*)\) (required|optional):[ \t]*(.*)$", re.MULTILINE)
 
 
-# ---------------------------------------------------------------- shared pieces
-
-
-def annotation_schema(annotation: str | None) -> dict[str, Any]:
-    """``str`` -> {"type": "string"}, ``list[dict]`` -> array of objects; unknown -> {}."""
-    match = re.fullmatch(r"\s*(\w+)\s*(?:\[(.+)\])?\s*", annotation or "")
-    kind = _ANNOTATIONS.get(match.group(1).lower()) if match else None
-    if kind is None:
-        return {}
-    schema: dict[str, Any] = {"type": kind}
-    if kind == "array" and match.group(2):
-        items = annotation_schema(match.group(2))
-        if items:
-            schema["items"] = items
-    return schema
-
-
-def literal_default(source: str | None) -> tuple[bool, Any]:
-    """(has default, value) from the Python source of a default; non-literal defaults are dropped."""
-    if source is None:
-        return False, None
-    try:
-        value = ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False, None
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False, None
-    return True, value
-
-
-def calls_with_names(calls: list[PyCall], parameter_order: dict[str, list[str]]) -> list[ToolCall]:
-    """Canonical calls (ids call_0...) with positional arguments named by the tool's parameters."""
-    ids, out = CallIds(), []
-    for call in calls:
-        name = call.short_name
-        arguments = dict(call.kwargs)
-        if call.args:
-            order = parameter_order.get(name)
-            if order is None or len(call.args) > len(order):
-                known = "unknown" if order is None else len(order)
-                reason = f"{len(call.args)} positional argument(s) for {name}, whose parameters are {known}"
-                raise SchemaError("gold", reason)
-            for parameter, value in zip(order, call.args):
-                if parameter in arguments:
-                    raise SchemaError("gold", f"{name}: argument {parameter!r} given by position and by name")
-                arguments[parameter] = value
-        out.append(ToolCall(name=name, arguments=arguments, id=ids.issue(name)))
-    return out
-
-
-def gold_conversation(
-    record_id: str, query: str, calls: list[PyCall], tools: list[Tool], meta: dict[str, Any]
-) -> Conversation:
-    """The query, then one assistant turn making the gold calls (parallel when several)."""
-    order = {tool.name: list(tool.parameters.get("properties", {})) for tool in tools}
-    answer = Message(role="assistant", tool_calls=calls_with_names(calls, order))
-    messages = [Message(role="user", content=query), answer]
-    return Conversation(id=record_id, messages=messages, tools=tools, meta=meta)
+# ---------------------------------------------------------------- shared pieces (the rest: nexus_gold)
 
 
 def _text(record: dict[str, Any], key: str) -> str:
@@ -281,33 +222,6 @@ def toolalpaca_turns(record: dict[str, Any], record_id: str, location: str) -> I
 # ---------------------------------------------------------------- toolllm
 
 
-def tool_from_stub(stub: str, where: str) -> Tool:
-    try:
-        module = ast.parse(stub)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        raise SchemaError(where, f"not valid Python: {getattr(err, 'msg', err)}") from None
-    function = module.body[0] if module.body else None
-    if not isinstance(function, ast.FunctionDef):
-        raise SchemaError(where, "expected a function definition")
-    args = function.args.posonlyargs + function.args.args
-    defaults = [None] * (len(args) - len(function.args.defaults)) + list(function.args.defaults)
-    properties: dict[str, Any] = {}
-    required = []
-    for arg, default in zip(args, defaults):
-        schema = annotation_schema(ast.unparse(arg.annotation) if arg.annotation else None)
-        if default is None:
-            required.append(arg.arg)
-        else:
-            has_default, value = literal_default(ast.unparse(default))
-            if has_default:
-                schema["default"] = value
-        properties[arg.arg] = schema
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        parameters["required"] = required
-    return Tool(name=function.name, description=ast.get_docstring(function) or "", parameters=parameters)
-
-
 def convert_toolllm(record: dict[str, Any], record_id: str) -> Conversation:
     query, output = _text(record, "Input"), _text(record, "Output")
     context = record.get("context")
@@ -353,11 +267,16 @@ def read_queries(path: Path, data: Any, definitions: dict[str, list[Tool]]) -> I
 
 def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:
     if not inputs:
-        raise SourceError("expected one or more query files, optionally followed by _derived_function_definitions.json")
+        raise SourceError(
+            "expected one or more query files, optionally followed by _derived_function_definitions.json, or one folder"
+        )
     check_arity(inputs, ("QUERIES",) * len(inputs))
+    if len(inputs) == 1 and inputs[0].is_dir():
+        yield from read_folder(inputs[0])
+        return
     for path in inputs:
         if path.is_dir():
-            raise SourceError(f"{path}: expected a JSON file, got a folder")
+            raise SourceError(f"{path}: expected a JSON file, got a folder (a folder is read alone)")
     loaded = [(path, load_json(path)) for path in inputs]
     definitions: dict[str, list[Tool]] = {}
     definition_rejects: list[Rejected] = []
@@ -368,3 +287,17 @@ def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:
             raise SourceError(f"{path}: function definitions must come last, after the query files")
         yield from read_queries(path, data, definitions)
     yield from definition_rejects
+
+
+def read_folder(folder: Path) -> Iterator[Conversation | Rejected]:
+    """A folder: its V1 query files (``*_queries.json``, with ``_derived_function_definitions.json``), then the
+    NexusRaven-V2 release it holds (``train.sources.nexus_release``)."""
+    files = data_files(folder)
+    v1 = [p for p in files if p.name.endswith("_queries.json")]
+    definitions = [p for p in files if p.name == "_derived_function_definitions.json"]
+    release = [p for p in files if p not in v1 and p not in definitions]
+    if not v1 and not release:
+        raise SourceError(f"{folder}: no NexusRaven query file (*_queries.json) and no NexusRaven-V2 release file")
+    if v1:
+        yield from read(v1 + definitions[:1])
+    yield from read_release(folder, release + definitions[1:])
