@@ -189,10 +189,12 @@ def test_a_papers_builder_makes_a_run_its_own_without_a_node():
     from train.engine.config import compose
     from train.papers import in_run
 
-    spec = dataclasses.replace(PAPERS.get("metatool"), builders=("metatool",))
+    spec = PAPERS.get("metatool")
+    assert spec.node is None and spec.builders == ("metatool",)
     assert spec.in_run(compose(["recipe=mt_llama_tiny"]))
     assert not spec.in_run(compose(["recipe=tiny"]))
     assert [name for name, _ in in_run(compose(["recipe=toolgt_tiny"]))] == ["toolgt"]
+    assert [name for name, _ in in_run(compose(["recipe=mt_llama_tiny"]))] == ["metatool"]
 
 
 def test_the_entry_dispatches_an_evaluation_only_job_through_the_registry(monkeypatch):
