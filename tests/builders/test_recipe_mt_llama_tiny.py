@@ -51,3 +51,9 @@ def test_mt_llama_tiny_builds_trains_and_scores_metabench(tmp_path):
     counted = tuple(logged[f"eval/metabench/{k}"] for k in ("call_turns", "irrelevance_turns", "fmd_turns"))
     assert counted == (3, 4, 1)
     assert (out / "report.png").is_file()
+    # the run ends with Meta-Tool's Table 2: the paper's rows, then the run's (8 rows: simple groups only)
+    table = summary["paper_tables"]["metatool"]
+    assert [row["row"] for row in table["measured"]] == ["simple  this run, trained", "hard    this run, trained"]
+    assert table["measured"][1]["FM T-Acc"] == {"unrun": "no call turn of this group in the evaluated rows"}
+    last = done.stdout.rstrip().splitlines()[-1]
+    assert last == "  the base model's row needs eval.at_start=true (the step-0 evaluation)"
