@@ -138,6 +138,11 @@ def _run_verb(argv: list[str]) -> int:
     argv = take_verbose_flag(argv)
     quiet_libraries()  # before any verb imports transformers; --verbose / TOOLTRAIN_VERBOSE=1 keep the noise
     if argv[:1] == ["train"]:
+        from train.commands.train_help import train_help, wants_help
+
+        if wants_help(argv[1:]):  # a usage, not Hydra's 140-line config dump
+            print(train_help())
+            return 0
         from train.engine.entry import hydra_main
 
         return hydra_main(argv[1:])
