@@ -7,6 +7,9 @@ BFCL decodes a prompting model's Java/JavaScript answer with tree-sitter (bfcl-e
 
     PYTHONPATH=<tree-sitter 0.21 site> python tests/evaluation/bfcl_java_js_reference.py [SHARED_DATA]
 
+and ``--measure SHARED_DATA`` prints how many shipped items' gold, written as text, scores correct read as Python
+(before) and as BFCL reads Java/JavaScript (after).
+
 ``bfcl_decode`` is ``default_decode_ast_prompting`` (bfcl-eval's ``model_handler/utils.py``, which imports vendor
 SDKs, hence restated here: strip, wrap in ``[ ]``, drop the first and last character) around the official parsers.
 Nothing here is decoder logic of tooltrain's.
@@ -194,7 +197,46 @@ def _shown_live(result: Any) -> str:
     return FAILED if result == FAILED else repr(result)
 
 
+def measure(folder: Path) -> dict[str, dict[str, int]]:
+    """Items whose gold, written as text, tooltrain scores correct: read as Python (the text-answer reading BFCL
+    tasks used before) and as BFCL reads the language, for the gold turn as rendered and in Java/JS syntax."""
+    import types
+
+    from train.evaluation.bfcl.scorer import CATEGORIES, check_ast
+    from train.evaluation.bfcl.task import BfclTask
+    from train.evaluation.task_base import EvalItem
+    from train.formats.text_answers import parse_text_answer
+    from train.sources.bfcl import read
+
+    counts: dict[str, dict[str, int]] = {}
+    for language in LANGUAGES:
+        spec = CATEGORIES[f"simple_{language}"]
+        name = f"BFCL_v2_{language}.json"
+        for conversation in read([folder / name, folder / "possible_answer" / name]):
+            if not isinstance(conversation, Conversation):
+                continue
+            item = EvalItem(conversation.id, conversation, len(conversation.messages) - 1)
+            for form, text in (("turn", turn_text(conversation)), ("source", source_text(conversation, language))):
+                parsed = parse_text_answer(text)
+                calls = parsed.calls if parsed.well_formed else []
+                for reading, answer_text in (("python", None), ("bfcl", text)):
+                    generation = types.SimpleNamespace(
+                        text=text, answer_text=answer_text, error=parsed.error, tool_calls=calls
+                    )
+                    result = BfclTask().prediction(item, generation)["result"]
+                    meta = conversation.meta
+                    valid = check_ast(result, meta["bfcl_functions"], meta["ground_truth"], spec)["valid"]
+                    key = f"{form}/{reading}"
+                    counts.setdefault(key, {}).setdefault(language, 0)
+                    counts[key][language] += valid
+    return counts
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--measure"]:
+        for key, by_language in measure(Path(sys.argv[2]) / "bfcl_v2").items():
+            print(f"{key}: {by_language} = {sum(by_language.values())} of 150")
+        sys.exit(0)
     shared = Path(sys.argv[1]) if len(sys.argv) > 1 else None
     RECORDED.write_text(json.dumps(record(shared), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {RECORDED}")
