@@ -235,3 +235,39 @@ def _gold_agrees(official, folder: Path, language: str) -> dict[str, int]:
         assert valid == _official_valid(official, conversation, repr(native["result"]), language), conversation.id
         correct["native"] += valid
     return correct
+
+
+# ---------------------------------------------------------------- generated answers (live reference only)
+
+_VALUES = {
+    "java": [
+        "1", "-2", "3L", "1.5f", "0.5", "true", "false", "null", '"a b"', "'c'", "x", "x.y", "Foo.BAR",
+        "new int[]{1, 2}", 'new String[]{"a", "b"}', 'new ArrayList<>(Arrays.asList("a", "b"))',
+        'new HashMap<String, Integer>() {{ put("a", 1); }}', "g(1, 2)", "a.b(c)", "String.class", "x -> x + 1",
+        "(int) 5", "a ? b : c", "new Foo(1)",
+    ],
+    "javascript": [
+        "1", "-2", "5n", "1.5", "true", "false", "null", "undefined", '"a b"', "'c'", "x", "x.y", "[1, 2]",
+        "{a: 1, 'b': \"c\"}", "() => 1", "function(a) { return a; }", "new Date()", "`t ${x}`", "g(1, 2)",
+        "a ? b : c", "x => x * 2", "[...xs]", "/re/g",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("language", ["java", "javascript"])
+def test_generated_answers_decode_as_bfcl_parses_them(language):
+    if not _live():
+        pytest.skip("BFCL's parsers need tree_sitter 0.21.3 with its Java/JavaScript grammars (not installed)")
+    import random
+
+    rng = random.Random(27)
+    for _ in range(400):
+        arguments = [
+            f"{rng.choice(['a', 'useShortName', 'b2'])}{rng.choice(['=', ' = '])}{rng.choice(_VALUES[language])}"
+            if rng.random() < 0.8
+            else rng.choice(_VALUES[language])
+            for _ in range(rng.randint(0, 3))
+        ]
+        source = f"{rng.choice(['f', 'Foo.bar', 'someFunction'])}({', '.join(arguments)})"
+        source += rng.choice(["", "", ";", "; g(z=1)"])
+        assert _ours_parse(source, language) == ref._shown_live(ref.bfcl_parse(source, language)), source

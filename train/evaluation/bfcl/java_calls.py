@@ -19,8 +19,8 @@ declared type). This module restates that parser over its own small Java express
 
 Departures (answers outside this grammar fail here where tree-sitter might recover): comments, text blocks,
 labels before the call (``Sure: f(a=1)``), reference casts other than ``(Type) operand``, and tree-sitter's other
-error recoveries (a missing ``)`` or ``}`` that it inserts). Lambda and anonymous-class bodies are checked for
-balanced braces only.
+error recoveries (a ``}`` or an operand it inserts: ``new int[]{1, 2)``, ``f(a=1 +)``). Lambda and
+anonymous-class bodies are checked for balanced braces only.
 """
 
 from __future__ import annotations

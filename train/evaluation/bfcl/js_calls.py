@@ -14,8 +14,8 @@ reads it by the declared type). This module restates that parser over its own Ja
 * Syntax errors fail the decode, as tree-sitter's ERROR nodes do in BFCL. Statements end at ``;`` or a line break.
 
 Departures (where tree-sitter recovers and this decoder fails): an unclosed ``]`` or ``}`` that tree-sitter
-closes itself (``f(a=[1, 2)`` reads ``[1, 2`` in BFCL). Function bodies and blocks are checked for balanced
-brackets only; class expressions are not read.
+closes itself (``f(a=[1, 2)`` reads ``[1, 2`` in BFCL), an operand it inserts (``f(1 +)``). Function bodies
+and blocks are checked for balanced brackets only; class expressions are not read.
 """
 
 from __future__ import annotations
