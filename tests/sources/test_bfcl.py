@@ -510,21 +510,29 @@ def test_real_parallel_multiple_and_nested_records(shared_data):
         ("spotify.play", {"artist": "Taylor Swift", "duration": 20}),
         ("spotify.play", {"artist": "Maroon 5", "duration": 15}),
     ]
+    # Java and JavaScript: gold values as the strings BFCL's checker reads back, tools as BFCL prompts them
     java = read_v2(shared_data, "java")[1]
     assert java.messages[-1].tool_calls[0].arguments == {
         "object": "Customers",
-        "useShortName": True,
-        "params": {"limit": 50, "schemaFilter": "public"},
+        "useShortName": "true",
+        "params": 'new HashMap<String, Object>() {{ put("limit", 50); put("schemaFilter", "public"); }}',
     }
     assert java.tools[0].parameters["properties"]["object"] == {
-        "description": "The database object for which to generate proposals."
+        "type": "string",
+        "description": "The database object for which to generate proposals. This parameter can be of any type "
+        "of Java object in string representation.",
     }  # Java 'any'
     javascript = read_v2(shared_data, "javascript")[0]
     assert javascript.tools[0].parameters["properties"] == {
-        "inputField": {"type": "string", "description": "The form field whose input needs to be validated."},
+        "inputField": {
+            "type": "string",
+            "description": "The form field whose input needs to be validated. This is JavaScript String type "
+            "parameter in string representation.",
+        },
         "isComplete": {
-            "type": "boolean",
-            "description": "Indicates if the user has finished typing in the input field.",
+            "type": "string",
+            "description": "Indicates if the user has finished typing in the input field. This is JavaScript "
+            "Boolean type parameter in string representation.",
         },
     }
     live = read_v2(shared_data, "live_multiple")[0]

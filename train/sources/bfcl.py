@@ -12,14 +12,17 @@ them recursively (``dict``/``HashMap`` -> object, ``float``/``double`` -> number
 keyword (enum, default, required, description) is kept as written, except that an ``enum`` of
 plain values on an array-typed parameter moves into its ``items`` (where BFCL means it). The
 exact original function list stays in ``meta["bfcl_functions"]`` for scorers that need BFCL's
-own types.
+own types. In the Java and JavaScript categories the tools are built from the docs as BFCL prompts them (every
+parameter a string "in string representation", ``bfcl_languages.prompt_functions``).
 
 Gold answers. With an answer file, every question must have an answer with the same ``id`` and
 every answer a question (either miss is a ``Rejected``). ``ground_truth`` is
 ``[{function: {arg: [acceptable values]}}]``: one assistant message carries one tool call per
 entry (several entries = parallel calls), each argument taking its first acceptable value that is
 not ``""`` and omitted when ``""`` is the only one (``""`` is BFCL's "may be omitted");
-``["", None]`` omits the argument too (null would contradict its type). As in BFCL's checker, a
+``["", None]`` omits the argument too (null would contradict its type); in the Java and JavaScript
+categories each value is written as the string BFCL's checker reads back to it (``"true"``, ``"5L"``,
+``"new int[]{1, 2}"``: ``bfcl_languages.string_value``). As in BFCL's checker, a
 value of a dict-typed parameter (and each dict in a list-of-dict parameter) is itself a map of
 acceptable-value lists when all its values are lists, and is resolved the same way. An argument
 whose list of acceptable values is empty can never be matched: Rejected. The whole
@@ -62,6 +65,7 @@ from train.base.records import (
     read_text,
 )
 from train.schema import Conversation, Message, SchemaError, Tool, ToolCall
+from train.sources.bfcl_languages import PYTHON, category_language, prompt_functions, string_value
 
 # BFCL type name -> JSON Schema type (None: no constraint). Python names, then Java, then JavaScript.
 BFCL_TYPES: dict[str, str | None] = {
@@ -313,8 +317,9 @@ def calls_from_python(ground_truth: list[str], functions: dict[str, Any]) -> lis
     return calls
 
 
-def gold_calls(ground_truth: Any, functions: list[Any]) -> list[ToolCall]:
-    """Tool calls from a possible answer (dicts) or an executable gold (call strings)."""
+def gold_calls(ground_truth: Any, functions: list[Any], language: str = PYTHON) -> list[ToolCall]:
+    """Tool calls from a possible answer (dicts) or an executable gold (call strings); in the Java and JavaScript
+    categories each argument is the string BFCL's checker reads back to its value (``bfcl_languages``)."""
     if not isinstance(ground_truth, list) or not ground_truth:
         raise GoldError("ground_truth: expected a non-empty list")
     by_name = {f["name"]: f for f in functions if isinstance(f, dict) and isinstance(f.get("name"), str)}
@@ -325,6 +330,10 @@ def gold_calls(ground_truth: Any, functions: list[Any]) -> list[ToolCall]:
     ids = CallIds()
     for call in calls:
         call.id = ids.issue(call.name)
+        if language != PYTHON:
+            parameters = by_name.get(call.name, {}).get("parameters")
+            properties = parameters.get("properties", {}) if isinstance(parameters, dict) else {}
+            call.arguments = {k: string_value(v, properties.get(k), language) for k, v in call.arguments.items()}
     return calls
 
 
@@ -359,7 +368,8 @@ def convert(record: dict[str, Any], record_id: str, path: Path, answer: Any | No
         if not isinstance(functions, list):
             raise SchemaError("function", f"expected a list, got {type(functions).__name__}")
         offered = functions
-    tools = [tool_from_function(f, f"function[{i}]") for i, f in enumerate(offered)]
+    language = category_language(category)  # Java/JS: every parameter is a string, as BFCL prompts them
+    tools = [tool_from_function(f, f"function[{i}]") for i, f in enumerate(prompt_functions(offered, language))]
     meta["bfcl_functions"] = functions
     messages = [message for turn in turns for message in turn]
     if len(turns) > 1:
@@ -368,7 +378,7 @@ def convert(record: dict[str, Any], record_id: str, path: Path, answer: Any | No
         meta["ground_truth"] = answer
     gold = meta.get("ground_truth")
     if gold is not None and not agentic and not isinstance(gold, str):  # a v4 REST answer is an expected response text
-        messages.append(Message(role="assistant", tool_calls=gold_calls(gold, functions)))
+        messages.append(Message(role="assistant", tool_calls=gold_calls(gold, functions, language)))
     return Conversation(id=record_id, messages=messages, tools=tools, meta=meta)
 
 

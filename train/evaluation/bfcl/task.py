@@ -7,6 +7,9 @@ bfcl        the reader's gold turn, else a new turn        ``{"id", "result": [{
                                                            "well_formed"}``
 =========== ============================================== ==========================================
 
+In the Java and JavaScript categories a text answer (``answer_style=toolgt_text``: the generation carries the
+``answer_text`` the format read) is decoded as BFCL decodes a prompting model's answer (``decode``), so values
+arrive as strings of source text; native calls keep their JSON values, as BFCL's function-calling handlers do.
 A failed generation gets the error text as ``result``, BFCL's own decode-failure form (wrong for call categories,
 "no call" for irrelevance, as in the leaderboard). Only the single-turn AST categories are generated: multi-turn
 and agentic ones need BFCL's executors. The task also reports ``well_formed_rate`` (``task_base.well_formed``).
@@ -18,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from train.evaluation import ScorerSpec
-from train.evaluation.bfcl.scorer import CATEGORIES, canonical_category, score_bfcl
+from train.evaluation.bfcl.decode import DECODERS, decode_text_answer
+from train.evaluation.bfcl.scorer import CATEGORIES, canonical_category, is_call_list, score_bfcl
 from train.evaluation.task_base import EvalItem, Task, well_formed, well_formed_rate
 from train.schema import Conversation
 
@@ -46,9 +50,15 @@ class BfclTask(Task):
         return last if last >= 0 and conv.messages[last].role == "assistant" else len(conv.messages)
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
+        language = CATEGORIES[canonical_category(str(item.conversation.meta.get("category")))].language
+        answer = getattr(generation, "answer_text", None)  # set when the format read the answer as text
+        if language in DECODERS and generation.text is not None and answer is not None:
+            result = decode_text_answer(answer, language)  # BFCL's Java/JS reading, not the Python one
+            return {"id": item.id, "result": result, "well_formed": is_call_list(result) and len(result) > 0}
         read = {"well_formed": well_formed(generation)}
         if generation.error:
             return {"id": item.id, "result": generation.error, **read}
+        # Native calls keep their JSON values, as BFCL's function-calling handlers do (Java/JS tools declare strings).
         return {"id": item.id, "result": [{call.name: call.arguments} for call in generation.tool_calls], **read}
 
     def score(self, items: Sequence[EvalItem], predictions: list[dict[str, Any]]) -> dict[str, Any]:
