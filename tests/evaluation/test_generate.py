@@ -276,6 +276,20 @@ def test_outputs_are_cut_at_the_stop_token_and_parsed_or_recorded_as_parse_error
     assert broken.error == "parse: tool call 1: expected a JSON object with keys 'name' and 'arguments'"
 
 
+def test_a_text_answer_keeps_its_text_after_the_reasoning_for_benchmarks_that_decode_it_their_own_way():
+    from train.evaluation.generate import generate
+
+    tok, conv = tokenizer("qwen2_5"), CASES["single_call_json_result"]
+    output = "<thinking>1. get_weather fits.</thinking>[get_weather(city=Paris)]<|im_end|>"
+    text_answers = get_format("qwen2_5", {"answer_style": "toolgt_text"})
+    (generation,) = generate([(conv, 1)], text_answers, tok, Scripted(tok, [output]), 32)
+    # qwen2_5 has no reasoning block of its own: the whole answer (ToolGT's <thinking> is the benchmark's to strip)
+    assert generation.answer_text == "<thinking>1. get_weather fits.</thinking>[get_weather(city=Paris)]"
+    assert generation.to_dict()["answer_text"] == generation.answer_text
+    (native,) = generate([(conv, 1)], get_format("qwen2_5"), tok, Scripted(tok, [output]), 32)
+    assert native.answer_text is None and "answer_text" not in native.to_dict()
+
+
 def test_a_prompt_the_format_cannot_render_is_an_error_row_and_the_backend_still_sees_a_stand_in():
     from train.evaluation.generate import generate
 

@@ -40,6 +40,9 @@ class Generation:
     prompt_tokens: int = 0
     new_tokens: int = 0
     stopped: bool = False  # ended with an end-of-turn token (False: ran into max_new_tokens)
+    # the answer after the format's reasoning block, when the format reads answers as text (answer_style): what a
+    # benchmark that decodes text its own way reads (BFCL's Java / JavaScript categories)
+    answer_text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +53,7 @@ class Generation:
             "prompt_tokens": self.prompt_tokens,
             "new_tokens": self.new_tokens,
             "stopped": self.stopped,
+            **({"answer_text": self.answer_text} if self.answer_text is not None else {}),
         }
 
 
@@ -128,6 +132,7 @@ def generate(
                 prompt_tokens=len(ids),
                 new_tokens=len(kept) + int(stopped),
                 stopped=stopped,
+                answer_text=fmt.split_reasoning_block(text)[1] if fmt.text_answers else None,
             )
         )
     return generations

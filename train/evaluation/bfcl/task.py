@@ -51,7 +51,7 @@ class BfclTask(Task):
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
         language = CATEGORIES[canonical_category(str(item.conversation.meta.get("category")))].language
-        answer = getattr(generation, "answer_text", None)  # set when the format read the answer as text
+        answer = generation.answer_text  # set when the format read the answer as text
         if language in DECODERS and generation.text is not None and answer is not None:
             result = decode_text_answer(answer, language)  # BFCL's Java/JS reading, not the Python one
             return {"id": item.id, "result": result, "well_formed": is_call_list(result) and len(result) > 0}
