@@ -85,10 +85,14 @@ class ModelConfig:
     chat_format: str = MISSING
     tokenizer: str = MISSING
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    dtype: str = "auto"  # auto = bf16 on GPUs that support it, fp32 on CPU
+    dtype: str = "auto"  # one of MODEL_DTYPES; auto = bf16 on GPUs that support it, fp32 on CPU
     attn_implementation: str = "auto"  # auto = flash_attention_2 on a GPU where installed for fp16/bf16, else sdpa
     trust_remote_code: bool = False
     max_position_embeddings: int | None = None
+
+
+# model.dtype's names (train.engine.model.DTYPES maps each but auto to its torch dtype)
+MODEL_DTYPES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16")
 
 
 @dataclass
@@ -365,6 +369,8 @@ def check(cfg: DictConfig) -> None:
         problems.append(f"model={cfg.model.name} has source=config but no model.arch")
     if not cfg.data.sources:
         problems.append(f"data={cfg.data.name} lists no sources")
+    if cfg.model.dtype not in MODEL_DTYPES:
+        problems.append(f"model.dtype={cfg.model.dtype} is not a dtype; valid: {', '.join(MODEL_DTYPES)}")
     # "auto" resolves on the machine that trains (train.engine.model.resolve_attn_implementation checks it there)
     attn_problem = attention_problem(cfg.model.attn_implementation)
     flash_problem = cfg.model.dtype != "auto" and flash_dtype_problem(cfg.model.attn_implementation, cfg.model.dtype)

@@ -161,13 +161,18 @@ def build_model(
             quantization_config=GgufConfig(dequantize=True),
         )
     elif source == "pretrained":
-        model = AutoModelForCausalLM.from_pretrained(
-            model_cfg.path,
-            dtype=dtype,
-            attn_implementation=attn_implementation,
-            trust_remote_code=bool(model_cfg.trust_remote_code),
-            use_safetensors=True,
-        )
+        from huggingface_hub.errors import StrictDataclassError
+
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                model_cfg.path,
+                dtype=dtype,
+                attn_implementation=attn_implementation,
+                trust_remote_code=bool(model_cfg.trust_remote_code),
+                use_safetensors=True,
+            )
+        except (OSError, ValueError, StrictDataclassError) as err:  # the folder's files, not a fault of the run
+            raise ConfigError(f"model.path={model_cfg.path}: the model cannot be loaded: {one_line(err)}") from None
     else:
         raise ValueError(f"unknown model source {source!r}; valid: config, pretrained, smollm2_gguf")
     # Packed rows rely on restarting position ids; a KV cache disables that detection (FINDINGS).
@@ -175,6 +180,11 @@ def build_model(
     # Never resized to fit: a tokenizer larger than the embeddings is the wrong tokenizer, not a smaller model.
     _check_fit(model, model_cfg, vocab_size, f"model.path={model_cfg.path}" if source == "pretrained" else source)
     return model
+
+
+def one_line(err: Exception) -> str:
+    """An exception's message as one line: transformers' loading errors span lines (a field's value, a hint)."""
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _check_fit(model: Any, model_cfg: Any, vocab_size: int, where: str) -> None:
