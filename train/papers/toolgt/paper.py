@@ -14,7 +14,8 @@ from train.papers.spec import PaperSpec, Summary, fed_to_builder
 @dataclass
 class ToolGTConfig:
     """The ToolGT recipes' choices (seed 004): ``toolgt.arm=none,cot,template`` sweeps Table 2's row. The recipe's data
-    config reads them as ``data.builder_args.arm: ${toolgt.arm}`` and ``template: ${toolgt.template}``. Plain strings,
+    config reads them as ``data.builder_args.arm: ${toolgt.arm}``, ``template: ${toolgt.template}`` and
+    ``arm_data: ${toolgt.arm_data}``. Plain strings,
     not enums: an interpolated enum would reach the builder (and the dataset cache key) as an Enum object; ``check``
     refuses a value outside the builder's choices and lists them."""
 
