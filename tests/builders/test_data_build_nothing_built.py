@@ -45,7 +45,8 @@ def test_all_inputs_rejected_keeps_the_previous_build_and_exits_1(tmp_path, fixt
 def test_every_teacher_call_failing_writes_nothing_and_exits_1(tmp_path, capsys):
     conversations = tmp_path / "glaive.jsonl"
     assert main(["data", "convert", "glaive", "train/assets/demo/glaive_sample.json", "-o", str(conversations)]) == 0
-    lines = conversations.read_text(encoding="utf-8").splitlines()[:2]  # 3 failures in a row stop the teacher
+    # 3 failures in a row stop the teacher: glaive_sample-1 (no functions: no sample) and -10 (one sample)
+    lines = [conversations.read_text(encoding="utf-8").splitlines()[k] for k in (1, 10)]
     conversations.write_text("\n".join(lines) + "\n", encoding="utf-8")
     capsys.readouterr()
 

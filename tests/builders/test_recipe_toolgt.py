@@ -64,6 +64,7 @@ def test_every_toolgt_recipe_composes_with_each_arm_and_table_4s_settings(recipe
     model, chat_format = PAPER_RECIPES[recipe]
     assert (cfg.model.name, cfg.model.chat_format, cfg.model.source.value) == (model, chat_format, "pretrained")
     assert (args(cfg)["arm"], args(cfg)["template"]) == (arm, "detail")  # the choice reaches the builder
+    assert args(cfg)["arm_data"] == "paper"  # each arm on its own reasoning's kept set (docs/toolgt.md)
     assert (cfg.run_name, cfg.output_dir) == (f"{recipe}_{arm}_detail", f"runs/{recipe}_{arm}_detail")
     assert cfg.data.builder == "toolgt"
     assert args(cfg)["decontaminate"] == "bfcl:data/bfcl_v2,nexus:data/nexusraven_v1_eval"
@@ -96,6 +97,11 @@ def test_the_template_choice_reaches_the_builder(template):
     [
         ("toolgt.arm=thought", "toolgt.arm=thought is not an arm; valid: none, cot, template"),
         ("toolgt.template=none", "toolgt.template=none is not a template; valid: detail, claude, simple, cot"),
+        ("toolgt.arm_data=both", "toolgt.arm_data=both is not an arm_data; valid: paper, shared"),
+        (
+            "data.builder_args.arm_data=shared",
+            "data.builder_args.arm_data=shared differs from toolgt.arm_data=paper; choose it with toolgt.arm_data=...",
+        ),
         (
             "data.builder_args.arm=none",
             "data.builder_args.arm=none differs from toolgt.arm=template; choose it with toolgt.arm=...",
@@ -215,14 +221,16 @@ def test_toolgt_tiny_builds_trains_and_scores_bfcl_and_nexus_over_steps(tmp_path
 
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["status"], summary["steps"]) == ("completed", 4)
-    # 72 conversations read (12 toolace-layout + 60 glaive); those without a call turn give no sample
-    assert (summary["data"]["read"], summary["data"]["train_rows"]) == (72, 53)
-    assert summary["data"]["reasons"] == {"dropped_by_builder: split: no call turn": 32}
+    # 72 conversations read (12 toolace-layout + 60 glaive): 53 call turns and 28 relevance samples (text answers
+    # where functions were offered); the 25 glaive chats without functions give no sample
+    assert (summary["data"]["read"], summary["data"]["train_rows"]) == (72, 81)
+    assert summary["data"]["reasons"] == {"dropped_by_builder: split: no tools and no call turn": 25}
+    assert summary["paper_tables"]["toolgt"]["title"].startswith("ToolGT Table 2")  # the run ends with it
 
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows if "loss" in row] == [1, 2, 3, 4]
     evals = [row for row in rows if "eval/nexus/weighted_average" in row]
-    assert [row["step"] for row in evals] == [2, 4]  # every 2 steps; the last one is also the final eval
+    assert [row["step"] for row in evals] == [0, 2, 4]  # the base model, every 2 steps; the last is the final eval
     for row in evals:
         for prefix, total in (("bfcl", 4), ("bfcl_1", 3), ("bfcl_2", 3), ("bfcl_3", 2)):
             assert row[f"eval/{prefix}/total"] == total and 0 <= row[f"eval/{prefix}/accuracy"] <= 1

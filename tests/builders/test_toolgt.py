@@ -40,12 +40,15 @@ def test_every_kept_sample_regenerates_its_gold_from_its_reasoning_under_the_off
     conversations = real_conversations()
     for template in ("detail", "simple", "claude", "cot"):
         samples = list(build(conversations, seed=0, template=template))
-        assert len(samples) == 53  # every call turn of the 72 conversations (32 have none)
+        # every call turn of the 72 conversations and their 28 text answers with tools (25 have neither)
+        assert len(samples) == 53 + 28
         for sample in samples:
             system, user, assistant = sample.messages
             assert system.content == prompts.train_system_prompt(sample.tools) and user.role == "user"
             assert not assistant.tool_calls and "tool_calls" not in assistant.to_dict()
             gold = gold_of(sample)
+            if not gold:  # a relevance sample: its own test (tests/builders/test_toolgt_relevance.py)
+                continue
             reasoning, _, answer = assistant.content.partition("</thinking>\n")
             assert reasoning.startswith("<thinking>") and answer == prompts.call_list_text(gold)  # trains on gold
             assert not leaks(reasoning)
@@ -71,7 +74,7 @@ def test_detail_reasoning_has_seven_numbered_steps_with_the_draft_in_step_six():
     assert sample.messages[1].content == "What will the weather be like in Lisbon over the next 3 days?"
 
 
-def test_the_arms_share_the_kept_query_set_and_differ_only_in_the_reasoning():
+def test_with_shared_arm_data_the_arms_share_the_kept_query_set_and_differ_only_in_the_reasoning():
     conversations = real_conversations()
 
     def no_cot_draft(request: TeacherRequest) -> str:  # the CoT reasoning for Lisbon loses its draft call
@@ -83,14 +86,14 @@ def test_the_arms_share_the_kept_query_set_and_differ_only_in_the_reasoning():
     arms = {}
     for arm in ("none", "cot", "template"):
         builder = ToolGTBuilder(
-            ToolGTOptions.from_args({"template": "simple", "arm": arm}),
+            ToolGTOptions.from_args({"template": "simple", "arm": arm, "arm_data": "shared"}),
             seed=0,
             teacher=offline_teacher({prompts.REASONING_STAGE: no_cot_draft}),
         )
         arms[arm] = {s.id: s for s in builder.build(conversations)}
-        assert builder.report()["stages"]["cot"]["stage2"] == {"dropped: no call": 1, "passed": 52}
+        assert builder.report()["stages"]["cot"]["stage2"] == {"dropped: no call": 1, "passed": 80}
     assert set(arms["none"]) == set(arms["cot"]) == set(arms["template"])
-    assert len(arms["none"]) == 52 and "toolace_tiny-0#2" not in arms["none"]
+    assert len(arms["none"]) == 80 and "toolace_tiny-0#2" not in arms["none"]
     for sample_id, sample in arms["none"].items():
         answer = prompts.call_list_text(gold_of(sample))
         assert sample.messages[2].content == answer  # No-Thought: the call alone
@@ -107,7 +110,10 @@ def test_the_arm_and_template_spelling_from_the_cli_and_the_checks():
         "judge": False,
         "teacher": {"kind": "offline"},
     }
-    assert make_args("toolgt", {"arm": "cot"}).verified_templates() == ("detail", "cot")
+    assert make_args("toolgt", {"arm": "cot"}).verified_templates() == ("cot",)  # arm_data=paper
+    assert make_args("toolgt", {"arm": "cot", "arm_data": "shared"}).verified_templates() == ("detail", "cot")
+    with pytest.raises(ValueError, match=r"unknown arm_data 'both'; valid: paper, shared"):
+        make_args("toolgt", {"arm_data": "both"})
     with pytest.raises(ValueError, match=r"unknown template 'none'.*No-Thought is arm=none"):
         make_args("toolgt", {"template": "none"})
     with pytest.raises(ValueError, match=r"unknown arm 'nothought'; valid: none, cot, template"):
@@ -127,15 +133,16 @@ def test_a_rebuild_is_byte_identical_and_the_report_counts_every_sample(tmp_path
     for name in ("train.jsonl", "report.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     report = json.loads((tmp_path / "a" / "report.json").read_text())
-    assert (report["read"], report["samples"], report["kept"]) == (72, 53, 53)
-    assert report["dropped"] == {"split: no call turn": 32} and report["decontamination"] == "not checked"
-    assert report["stages"]["claude"] == {"stage1": {"passed": 53}, "stage2": {"passed": 53}, "stage3": {"exact": 53}}
-    assert "decontamination: not checked" in capsys.readouterr().out
+    assert (report["read"], report["samples"], report["kept"]) == (72, 81, 81)
+    assert report["relevance"] == {"samples": 28, "kept": 28} and report["verified"] == ["claude"]
+    assert report["dropped"] == {"split: no tools and no call turn": 25} and report["decontamination"] == "not checked"
+    assert report["stages"] == {"claude": {"stage1": {"passed": 81}, "stage2": {"passed": 81}, "stage3": {"exact": 81}}}
+    assert "decontamination (tooltrain's own addition, not the paper's): not checked" in capsys.readouterr().out
 
 
 def test_the_cache_makes_a_second_build_ask_the_backend_nothing_and_a_crashed_build_resumes(tmp_path):
     conversations = real_conversations()
-    options = ToolGTOptions.from_args({"template": "detail"})
+    options = ToolGTOptions.from_args({"template": "detail", "arm_data": "shared"})
 
     class Crashing(OfflineBackend):
         def __init__(self, crash_after: int | None):
@@ -154,12 +161,12 @@ def test_the_cache_makes_a_second_build_ask_the_backend_nothing_and_a_crashed_bu
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 30 and not list((tmp_path / "cache").rglob("*.tmp"))
     resumed = Crashing(None)
     first = [s.to_dict() for s in ToolGTBuilder(options, 0, Teacher(resumed, cache)).build(conversations)]
-    assert resumed.calls == 53 * 4 - 30  # 4 questions a sample (detail and cot: stages 1-2), 30 already answered
+    assert resumed.calls == 81 * 4 - 30  # 4 questions a sample (detail and cot: stages 1-2), 30 already answered
     again = Crashing(None)
     teacher = Teacher(again, cache)
     second = [s.to_dict() for s in ToolGTBuilder(options, 0, teacher).build(conversations)]
-    assert again.calls == 0 and teacher.counts["cache_hits"] == 53 * 4 and second == first
-    uncached = [s.to_dict() for s in build(conversations, seed=0, template="detail")]
+    assert again.calls == 0 and teacher.counts["cache_hits"] == 81 * 4 and second == first
+    uncached = [s.to_dict() for s in build(conversations, seed=0, template="detail", arm_data="shared")]
     assert uncached == first
 
 
@@ -221,12 +228,13 @@ def test_decontamination_drops_and_counts_samples_matching_an_eval_item(tmp_path
     assert run_cli(tmp_path / "out", f"decontaminate=bfcl:{bfcl}") == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["decontamination"] == {
+        "origin": "tooltrain's own addition, not the paper's",
         "checked": [f"bfcl:{bfcl}"],
         "eval_items": 2,
         "eval_rejected": 0,
         "matched": {"query": 1, "calls": 1},
     }
-    assert report["kept"] == 51 and report["dropped"]["decontaminated: query match an eval item"] == 1
+    assert report["kept"] == 81 - 2 and report["dropped"]["decontaminated: query match an eval item"] == 1
     assert report["dropped"]["decontaminated: calls match an eval item"] == 1  # Sydney + Nairobi, in any order
     assert main(["data", "build", "toolgt", *INPUTS, "decontaminate=squad:/x", "--out-dir", str(tmp_path / "e")]) == 2
 
@@ -236,7 +244,7 @@ def test_the_shipped_samples_do_not_match_bfcl_v2_or_nexus(shared_data, tmp_path
     assert run_cli(tmp_path / "out", f"decontaminate={spec}") == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["decontamination"]["matched"] == {"query": 0, "calls": 0}
-    assert report["decontamination"]["eval_items"] == 4621 and report["kept"] == 53
+    assert report["decontamination"]["eval_items"] == 4621 and report["kept"] == 81
 
 
 # ---------------------------------------------------------------- stage 3 and the filters, by hand
@@ -336,7 +344,7 @@ def test_the_recipe_path_reports_each_conversation_without_a_sample_once():
     conversations = real_conversations()
     drops: list[str] = []
     samples = list(build(conversations, seed=0, on_drop=drops.append))
-    assert drops == ["split: no call turn"] * 32
+    assert drops == ["split: no tools and no call turn"] * 25  # glaive's chats without functions
     assert len({s.meta["source_id"] for s in samples}) + len(drops) == len(conversations) == 72
 
 

@@ -92,7 +92,9 @@ def test_http_failures_in_a_build_become_counted_drops_and_answers_are_used_per_
         reasoning,
         '<function>[get_weather(city="Oslo")]</function>',
     )  # sample 2, cot
-    options = ToolGTOptions.from_args({"template": "detail", "reasoning_temperature": 0.9, "call_max_tokens": 99})
+    options = ToolGTOptions.from_args(
+        {"template": "detail", "arm_data": "shared", "reasoning_temperature": 0.9, "call_max_tokens": 99}
+    )  # shared: the template's and the CoT reasoning are both asked for
     builder = ToolGTBuilder(options, seed=3, teacher=Teacher(backend(opener, sleeps)))
     drops: list[str] = []
     first, second = dialogue(), dialogue()

@@ -186,10 +186,11 @@ def test_summary_pieces():
         "20 conversations read -> 10 training samples; left out 10: 2 unreadable, 3 dropped by the data builder, "
         "1 unrenderable in the chat format, 4 with nothing to train; 5 truncated to data.max_seq_len"
     )
-    # toolgt_tiny: the builder makes one sample per call turn, 53 from the 40 conversations it did not drop
-    split = {"read": 72, "dropped_by_builder": 32, "train_rows": 53, "eval_rows": 0}
+    # toolgt_tiny: the builder makes one sample per call turn and per text answer where functions were offered, 81
+    # from the 47 conversations it did not drop
+    split = {"read": 72, "dropped_by_builder": 25, "train_rows": 81, "eval_rows": 0}
     assert data_line(split) == (
-        "72 conversations read -> 53 training samples; left out 32: 32 dropped by the data builder"
+        "72 conversations read -> 81 training samples; left out 25: 25 dropped by the data builder"
     )
 
 

@@ -4,28 +4,40 @@ Canonical conversations in (ToolACE, glaive, xLAM, ... through their readers), s
 
 1. Split: every assistant turn that calls tools is one sample: query = the user turns since the previous call turn
    (joined by a newline), tools = the conversation's tools, gold = the turn's calls. A call turn with no user turn
-   of its own (it follows tool results) cannot stand alone: dropped. A conversation without a call turn: dropped.
-2. Decontamination (``decontaminate=bfcl:PATH,nexus:PATH``): a sample whose normalised query or call set matches an
-   eval item is dropped and counted (``train.papers.toolgt.checks``); without the argument the report says
-   "not checked".
+   of its own (it follows tool results) cannot stand alone: dropped. Every assistant turn that answers a user turn
+   in text, in a conversation with tools, is a relevance sample (Table 2's relevance column; the prompts of Tables
+   8 and 11: "If none of the function can be used, point it out. If the given question lacks the parameters
+   required by the function, also point it out"): query = the user turns since the previous assistant turn, gold =
+   no call (``[]``, the answer BFCL's irrelevance check and ``answer_style=toolgt_text`` read as no call). A text
+   turn after tool results answers the results: not a sample. A conversation that gives no sample is dropped
+   (``split: no tools and no call turn``: nothing to call and nothing to abstain from).
+2. Decontamination (``decontaminate=bfcl:PATH,nexus:PATH``; tooltrain's own addition, not the paper's): a sample
+   whose normalised query or call set matches an eval item is dropped and counted
+   (``train.papers.toolgt.checks``); without the argument the report says "not checked".
 3. Stage 1: the teacher writes a reasoning from (query, tools, gold) following the template, in ``<thinking>``
    tags; a reasoning that leaks the answer ("ground truth", "the answer is") is dropped.
 4. Stage 2: the teacher regenerates the call from (query, tools, reasoning), without the template, in
-   ``<function>`` tags; no readable call list, or an empty one: dropped.
+   ``<function>`` tags; no readable call list (an empty ``<function></function>`` reads as no call), or no call
+   where the gold has one: dropped.
 5. Stage 3: kept when the regenerated list equals the gold's text (exact), else is AST-equivalent to it, else the
    judge (``judge=true``) answers ``CAN REPLACE GROUND TRUTH``. The sample trains on the GOLD call, never on the
    regenerated one.
 
-The arms (``arm=none|cot|template``) share one kept query set per template: a sample is kept when the reasoning of
-``template`` AND the CoT reasoning both pass stages 1-3 (one of them when ``template=cot``). ``arm=template`` trains
-on the template's reasoning, ``arm=cot`` on the CoT reasoning, ``arm=none`` (No-Thought) on the call alone, so
-``toolgt.arm=none,cot,template`` sweeps the paper's three rows over the same queries (the teacher's answers are
-cached, so the three builds ask once).
+The arms (``arm=none|cot|template``) and their data (``arm_data=paper|shared``). ``paper`` (the default, §3.2 and
+Table 3): each arm trains on the samples whose own reasoning passed stages 1-3: ``arm=template`` on those the
+template's reasoning passed, ``arm=cot`` on those the CoT reasoning passed, ``arm=none`` (No-Thought: ToolACE's
+calls as they are, no reasoning) on the template's kept set, so its data varies with the template only, as Table
+3's No-Thought row does. ``shared``: the three arms train on one query set per template, the samples that both the
+template's reasoning AND the CoT reasoning passed (one of them when ``template=cot``), so the arms differ only in
+the reasoning. ``arm=template`` trains on the template's reasoning, ``arm=cot`` on the CoT reasoning, ``arm=none``
+on the call alone; ``toolgt.arm=none,cot,template`` sweeps the paper's three rows (the teacher's answers are
+cached, so the builds ask once per template).
 
 Each training sample (Table 11): system = the BFCL prompting system prompt with the functions, the user's query, and
 one assistant message whose content is ``<thinking>REASONING</thinking>\\n[func(a=1)]`` (``arm=none``: the call
-list alone) with no ``tool_calls``; ``meta``: ``gold_calls``, ``template``, ``arm``, ``source_id``, ``turn``,
-``verified`` (template -> exact | ast | judge). A chat format renders that content as text (``answer_style``).
+list alone; a relevance sample's list is ``[]``) with no ``tool_calls``; ``meta``: ``gold_calls``, ``template``,
+``arm``, ``arm_data``, ``source_id``, ``turn``, ``verified`` (template -> exact | ast | judge). A chat format
+renders that content as text (``answer_style``).
 """
 
 from __future__ import annotations
@@ -50,8 +62,11 @@ from train.teacher import (
     teacher_config_problem,
 )
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: relevance samples (no-call turns) and arm_data
 ARMS = ("none", "cot", "template")
+ARM_DATA = ("paper", "shared")  # each arm on its own reasoning's kept set | all arms on template AND CoT kept
+NO_TOOLS = "split: no tools and no call turn"
+DECONTAMINATION_ORIGIN = "tooltrain's own addition, not the paper's"
 THINKING = re.compile(r"<thinking>(.*?)</thinking>", re.DOTALL)
 FUNCTION = re.compile(r"<function>(.*?)</function>", re.DOTALL)
 
@@ -62,6 +77,7 @@ class ToolGTOptions:
 
     template: str = "detail"  # detail | simple | claude | cot: the reasoning template (decides the kept set)
     arm: str = "template"  # none (No-Thought) | cot | template: what the assistant turn trains on
+    arm_data: str = "paper"  # paper | shared: which kept set each arm trains on (the module docstring)
     teacher: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})  # train.teacher.make_backend
     cache_dir: str = ""  # "" = none for offline, ~/.cache/tooltrain/teacher otherwise; "none" = no cache
     judge: bool = True  # stage 3's LLM judge for calls that are neither exact nor AST-equivalent
@@ -87,6 +103,8 @@ class ToolGTOptions:
             )
         if options.arm not in ARMS:
             raise ValueError(f"toolgt builder: unknown arm {options.arm!r}; valid: {', '.join(ARMS)}")
+        if options.arm_data not in ARM_DATA:
+            raise ValueError(f"toolgt builder: unknown arm_data {options.arm_data!r}; valid: {', '.join(ARM_DATA)}")
         options.teacher = dict(options.teacher or {"kind": "offline"})
         problem = teacher_config_problem(options.teacher, "toolgt builder")
         if problem:
@@ -94,6 +112,9 @@ class ToolGTOptions:
         return options
 
     def verified_templates(self) -> tuple[str, ...]:
+        """The templates whose reasoning must pass stages 1-3 for a sample to be kept (``arm_data``)."""
+        if self.arm_data == "paper":
+            return ("cot",) if self.arm == "cot" else (self.template,)
         return (self.template,) if self.template == "cot" else (self.template, "cot")
 
     def trained_template(self) -> str | None:
@@ -107,16 +128,22 @@ class Sample:
     turn: int
     query: str
     tools: list[Tool]
-    gold: list[ToolCall]
+    gold: list[ToolCall]  # [] for a relevance sample: no function is called
+
+    @property
+    def relevance(self) -> bool:
+        return not self.gold
 
 
 def split(conv: Conversation, on_drop: Any) -> Iterator[Sample]:
-    """The conversation's call turns as single-turn samples (see the module docstring)."""
-    users: list[str] = []
+    """The conversation's call turns and text answers as single-turn samples (see the module docstring)."""
+    users: list[str] = []  # since the previous call turn: a call may need what the user said turns before
+    fresh: list[str] = []  # since the previous assistant turn: what a text answer replies to
     found = False
     for index, message in enumerate(conv.messages):
         if message.role == "user":
             users.append(message.content or "")
+            fresh.append(message.content or "")
         elif message.role == "assistant" and message.tool_calls:
             found = True
             if not users:
@@ -124,9 +151,14 @@ def split(conv: Conversation, on_drop: Any) -> Iterator[Sample]:
             else:
                 calls = [ToolCall(c.name, dict(c.arguments)) for c in message.tool_calls]
                 yield Sample(f"{conv.id}#{index}", conv.id, index, "\n".join(users), list(conv.tools), calls)
-            users = []
+            users, fresh = [], []
+        elif message.role == "assistant":
+            if fresh and conv.tools:  # a text answer to the user where functions were offered: no call fits
+                found = True
+                yield Sample(f"{conv.id}#{index}", conv.id, index, "\n".join(fresh), list(conv.tools), [])
+            fresh = []
     if not found:
-        on_drop("split: no call turn")
+        on_drop(NO_TOOLS if not conv.tools else "split: no call turn and no text answer to a user turn")
 
 
 class ToolGTBuilder:
@@ -187,10 +219,10 @@ class ToolGTBuilder:
         found = FUNCTION.search(answer)
         text = (found.group(1) if found else answer).strip()
         try:
-            calls = prompts.read_call_list(text)
+            calls = [] if found and not text else prompts.read_call_list(text)  # <function></function>: no call
         except PySyntaxError:
             return None, "stage2: no readable call list" if found else "stage2: no <function> block"
-        if not calls:
+        if not calls and sample.gold:
             return None, "stage2: no call"
         counts["stage2"]["passed"] += 1
         if text == prompts.call_list_text(sample.gold):
@@ -233,6 +265,7 @@ class ToolGTBuilder:
             "gold_calls": [{"name": c.name, "arguments": c.arguments} for c in sample.gold],
             "template": self.options.template,
             "arm": self.options.arm,
+            "arm_data": self.options.arm_data,
             "source_id": sample.source_id,
             "turn": sample.turn,
             "verified": verified,
@@ -272,10 +305,12 @@ class ToolGTBuilder:
             yielded = 0
             for sample in split(conv, drop):
                 self.counts["samples"] += 1
+                self.counts["relevance samples"] += sample.relevance
                 out = self.sample(sample, drop)
                 bar.update(1)
                 if out is not None:
                     self.counts["kept"] += 1
+                    self.counts["relevance kept"] += sample.relevance
                     yielded += 1
                     yield out
                 bar.set_postfix_str(f"kept {self.counts['kept'] / self.counts['samples']:.0%}")
@@ -291,6 +326,7 @@ class ToolGTBuilder:
         decontamination: Any = "not checked"
         if self.index is not None:
             decontamination = {
+                "origin": DECONTAMINATION_ORIGIN,
                 **self.index.report(),
                 "matched": {k: self.decontaminated.get(k, 0) for k in ("query", "calls")},
             }
@@ -298,6 +334,9 @@ class ToolGTBuilder:
             "conversations": self.counts["conversations"],
             "samples": self.counts["samples"],
             "kept": self.counts["kept"],
+            # the no-call samples among them (Table 2's relevance column: the model learns to abstain)
+            "relevance": {"samples": self.counts["relevance samples"], "kept": self.counts["relevance kept"]},
+            "verified": list(self.options.verified_templates()),  # whose reasoning a kept sample passed (arm_data)
             "dropped": dict(sorted(self.dropped.items())),
             "decontamination": decontamination,
             "stages": stages,
@@ -312,4 +351,15 @@ def build(
     yield from ToolGTBuilder(ToolGTOptions.from_args(args), seed).build(conversations, on_drop)
 
 
-__all__ = ["ARMS", "BUILDER_VERSION", "Sample", "ToolGTBuilder", "ToolGTOptions", "build", "split"]
+__all__ = [
+    "ARMS",
+    "ARM_DATA",
+    "BUILDER_VERSION",
+    "DECONTAMINATION_ORIGIN",
+    "NO_TOOLS",
+    "Sample",
+    "ToolGTBuilder",
+    "ToolGTOptions",
+    "build",
+    "split",
+]

@@ -10,7 +10,13 @@ from dataclasses import asdict
 from typing import Any
 
 from train.builders import BuilderSpec
-from train.papers.toolgt.builder import BUILDER_VERSION, ToolGTBuilder, ToolGTOptions, build
+from train.papers.toolgt.builder import (
+    BUILDER_VERSION,
+    DECONTAMINATION_ORIGIN,
+    ToolGTBuilder,
+    ToolGTOptions,
+    build,
+)
 from train.schema import Conversation
 
 
@@ -33,12 +39,15 @@ def files(
         )
     )
     teacher = builder.teacher.report()
+    relevance = counts["relevance"]
     lines = [
         (
-            f"samples {counts['samples']} from {counts['conversations']} conversations, kept {counts['kept']} "
-            f"({options.template} template, arm {options.arm}), dropped {sum(dropped.values())}"
+            f"samples {counts['samples']} from {counts['conversations']} conversations ({relevance['samples']} "
+            f"relevance: no call), kept {counts['kept']} ({relevance['kept']} relevance; {options.template} "
+            f"template, arm {options.arm}, arm_data {options.arm_data}: kept when "
+            f"{' and '.join(counts['verified'])} passed), dropped {sum(dropped.values())}"
         ),
-        f"decontamination: {matched}",
+        f"decontamination ({DECONTAMINATION_ORIGIN}): {matched}",
         (
             f"teacher {teacher['backend']} {teacher['model']}: asked {teacher['asked']}, backend calls "
             f"{teacher['backend_calls']}, cache hits {teacher['cache_hits']}, failures {teacher['failures']}"

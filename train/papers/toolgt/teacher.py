@@ -9,7 +9,9 @@ The PDF's extraction lost the prompts' line breaks; the words are the paper's, t
 The offline writers (``OFFLINE_WRITERS``, stage name -> writer) answer without a model: stage 1 writes the
 template's steps from the structured context, the draft call on a line of its own (Detail: step 6); stage 2 reads
 the last call list it finds at the end of a reasoning line back out of the reasoning (it never sees the gold), so
-a reasoning without a readable draft gives no call; the judge says ``TOTALLY INCORRECT``.
+a reasoning without a readable draft gives no call; the judge says ``TOTALLY INCORRECT``. For a relevance sample
+(the gold is no call) stage 1 writes the template's steps concluding that no function is called, because none
+fits the request or the request lacks what the functions require (a rule cannot tell which), and drafts ``[]``.
 """
 
 from __future__ import annotations
@@ -189,13 +191,54 @@ REVALIDATIONS = (
 )
 
 
+def _tool_notes(tool: Tool) -> str:
+    required = [str(name) for name in (tool.parameters.get("required") or [])]
+    return f'"{tool.name}" requires ' + (", ".join(f'"{name}"' for name in required) if required else "nothing")
+
+
+def offline_abstention(query: str, tools: list[Tool], template: str, rng: random.Random) -> str:
+    """Stage 1 for a relevance sample (no call is the gold): the template's steps, concluding with no call."""
+    names = ", ".join(f'"{t.name}"' for t in tools)
+    purpose = rng.choice(("The request is", "The user asks"))
+    verdict = (
+        f"none of the functions ({names}) can fulfill it as given: it asks for something they do not do, or it "
+        "lacks the parameters they require"
+    )
+    if template == "detail":
+        steps = [
+            f'{purpose}: "{query}". Based on the function descriptions, {verdict}.',
+            "So I pick no function; this is pointed out instead.",
+            "Examining the documentation: "
+            + " ".join(f'"{t.name}": {_excerpt(t.description, 100).rstrip(".") or "no description"}.' for t in tools),
+            "Analyzing the parameters: " + "; ".join(_tool_notes(t) for t in tools) + ".",
+            "Extracting the values from the request: it gives none that a function above needs for this request.",
+            "Draft of the function call(s): no call, []",
+            "Revalidating: no function call would fulfill the user's query, so none is made.",
+        ]
+        return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
+    if template == "simple":
+        return (
+            f'First, the appropriate tool(s) for "{query}": {verdict}.\n'
+            "So I refrain from making a function call.\nFunction call(s): []"
+        )
+    if template == "claude":
+        return (
+            f'The most relevant tool(s) for "{query}": {verdict}.\n'
+            "Reviewing the required parameters: " + "; ".join(_tool_notes(t) for t in tools) + ".\n"
+            "So I do not invoke a function and point this out to the user: []"
+        )
+    return f'Let me think step by step. {purpose}: "{query}".\nHere {verdict}.\nSo no function is called: []'
+
+
 def offline_reasoning(request: TeacherRequest) -> str:
     """Stage 1 without a model: the template's steps, written from the context (query, tools, gold, template)."""
     context = request.context
     query, template = _excerpt(str(context["query"])), str(context["template"])
     gold: list[ToolCall] = list(context["gold"])
-    tools = {t.name: t for t in context["tools"]}
     rng = random.Random(request.digest())
+    if not gold:
+        return f"<thinking>{offline_abstention(query, list(context['tools']), template, rng)}</thinking>"
+    tools = {t.name: t for t in context["tools"]}
     names, draft = _names(gold), call_list_text(gold)
     purpose = rng.choice(("The request is", "The user asks"))
     if template == "detail":
