@@ -100,7 +100,7 @@ def test_papers_lists_the_five_wings_and_each_spec_loads():
     }
     assert list(summaries()) == ["toolgt", "itc"]
     assert [name for name, spec in loaded.items() if spec.job] == ["ptr"]
-    assert [name for name, spec in loaded.items() if spec.after_training] == ["toolgt", "toolverifier"]
+    assert [name for name, spec in loaded.items() if spec.after_training] == ["toolverifier"]
 
 
 def test_a_spec_keeps_its_parts_with_its_node():

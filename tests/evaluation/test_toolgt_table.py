@@ -1,18 +1,18 @@
 """ToolGT's Table 2 at the end of a run (``train.papers.toolgt.run_table``): the paper's rows beside the run's, from
-the per-category / per-task numbers ``after_training`` reads out of metrics.jsonl, unrun cells with their reason."""
+the per-category / per-task sections of the run's evaluations (as the engine hands them to a paper's table), unrun
+cells with their reason."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 from omegaconf import OmegaConf
 
 from train.engine.paper_table import Unrun, table_lines
+from train.engine.summary import eval_before_after
 from train.evaluation.bfcl.summary import TOOLGT_ITEM_COUNTS
 from train.evaluation.nexus import TOOLGT_NEXUS_TASKS
 from train.papers import PAPERS
-from train.papers.toolgt.run_table import COLUMNS, after_training, measured_points, table
+from train.papers.toolgt.run_table import COLUMNS, measured_points, table
 
 TINY_CFG = {"toolgt": {"arm": "template", "template": "detail", "arm_data": "paper"}, "model": {"name": "tiny_llama"}}
 
@@ -41,9 +41,13 @@ def metrics_rows() -> list[dict]:
     return [row(0, 0.0, 0.0), {"step": 1, "loss": 2.0}, row(2, 0.25, 0.5), row(4, 0.5, 0.75)]
 
 
-def test_after_training_reads_each_category_and_nexus_task_at_step_0_and_the_last_step(tmp_path):
-    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in metrics_rows()) + "\n")
-    found = after_training(None, None, None, tmp_path, 1)["toolgt_eval"]
+def evaluations(rows: list[dict]) -> dict:
+    """The run's evaluations with every section, as ``train.engine.run.paper_tables`` gives a paper's table."""
+    return eval_before_after(rows, sections=True)
+
+
+def test_the_table_reads_each_category_and_nexus_task_at_step_0_and_the_last_step():
+    found = measured_points(evaluations(metrics_rows()))
     assert found["before"]["step"] == 0 and found["after"]["step"] == 4
     assert found["after"]["bfcl"] == {
         "simple_python": {"accuracy": 0.5, "total": 4},
@@ -52,11 +56,11 @@ def test_after_training_reads_each_category_and_nexus_task_at_step_0_and_the_las
         "parallel_multiple": {"accuracy": 0.5, "total": 2},
     }
     assert found["after"]["nexus"] == {"NVDLibrary": 0.75, "VirusTotal": 0.25}
-    assert measured_points([{"step": 3, "loss": 1.0}]) == {"before": None, "after": None}
+    assert measured_points(evaluations([{"step": 3, "loss": 1.0}])) == {"before": None, "after": None}
 
 
 def test_the_tiny_runs_table_has_the_arms_rows_of_the_four_models_and_says_why_cells_are_unrun():
-    summary = {"toolgt_eval": measured_points(metrics_rows())}
+    summary = {"eval": evaluations(metrics_rows())}
     # by hand: non-live = correct / items over its 4 categories: base (0 + 1 + 0 + 1) / 12, trained (2+1+0+1) / 12;
     # Nexus W weights NVDLibrary and VirusTotal by their sizes 78 and 151: (0.75 * 78 + 0.25 * 151) / 229 = 42.03
     assert table_lines(table(OmegaConf.create(TINY_CFG), summary).to_dict()) == [
@@ -125,7 +129,11 @@ def test_a_full_run_of_a_paper_model_fills_every_cell_beside_that_models_three_a
     }
     choices = {"arm": "none", "template": "simple", "arm_data": "shared"}
     cfg = OmegaConf.create({"toolgt": choices, "model": {"path": "meta-llama/Llama-3.1-8B-Instruct"}})
-    made = table(cfg, {"toolgt_eval": {"before": None, "after": everything}})
+    logged = {
+        f"by_category/{name}/{key}": value for name, score in everything["bfcl"].items() for key, value in score.items()
+    }
+    logged |= {f"toolgt/tasks/{task}/accuracy": value for task, value in everything["nexus"].items()}
+    made = table(cfg, {"eval": {"bfcl": {"before": None, "after": {"step": 9, **logged}}}})
     assert [label for label, _ in made.paper_rows] == [
         "LLaMA-3.1-8B-Instruct, No Thought-Training",
         "LLaMA-3.1-8B-Instruct, CoT-Training",
@@ -145,9 +153,9 @@ def test_a_run_that_evaluated_nothing_still_ends_with_the_table_every_cell_sayin
     assert made.measured == [("this run: Template-Training (detail, arm_data=paper)", unrun)]
 
 
-def test_toolgt_registers_the_table_and_the_step_that_feeds_it():
+def test_toolgt_registers_the_table():
     spec = PAPERS.get("toolgt")
-    assert spec.table is not None and spec.after_training is not None
-    summary = {"toolgt_eval": measured_points(metrics_rows())}
+    assert spec.table is not None
+    summary = {"eval": evaluations(metrics_rows())}
     cfg = OmegaConf.create(TINY_CFG)
     assert spec.table(cfg, summary).to_dict() == table(cfg, summary).to_dict()

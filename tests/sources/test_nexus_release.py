@@ -290,3 +290,14 @@ def test_nested_programs_flatten_in_evaluation_order():
         ("mod.j", [None], {}),
     ]
     assert nexus_release.normal("VT_Multi (Nested)") == "vtmultinested"
+
+
+def test_toolgt_decontaminates_against_every_task_of_a_release_folder(release):
+    from train.papers.toolgt.checks import EvalIndex
+
+    index = EvalIndex(f"nexus:{release}")  # a folder: V2's eight tasks, not only V1's *_queries.json
+    assert (index.items, index.rejected) == (15, 0)
+    conv = by_id(list(nexus.read([release])))["VT-parallel-0"]
+    query = next(m.content for m in conv.messages if m.role == "user")
+    gold = [call for m in conv.messages if m.role == "assistant" for call in m.tool_calls or []]
+    assert index.match(query, []) == "query" and index.match("another question", gold) == "calls"

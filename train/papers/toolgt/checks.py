@@ -126,6 +126,8 @@ def eval_files(source: str, path: Path) -> list[list[Path]]:
             [q, q.parent / "possible_answer" / q.name] if (q.parent / "possible_answer" / q.name).is_file() else [q]
             for q in sorted(path.glob("BFCL_*.json"))
         ]
+    if source == "nexus":  # the nexus reader takes a folder: NexusRaven V1's files, V2's release, or both
+        return [[path]]
     definitions = path / "_derived_function_definitions.json"
     queries = sorted(path.glob("*_queries.json"))
     return [[*queries, *([definitions] if definitions.is_file() else [])]] if queries else []

@@ -5,7 +5,6 @@ Table 2 at the end of a run (``run_table``), and ``--summary toolgt`` for ``eval
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from train.papers.spec import PaperSpec, Summary, fed_to_builder
@@ -47,12 +46,6 @@ def problems(cfg: Any) -> list[str]:
     return found + fed_to_builder(cfg, "toolgt", ("arm", "template", "arm_data"))
 
 
-def after_training(cfg: Any, model: Any, tokenizer: Any, out: Path, world_size: int) -> dict[str, Any]:
-    from train.papers.toolgt.run_table import after_training as read_measured
-
-    return read_measured(cfg, model, tokenizer, out, world_size)
-
-
 def table(cfg: Any, summary: dict[str, Any]) -> Any:
     from train.papers.toolgt.run_table import table as table_2
 
@@ -71,7 +64,6 @@ PAPER = PaperSpec(
     section=ToolGTConfig,
     checks=problems,
     resume=("fixed", "the ToolGT arm, template, arm_data and eval rows choose the training samples (builder_args)"),
-    after_training=after_training,  # the per-category / per-task numbers Table 2 needs (run_table.py)
     table=table,  # Table 2 beside the run's rows, at the end of the run
     summary=Summary(
         lines=summary,

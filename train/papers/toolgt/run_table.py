@@ -5,9 +5,9 @@ rows, the same runs) and Nexus W / U (Table 2). Paper rows: the three arms of th
 (``paper_tables.paper_model``), else the run's arm for each of the paper's four models.
 
 Measured rows: the trained model, and the base model when ``eval.at_start`` evaluated it at step 0. ToolGT's numbers
-need each BFCL category's accuracy and item count and each Nexus task's accuracy, which the run summary's ``eval``
-block leaves out (it keeps a benchmark's top-level metrics only), so ``after_training`` reads them from the run's
-metrics.jsonl into ``summary["toolgt_eval"]`` and the table is computed from that (summary.json alone reprints it):
+need each BFCL category's accuracy and item count and each Nexus task's accuracy: the sections of the evaluations the
+engine hands a paper's table (``summary["eval"]`` with every section, ``train.engine.run.paper_tables``), read by
+``measured_points``:
 
 * W and BFCL need all 13 BFCL-v2 categories ToolGT scores, Nexus W / U all 8 ToolGT Nexus tasks; a run without
   them gets ``Unrun`` naming what was not run (never a mean over a subset presented as the paper's number);
@@ -18,7 +18,6 @@ metrics.jsonl into ``summary["toolgt_eval"]`` and the table is computed from tha
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from train.engine.paper_table import PaperTable, Unrun
@@ -27,38 +26,36 @@ from train.papers.toolgt.paper_tables import ARM_LABELS, TABLE_2, PaperModel, Pa
 COLUMNS = ["W", "BFCL", "non-live", "live", "relevance", "Nexus W", "Nexus U"]
 TITLE = "ToolGT Table 2 (fine-tuning; BFCL-v2 groups from Table 6), %"
 GROUP_COLUMNS = {"non_live": "non-live", "live": "live", "relevance": "relevance"}
-_CATEGORY = re.compile(r"^eval/(bfcl[^/]*)/by_category/([^/]+)/(accuracy|total)$")
-_NEXUS_TASK = re.compile(r"^eval/([^/]+)/toolgt/tasks/([^/]+)/accuracy$")
+_CATEGORY = re.compile(r"^by_category/([^/]+)/(accuracy|total)$")  # a BFCL bench's section (bfcl, bfcl_1, ...)
+_NEXUS_TASK = re.compile(r"^toolgt/tasks/([^/]+)/accuracy$")  # the nexus bench's ToolGT tasks
 
 
-# ---------------------------------------------------------------- what the run measured (metrics.jsonl)
+# ---------------------------------------------------------------- what the run measured (its evaluations' sections)
 
 
-def measured_points(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"before": point | None, "after": point | None}`` from metrics.jsonl rows: the evaluation at step 0 (the
-    base model, when ``eval.at_start`` ran) and the last one past step 0. A point: ``{"step", "bfcl": {category:
-    {"accuracy", "total"}}, "nexus": {ToolGT task: accuracy}}``."""
-    points: dict[int, dict[str, Any]] = {}
-    for row in rows:
-        for key, value in row.items():
-            category, task = _CATEGORY.match(key), _NEXUS_TASK.match(key)
-            if not (category or task) or not isinstance(value, (int, float)) or isinstance(value, bool):
-                continue
-            step = int(row.get("step") or 0)
-            point = points.setdefault(step, {"step": step, "bfcl": {}, "nexus": {}})
-            if category:
-                point["bfcl"].setdefault(category.group(2), {})[category.group(3)] = value
-            else:
-                point["nexus"][task.group(2)] = value
-    later = [step for step in points if step > 0]
-    return {"before": points.get(0), "after": points[max(later)] if later else None}
-
-
-def after_training(cfg: Any, model: Any, tokenizer: Any, out: Path, world_size: int) -> dict[str, Any]:
-    """``PaperSpec.after_training``: the per-category and per-task numbers the table needs (module docstring)."""
-    from train.engine.report import read_metrics
-
-    return {"toolgt_eval": measured_points(read_metrics(Path(out) / "metrics.jsonl"))}
+def measured_points(evals: dict[str, Any]) -> dict[str, Any]:
+    """``{"before": point | None, "after": point | None}`` from the run's evaluations with every section
+    (``{bench: {"before": {...}, "after": {...}}}``): the evaluation at step 0 (the base model, when
+    ``eval.at_start`` ran) and the last one past step 0. A point: ``{"step", "bfcl": {category: {"accuracy",
+    "total"}}, "nexus": {ToolGT task: accuracy}}``; None when no bench logged a number the table reads."""
+    found: dict[str, Any] = {}
+    for when in ("before", "after"):
+        point: dict[str, Any] = {"step": 0, "bfcl": {}, "nexus": {}}
+        for bench, moments in evals.items():
+            logged = (moments or {}).get(when) or {}
+            for key, value in logged.items():
+                category, task = _CATEGORY.match(key), _NEXUS_TASK.match(key)
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                if category and bench.startswith("bfcl"):
+                    point["bfcl"].setdefault(category.group(1), {})[category.group(2)] = value
+                elif task:
+                    point["nexus"][task.group(1)] = value
+                else:
+                    continue
+                point["step"] = max(point["step"], int(logged.get("step") or 0))
+        found[when] = point if point["bfcl"] or point["nexus"] else None
+    return found
 
 
 # ---------------------------------------------------------------- the table
@@ -147,7 +144,7 @@ def table(cfg: Any, summary: dict[str, Any]) -> PaperTable:
     model_cfg = cfg.get("model") or {}
     names = [str(model_cfg.get("path") or ""), str(model_cfg.get("name") or ""), str(cfg.get("run_name") or "")]
     model = paper_model(*[name for name in names if name])
-    points = summary.get("toolgt_eval") or {"before": None, "after": None}
+    points = measured_points(summary.get("eval") or {})
     measured = []
     if points["before"] is not None:
         measured.append(("this run: base model (step 0)", measured_row(points["before"], "at step 0")))
@@ -162,4 +159,4 @@ def table(cfg: Any, summary: dict[str, Any]) -> PaperTable:
     return PaperTable(TITLE, list(COLUMNS), _paper_rows(model, arm), measured, notes)
 
 
-__all__ = ["COLUMNS", "TITLE", "after_training", "measured_points", "measured_row", "table"]
+__all__ = ["COLUMNS", "TITLE", "measured_points", "measured_row", "table"]
