@@ -33,7 +33,10 @@ def test_the_tiny_recipe_verifies_5_cases_per_task_from_the_shipped_asset_with_t
         ("eval.toolbench_verify.verify=[tool,param]", r"verify=\['tool', 'param'\]: .*valid: tool, params"),
         (
             "+eval.toolbench_verify.colour=red",
-            "eval.toolbench_verify.colour: unknown key; valid: cases_per_task, verify, teacher, data, max_new_tokens",
+            (
+                "eval.toolbench_verify.colour: unknown key; valid: cases_per_task, verify, teacher, backends, data, "
+                "max_new_tokens"
+            ),
         ),
         ("eval.toolbench_verify.cases_per_task=0", "cases_per_task must be an integer >= 1"),
         ("eval.toolbench_verify.max_new_tokens=0", "max_new_tokens must be an integer >= 1"),
