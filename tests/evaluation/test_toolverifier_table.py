@@ -101,3 +101,18 @@ def test_the_spec_registers_the_table_for_its_recipes_and_the_selectors_training
     assert spec.table is not None and spec.table(None, SUMMARY).measured == toolbench_table(SUMMARY).measured
     assert "toolselect" in spec.builders  # the full recipe (no verification in-process) ends with the table too
     assert spec.in_run({"data": {"builder": "toolselect"}, "eval": {"toolbench_verify": {}}})
+
+
+def test_table_5_puts_a_gold_selector_runs_rows_under_the_papers():
+    from train.papers.toolverifier.bench import format_table_5
+
+    metrics = {**SUMMARY["toolbench_verify"]["metrics"]}
+    metrics["rows"] = {"none": metrics["rows"]["none"], "params": metrics["rows"]["tool"]}
+    lines = format_table_5(metrics).splitlines()
+    assert lines[0] == "Table 5: parameter generation, the gold tool given (A.2), success rate, %"
+    assert lines[6] == f"{'paper: TOOLVERIFIER':<60}99.00     85.80     88.00     100.00    92.85"
+    assert (
+        lines[7] == f"{'this run: without verification (Llama-2 70B)':<60}0.00      50.00     100.00    0.00      37.50"
+    )
+    assert lines[8].startswith("this run: param selection verification only (TOOLVERIFIER)")
+    assert lines[8].endswith("0.00      50.00     100.00    50.00     50.00")

@@ -281,6 +281,30 @@ def format_tables(metrics: dict[str, Any], table_1: bool = True) -> str:
     return "\n".join(lines)
 
 
+TABLE_5_ROWS = {"none": "Llama-2 70B", "params": "TOOLVERIFIER"}  # this run's row -> the Table 5 row of its setting
+
+
+def format_table_5(metrics: dict[str, Any]) -> str:
+    """Table 5 (A.2, the gold tool given: selector ``gold``): the paper's rows, then this run's rows ``none`` (few-shot
+    parameters, no verification: the "Llama-2 70B" row's setting when ``params`` and ``call`` ask Llama-2 70B) and
+    ``params`` (parameter verification: the "TOOLVERIFIER" row's), success rate in %."""
+    tasks = [task for task in TASK_ORDER if task in metrics["items_per_task"]]
+    head = f"{'':<60}" + "".join(f"{name.capitalize():<10}" for name in [*TASK_ORDER, "average"]).rstrip()
+    lines = ["Table 5: parameter generation, the gold tool given (A.2), success rate, %", head]
+    for label, values in PAPER_TABLE_5.items():
+        lines.append(f"{'paper: ' + label:<60}" + "".join(f"{value:<10.2f}" for value in values).rstrip())
+    for key, label in TABLE_5_ROWS.items():
+        row = metrics["rows"].get(key)
+        if row is not None:
+            cells = [_percent(row["tasks"].get(task, {}).get("rate")) for task in TASK_ORDER]
+            text = "".join(f"{cell:<10}" for cell in [*cells, _percent(row["average"])]).rstrip()
+            lines.append(f"{'this run: ' + ROW_NAMES[key] + ' (' + label + ')':<60}" + text)
+    lines.append(
+        f"(this run: {metrics['items']} cases over {', '.join(tasks)}; * the paper took from ToolBench's leaderboard)"
+    )
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- a trained model as the selector
 
 
@@ -338,6 +362,7 @@ __all__ = [
     "PAPER_TABLE_4",
     "PAPER_TABLE_5",
     "TASK_ORDER",
+    "format_table_5",
     "format_tables",
     "model_completer",
     "paper_average",

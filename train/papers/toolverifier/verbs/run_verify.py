@@ -126,7 +126,7 @@ def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, s
     import time
 
     from train.evaluation.tasks import TaskError, get_task, read_references
-    from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
+    from train.papers.toolverifier.bench import format_table_5, format_tables, model_completer, verify_toolbench
     from train.papers.toolverifier.demos import DemonstrationError, find_weather_xlsx, toolbench_demonstrations
     from train.papers.toolverifier.stages import make_selector, make_teachers, read_backends, selector_kind
     from train.papers.toolverifier.verify import VerifySwitches, text_selector
@@ -166,7 +166,10 @@ def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, s
     seconds = time.monotonic() - started
     description = described[0]
     print(f"toolbench --verify: {description} as the selector (greedy, max {args.max_new_tokens} new tokens)")
-    print(format_tables(metrics))
+    gold = selector_kind(backends) == "gold"  # Table 5's setting: its rows, not Table 1's, are the comparison
+    print(format_tables(metrics, table_1=not gold))
+    if gold:
+        print(format_table_5(metrics))
     if xlsx is None:
         print("no weather/Tool_Documentations_weather.xlsx beside --data: weather demonstrations are leave-one-out too")
     if rejected:
