@@ -33,7 +33,10 @@ def test_the_tiny_recipe_verifies_5_cases_per_task_from_the_shipped_asset_with_t
         ("eval.toolbench_verify.verify=[tool,param]", r"verify=\['tool', 'param'\]: .*valid: tool, params"),
         (
             "+eval.toolbench_verify.colour=red",
-            "eval.toolbench_verify.colour: unknown key; valid: cases_per_task, verify, teacher, data, max_new_tokens",
+            (
+                "eval.toolbench_verify.colour: unknown key; valid: cases_per_task, verify, teacher, backends, data, "
+                "max_new_tokens"
+            ),
         ),
         ("eval.toolbench_verify.cases_per_task=0", "cases_per_task must be an integer >= 1"),
         ("eval.toolbench_verify.max_new_tokens=0", "max_new_tokens must be an integer >= 1"),
@@ -130,8 +133,17 @@ def test_a_completed_run_verifies_on_toolbench_and_writes_summary_traces_and_tab
     assert all(set(row["rows"]) == {"none", "tool", "params", "tool,params"} for row in traces)
     assert [row["rows"]["none"]["tool_correct"] for row in traces] == [True] * 4
     printed = capsys.readouterr().out
-    assert "Table 1: tool call success rate" in printed and "Table 2: tool selection accuracy" in printed
+    # the step prints Table 2; Table 1 is the paper's table, printed once, last, by the end-of-run summary
+    assert "Table 2: tool selection accuracy" in printed and "Table 1: tool call success rate" not in printed
     assert "without tool verification" in printed and "100.00" in printed
+    from train.engine.summary import format_summary
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["paper_tables"]["toolverifier"]["title"].startswith("ToolVerifier Table 1: tool call success rate")
+    notes = summary["paper_tables"]["toolverifier"]["notes"]
+    closing = format_summary(summary, [], out).splitlines()
+    assert closing[-len(notes) :] == [f"  {note}" for note in notes]  # the summary ends with the table
+    assert closing[-len(notes) - 1].startswith("  this run (tool verification+param verification)")
     assert f"4 case traces in {out / 'toolbench_verify.traces.jsonl'}" in printed
 
 

@@ -11,6 +11,7 @@ import argparse
 import pytest
 
 import train.teacher
+import train.teacher.routing
 from train.builders import make_args
 from train.commands.eval import run as eval_run
 from train.papers.metatool.teacher import HttpTeacher, make_teacher
@@ -31,8 +32,9 @@ CONFIGS = [
         "retries": 5,
         "backoff": 0.0,
         "max_time": 30.0,
+        "completion": True,
     },
-    {"kind": "hf", "path": "folder", "chat_format": "llama3_1", "tokenizer": "tok"},
+    {"kind": "hf", "path": "folder", "chat_format": "llama3_1", "tokenizer": "tok", "completion": True},
 ]
 
 
@@ -130,7 +132,7 @@ def test_retries_reach_the_backend_from_eval_run_verify(monkeypatch):
         built.append(backend)
         raise ValueError("stop: the teacher is built")
 
-    monkeypatch.setattr(train.teacher, "Teacher", teacher)
+    monkeypatch.setattr(train.teacher.routing, "Teacher", teacher)  # the stages' teachers are built there
     args = verify_args(*argv_of({"kind": "http", "base_url": URL, "model": "m", "retries": 4, "backoff": 0.0}))
 
     def selector_model():

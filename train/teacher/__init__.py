@@ -1,7 +1,8 @@
 """The prompted teacher data builders and evaluations ask: one interface (system + user prompt, per-stage parameters
 -> text), three backends (``offline`` deterministic writers a paper's wing supplies, an OpenAI-compatible ``http``
 endpoint, a local ``hf`` model: ``train.teacher.backends``), the one table of their settings and the one factory that
-builds them (``train.teacher.factory``), and an on-disk response cache with counts in front (``train.teacher.cache``).
+builds them (``train.teacher.factory``), an on-disk response cache with counts in front (``train.teacher.cache``),
+stages routed to different teachers (``train.teacher.routing``) and Llama-2-Chat's prompt (``train.teacher.llama2``).
 Each paper's prompts and offline writers live in its wing (``train/papers/<paper>/teacher.py``).
 """
 
@@ -25,6 +26,7 @@ from train.teacher.factory import (
     teacher_config,
     teacher_config_problem,
 )
+from train.teacher.routing import StageTeachers, stage_teachers
 
 __all__ = [
     "BACKEND_SETTINGS",
@@ -34,6 +36,7 @@ __all__ = [
     "OfflineBackend",
     "ResponseCache",
     "StageParams",
+    "StageTeachers",
     "Teacher",
     "TeacherError",
     "TeacherRequest",
@@ -44,6 +47,7 @@ __all__ = [
     "default_cache",
     "make_backend",
     "select_teacher_settings",
+    "stage_teachers",
     "teacher_config",
     "teacher_config_problem",
 ]

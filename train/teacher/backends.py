@@ -2,13 +2,17 @@
 
 * ``OfflineBackend``: no model. Each stage name maps to a deterministic writer that answers from the request's
   structured ``context`` (what the prompt was written from); a stage without a writer is a ``TeacherError``.
-* ``HttpBackend``: an OpenAI-compatible ``/chat/completions`` endpoint (``train.teacher.transport``: stdlib, each
-  attempt within a wall-clock deadline), retries with exponential backoff for what may pass (5xx, 429, unreachable,
-  broken or malformed answers) bounded in count and in time, none for a client error; an endpoint that fails
-  question after question is given up on (``TeacherUnavailable``). The API key is read from the environment
-  variable ``api_key_env`` names, never from a config.
-* ``HFBackend``: a local Hugging Face causal LM, prompted through a tooltrain chat format; greedy at temperature 0,
-  sampled (torch's generator seeded from the request; nucleus sampling when ``top_p`` is set) above it.
+* ``HttpBackend``: an OpenAI-compatible ``/chat/completions`` endpoint, or with ``completion`` its plain-completion
+  ``/completions`` (a base model: ``prompt`` is the user prompt alone, the answer ``choices[0].text``, as vLLM
+  serves it); ``train.teacher.transport`` (stdlib) holds each attempt within a wall-clock deadline; retries with
+  exponential backoff for what may pass (5xx, 429, unreachable, broken or malformed answers) bounded in count and
+  in time, none for a client error; an endpoint that fails question after question is given up on
+  (``TeacherUnavailable``). The API key is read from the environment variable ``api_key_env`` names, never from a
+  config.
+* ``HFBackend``: a local Hugging Face causal LM, prompted through a tooltrain chat format, Llama-2-Chat's template
+  (``chat_format: llama2``, ``train.teacher.llama2``) or, with ``completion``, the user prompt alone after the
+  tokenizer's BOS (a base model); greedy at temperature 0, sampled (torch's generator seeded from the request;
+  nucleus sampling when ``top_p`` is set) above it.
 
 A backend never decides what is kept: it answers or raises ``TeacherError`` with the reason (``TeacherUnavailable``:
 no question can be answered, the run stops). ``train.teacher.cache``
@@ -29,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from train.teacher import transport
+
+LLAMA2 = "llama2"  # the HF teacher's chat_format for Llama-2-Chat (train.teacher.llama2), not a tooltrain format
 
 
 class TeacherError(RuntimeError):
@@ -81,6 +87,11 @@ class TeacherRequest:
         head = [{"role": "system", "content": self.system}] if self.system is not None else []
         return [*head, {"role": "user", "content": self.user}]
 
+    def completion_prompt(self) -> str:
+        """What a plain-completion (base) model is given: the user prompt alone. A base model has no system turn,
+        and a few-shot prompt (ToolVerifier's A.6.7, ending ``API:``) is complete in itself."""
+        return self.user
+
     def digest(self) -> str:
         """A stable hex digest of the prompts and parameters (what seeds an offline writer's choices)."""
         fields = self.params.key_fields()
@@ -108,8 +119,9 @@ class OfflineBackend:
 
 
 class HttpBackend:
-    """An OpenAI-compatible chat-completions endpoint: each attempt within a wall-clock deadline, a bounded number of
-    retries within a bounded time, and a stop when the endpoint keeps failing.
+    """An OpenAI-compatible chat-completions endpoint (``completion``: its plain ``/completions``, for a base model):
+    each attempt within a wall-clock deadline, a bounded number of retries within a bounded time, and a stop when the
+    endpoint keeps failing.
 
     * ``timeout``: seconds for one attempt, from connecting to the last byte of the answer (``train.teacher.http``:
       a trickling server is cut off too).
@@ -138,13 +150,15 @@ class HttpBackend:
         sleep: Callable[[float], None] = time.sleep,
         opener: Callable[..., Any] | None = None,
         failures_in_a_row: int = 3,
+        completion: bool = False,
     ):
         if not base_url or not model:
             raise ValueError("the http teacher needs base_url and model")
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"base_url {base_url!r} is not an http:// or https:// URL")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.completion = bool(completion)
+        self.url = base_url.rstrip("/") + ("/completions" if self.completion else "/chat/completions")
         self.model = model
         self.api_key_env = api_key_env
         self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
@@ -173,9 +187,10 @@ class HttpBackend:
 
     def body(self, request: TeacherRequest) -> dict[str, Any]:
         params = request.params
+        asked = {"prompt": request.completion_prompt()} if self.completion else {"messages": request.messages()}
         body = {
             "model": self.model,
-            "messages": request.messages(),
+            **asked,
             "temperature": params.temperature,
             "max_tokens": params.max_tokens,
             "seed": params.seed,
@@ -251,13 +266,15 @@ class HttpBackend:
         except (ValueError, UnicodeDecodeError):
             reason = f"{self.url} answered with something that is not JSON"
             raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True) from None
+        where = "choices[0].text" if self.completion else "choices[0].message.content"
         try:
-            content = payload["choices"][0]["message"]["content"]
+            choice = payload["choices"][0]
+            content = choice["text"] if self.completion else choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
-            reason = f"{self.url} answered without choices[0].message.content"
+            reason = f"{self.url} answered without {where}"
             raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True) from None
         if not isinstance(content, str):
-            reason = "choices[0].message.content is not text"
+            reason = f"{where} is not text"
             raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True)
         return content
 
@@ -298,7 +315,9 @@ class _Failed(Exception):
 
 
 class HFBackend:
-    """A local causal LM, prompted through a tooltrain chat format."""
+    """A local causal LM, prompted through a tooltrain chat format, through Llama-2-Chat's template
+    (``chat_format="llama2"``) or, with ``completion``, with the user prompt alone after BOS (a base model; the chat
+    format is then unused). Llama-2's and a base model's answers end at the tokenizer's EOS."""
 
     kind = "hf"
 
@@ -309,10 +328,14 @@ class HFBackend:
         tokenizer: str | None = None,
         model: Any = None,
         tokenizer_object: Any = None,
+        completion: bool = False,
     ):
         from train.formats import get_format
 
-        self.format = get_format(chat_format)
+        self.completion = bool(completion)
+        self.chat_format = chat_format
+        # llama2 and completion prompts are the teacher's own (train.teacher.llama2): no tooltrain format
+        self.format = None if completion or chat_format == LLAMA2 else get_format(chat_format)
         self.model_name = path
         if tokenizer_object is None:
             from train.tokenizers import load_tokenizer
@@ -324,7 +347,10 @@ class HFBackend:
 
             model = AutoModelForCausalLM.from_pretrained(path)
         self.lm = model.eval()
-        ends = [self.tokenizer.convert_tokens_to_ids(t) for t in self.format.end_of_turn_texts()]
+        if self.format is None:
+            ends = [self.tokenizer.eos_token_id]
+        else:
+            ends = [self.tokenizer.convert_tokens_to_ids(t) for t in self.format.end_of_turn_texts()]
         self.stop_ids = [i for i in ends if isinstance(i, int)]
 
     @property
@@ -332,9 +358,17 @@ class HFBackend:
         return self.model_name
 
     def prompt_ids(self, request: TeacherRequest) -> list[int]:
-        """The request's prompt through the chat format, up to the assistant turn the model writes."""
+        """The request's prompt through the chat format, up to the assistant turn the model writes (a completion
+        model: BOS and the user prompt)."""
         from train.formats.tokenize import tokenize_prompt
         from train.schema import Conversation, Message
+        from train.teacher.llama2 import llama2_ids
+
+        if self.completion:
+            head = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
+            return head + self.tokenizer.encode(request.completion_prompt(), add_special_tokens=False)
+        if self.format is None:
+            return llama2_ids(request.messages(), self.tokenizer)
 
         messages = [Message(role=m["role"], content=m["content"]) for m in request.messages()]
         conv = Conversation(id="teacher", messages=messages)

@@ -17,6 +17,18 @@ from typing import Any
 from train.teacher.backends import HFBackend, HttpBackend, OfflineBackend, OfflineWriter
 
 
+def boolean(text: str | bool) -> bool:
+    """A yes/no setting from a command line or a config: true/false, yes/no, 1/0 (any case)."""
+    if isinstance(text, bool):
+        return text
+    spelled = str(text).strip().lower()
+    if spelled in ("true", "yes", "1"):
+        return True
+    if spelled in ("false", "no", "0"):
+        return False
+    raise ValueError(f"{text!r} is not true or false")
+
+
 @dataclass(frozen=True)
 class Setting:
     """One teacher setting: how a command line reads it, its default (the backend's own) and what it means."""
@@ -35,15 +47,18 @@ SETTINGS: dict[str, Setting] = {
     "backoff": Setting(float, 0.1, "http: seconds before the first retry, doubling after each (0.1)"),
     "max_time": Setting(float, None, "http: seconds for one question, attempts and waits together (no bound)"),
     "path": Setting(str, None, "hf: the local model folder"),
-    "chat_format": Setting(str, "chatml", "hf: the chat format to prompt it with (chatml)"),
+    "chat_format": Setting(str, "chatml", "hf: the chat format to prompt it with (chatml; llama2: Llama-2-Chat's)"),
     "tokenizer": Setting(str, None, "hf: the tokenizer, when not the model folder's"),
+    "completion": Setting(
+        boolean, False, "http, hf: a base model: the user prompt alone as plain text (http: /completions) (false)"
+    ),
 }
 
 # Each backend kind and the settings it takes from a config (offline takes none: its writers come from the caller).
 BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
     "offline": (),
-    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff", "max_time"),
-    "hf": ("path", "chat_format", "tokenizer"),
+    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff", "max_time", "completion"),
+    "hf": ("path", "chat_format", "tokenizer", "completion"),
 }
 
 
@@ -77,6 +92,11 @@ def make_backend(
     if problem is not None:
         raise ValueError(problem)
     kind = settings.pop("kind", "offline")
+    if "completion" in settings:
+        try:
+            settings["completion"] = boolean(settings["completion"])
+        except ValueError as err:
+            raise ValueError(f"teacher {kind!r}: completion: {err}") from None
     if kind == "offline":
         return OfflineBackend(offline_writers, offline_version)
     if kind == "hf":

@@ -4,7 +4,8 @@ When a recipe sets the key, the run's last act (``train.engine.run.finish``, aft
 model,
 on a single-rank run) is ``verify_toolbench`` with the trained model as the selector (ToolSelect's plain-completion
 prompt, greedy, ``model_completer``), the configured teacher writing questions, answers, parameters and verdicts, and
-the first ``cases_per_task`` cases of each ToolBench task. Table 1 and Table 2 are printed; the metrics go to
+the first ``cases_per_task`` cases of each ToolBench task. Table 2 is printed here, Table 1 (the paper's main
+table) last of all by the engine (``paper.table``: the measured rows beside the paper's); the metrics go to
 ``summary.json["toolbench_verify"]`` and one trace row per case to ``RUN_DIR/toolbench_verify.traces.jsonl`` -- the
 same run as ``tooltrain eval run toolbench RUN_DIR --verify tool,params --limit-per-task N`` (docs/toolverifier.md).
 
@@ -14,6 +15,9 @@ The key, every sub-key optional::
       cases_per_task: 5           # the first N cases of each task; null: all (420)
       verify: [tool, params]      # the stages switched on: tool, params (both, one, or [] for none)
       teacher: {kind: offline}    # train.teacher.make_backend's config, as the toolgt builder takes it
+      backends: {}                # per stage: selector (trained | gold | a teacher), question, answer, params,
+                                  # params_sampled, verify, call (a teacher each); the others ask `teacher`
+                                  # (train.papers.toolverifier.stages: the paper's three models)
       data: pkg://train/assets/toolverifier_tiny/toolbench   # the ToolBench folder (the 20 cases the package ships)
       max_new_tokens: 512         # the selector's budget for its Thought and Act
 
@@ -34,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "cases_per_task": None,
     "verify": ["tool", "params"],
     "teacher": {"kind": "offline"},
+    "backends": {},
     "data": DEFAULT_DATA,
     "max_new_tokens": 512,
 }
@@ -69,6 +74,10 @@ def toolbench_verify_problems(node: Any) -> list[str]:
         problems.append(f"{where}.verify={verify!r}: a list of stages; valid: {', '.join(STAGES)} (or [] for none)")
     if not isinstance(node.get("data", DEFAULT_DATA), str):
         problems.append(f"{where}.data must be the ToolBench folder (a path), got {node['data']!r}")
+    if isinstance(verify, list):
+        from train.papers.toolverifier.stages import backends_problems
+
+        problems += backends_problems(node.get("backends", {}), f"{where}.backends", verify)
     teacher = node.get("teacher", DEFAULTS["teacher"])
     kind = teacher.get("kind", "offline") if isinstance(teacher, dict) else None
     if kind not in BACKEND_SETTINGS:
@@ -124,22 +133,26 @@ def verify_after_training(
 def _verify(settings: dict[str, Any], verify: str, model: Any, tokenizer: Any, out: Path, selector: Any) -> dict:
     from train.data.inputs import resolve_input
     from train.evaluation.tasks import get_task, read_references
-    from train.papers.toolverifier import teacher as prompts
     from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
     from train.papers.toolverifier.demos import find_weather_xlsx, toolbench_demonstrations
+    from train.papers.toolverifier.stages import make_selector, make_teachers, selector_kind
     from train.papers.toolverifier.verify import VerifySwitches, text_selector
-    from train.teacher import Teacher, default_cache, make_backend
 
     started = time.monotonic()
     data = resolve_input(settings["data"])
-    teacher_config = dict(settings["teacher"])
-    kind = teacher_config.get("kind", "offline")
-    cache = default_cache(kind)  # a model teacher's answers are kept: a contrastive question is asked once per pair
-    teacher = Teacher(make_backend(teacher_config, prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION), cache)
+    backends = dict(settings["backends"] or {})
+    kind = dict(settings["teacher"]).get("kind", "offline")
+    teacher = make_teachers(settings["teacher"], backends)  # a model's answers are cached: a question is asked once
     references, rejected = read_references([data], "toolbench", get_task("toolbench"))
     xlsx = find_weather_xlsx([data])
     if selector is None:
-        selector = text_selector(model_completer(model, tokenizer, int(settings["max_new_tokens"])))
+        max_new_tokens = int(settings["max_new_tokens"])
+        selector = make_selector(
+            backends,
+            lambda: text_selector(model_completer(model, tokenizer, max_new_tokens)),
+            references,
+            max_new_tokens,
+        )
     was_training = getattr(model, "training", False)
     if model is not None:
         model.eval()
@@ -156,8 +169,10 @@ def _verify(settings: dict[str, Any], verify: str, model: Any, tokenizer: Any, o
         if was_training:
             model.train()
     seconds = round(time.monotonic() - started, 1)
-    print(f"eval.toolbench_verify: the trained model as the selector, {kind} teacher, --verify {verify}", flush=True)
-    print(format_tables(metrics), flush=True)
+    chosen = selector_kind(backends)
+    who = "the trained model" if chosen == "trained" else chosen
+    print(f"eval.toolbench_verify: {who} as the selector, {kind} teacher, --verify {verify}", flush=True)
+    print(format_tables(metrics, table_1=False), flush=True)  # Table 1 ends the run (the paper's table)
     if xlsx is None:
         print("no weather/Tool_Documentations_weather.xlsx in the data: weather demonstrations are leave-one-out too")
     if rejected:
@@ -169,6 +184,8 @@ def _verify(settings: dict[str, Any], verify: str, model: Any, tokenizer: Any, o
         "cases_per_task": settings["cases_per_task"],
         "verify": verify,
         "teacher": kind,
+        "selector": chosen,
+        "backends": backends,
         "metrics": metrics,
         "traces": TRACES_FILE,  # relative to the run folder, as summary.json's other paths
         "unreadable_references": rejected,

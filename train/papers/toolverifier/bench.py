@@ -62,6 +62,40 @@ PAPER_TABLE_2: dict[str, tuple[float, float, float, float, float]] = {
     "with": (91, 98.33, 100, 97, 96.67),
 }
 SELECTION_NAMES = {"without": "without tool verification", "with": "with tool verification"}
+# Table 1's other rows (§3.2's baselines), as printed, in the paper's order
+PAPER_TABLE_1_BASELINES: dict[str, tuple[float, float, float, float, float]] = {
+    "ToolLLM 7B": (18, 0, 0, 11, 6.90),
+    "NexusRaven-V2 13B": (55, 27.50, 43, 82, 50.71),
+    "Qwen1.5-Chat-72B": (74, 55, 52, 89, 66.90),
+    "Single-Step Llama-2 70B (1-shot)": (70, 7.50, 85, 83, 58.81),
+    "Two-Step Llama-2 70B (1-shot tool selection)": (80, 34.17, 85, 78, 67.62),
+    "Two-Step Llama-2-Chat-70B (0-shot tool selection)": (77, 64.17, 84, 83, 76.43),
+}
+# Table 3 (§4.1, success rate) and Table 4 (A.1, selection accuracy): tool-augmented LLMs without / with verification
+PAPER_TABLE_3: dict[str, tuple[float, float, float, float, float]] = {
+    "ToolLLM 7B": (18, 0, 0, 11, 6.90),
+    "ToolLLM 7B + Tool, Param Verification": (23, 7.5, 9, 15, 13.33),
+    "NexusRaven-V2 13B": (55, 27.50, 43, 82, 50.70),
+    "NexusRaven-V2 13B + Tool, Param Verification": (78, 34.17, 46, 84, 59.29),
+    "Qwen1.5-Chat-72B": (74, 55, 52, 89, 66.90),
+    "Qwen1.5-Chat-72B + Tool, Param Verification": (76, 57.5, 59, 91, 70.24),
+}
+PAPER_TABLE_4: dict[str, tuple[float, float, float, float, float]] = {
+    "ToolLLM 7B": (27, 22, 84, 26, 38.90),
+    "ToolLLM 7B + Tool Verification": (34, 30, 95, 33, 47.14),
+    "NexusRaven-V2 13B": (84, 93.33, 100, 98, 93.81),
+    "NexusRaven-V2 13B + Tool Verification": (93, 100, 100, 99, 98.10),
+    "Qwen1.5-Chat-72B": (93, 95, 99, 96, 95.71),
+    "Qwen1.5-Chat-72B + Tool Verification": (97, 100, 100, 99, 99.05),
+}
+# Table 5 (A.2): parameter generation only, the gold tool given (selector: gold); * from ToolBench's leaderboard
+PAPER_TABLE_5: dict[str, tuple[float, float, float, float, float]] = {
+    "GPT-4*": (93, 96.70, 97, 96, 95.72),
+    "GPT-3.5-Turbo*": (90, 85.80, 80, 92, 86.90),
+    "Llama-2 70B": (93, 84.17, 85, 86, 86.91),
+    "Llama-2-Chat-70B": (89, 45, 91, 88, 76.67),
+    "TOOLVERIFIER": (99, 85.80, 88, 100, 92.85),
+}
 
 
 def rows_for(switches: VerifySwitches) -> list[str]:
@@ -205,8 +239,9 @@ def _cells(measured: dict[str, Any], average: float | None, paper: tuple[float, 
     return "".join(out).rstrip()
 
 
-def format_tables(metrics: dict[str, Any]) -> str:
-    """Table 1 (success rate per row) and Table 2 (selection accuracy), each cell ``measured (paper)`` in %."""
+def format_tables(metrics: dict[str, Any], table_1: bool = True) -> str:
+    """Table 1 (success rate per row; left out when ``table_1`` is false: a training run ends with it as its paper
+    table, ``paper.table``) and Table 2 (selection accuracy), each cell ``measured (paper)`` in %."""
     tasks = [task for task in TASK_ORDER if task in metrics["items_per_task"]]
     counts = ", ".join(f"{task} {metrics['items_per_task'][task]}" for task in tasks)
     tools = "/".join(str(n) for n in metrics["tools_offered"])
@@ -216,17 +251,15 @@ def format_tables(metrics: dict[str, Any]) -> str:
             f"offered per case, --verify {metrics['verify']}"
         ),
         "",
-        "Table 1: tool call success rate, % -- measured (paper, all 420 cases)",
-        f"{'':<40}" + "".join(f"{name.capitalize():<17}" for name in [*tasks, "average"]).rstrip(),
     ]
-    for key, row in metrics["rows"].items():
-        paper = metrics["paper"]["table_1"].get(key)
-        lines.append(f"{row['name']:<40}" + _cells(row["tasks"], row["average"], paper, tasks))
-    lines += [
-        "Average: pooled over the cases (task-size weighted), as the paper's.",
-        "",
-        "Table 2: tool selection accuracy, % -- measured (paper)",
-    ]
+    header = f"{'':<40}" + "".join(f"{name.capitalize():<17}" for name in [*tasks, "average"]).rstrip()
+    if table_1:
+        lines += ["Table 1: tool call success rate, % -- measured (paper, all 420 cases)", header]
+        for key, row in metrics["rows"].items():
+            paper = metrics["paper"]["table_1"].get(key)
+            lines.append(f"{row['name']:<40}" + _cells(row["tasks"], row["average"], paper, tasks))
+        lines += ["Average: pooled over the cases (task-size weighted), as the paper's.", ""]
+    lines += ["Table 2: tool selection accuracy, % -- measured (paper)"] + ([] if table_1 else [header])
     for key, selection in metrics["selection"].items():
         paper = metrics["paper"]["table_2"][key]
         lines.append(f"{SELECTION_NAMES[key]:<40}" + _cells(selection["tasks"], selection["average"], paper, tasks))
@@ -245,6 +278,30 @@ def format_tables(metrics: dict[str, Any]) -> str:
             f"teacher: {teacher['backend']} {teacher['model']}, {teacher['asked']} asked, {teacher['cache_hits']} from "
             f"the cache, {teacher['failures']} failed; {metrics.get('contrastive_questions', 0)} contrastive questions"
         )
+    return "\n".join(lines)
+
+
+TABLE_5_ROWS = {"none": "Llama-2 70B", "params": "TOOLVERIFIER"}  # this run's row -> the Table 5 row of its setting
+
+
+def format_table_5(metrics: dict[str, Any]) -> str:
+    """Table 5 (A.2, the gold tool given: selector ``gold``): the paper's rows, then this run's rows ``none`` (few-shot
+    parameters, no verification: the "Llama-2 70B" row's setting when ``params`` and ``call`` ask Llama-2 70B) and
+    ``params`` (parameter verification: the "TOOLVERIFIER" row's), success rate in %."""
+    tasks = [task for task in TASK_ORDER if task in metrics["items_per_task"]]
+    head = f"{'':<60}" + "".join(f"{name.capitalize():<10}" for name in [*TASK_ORDER, "average"]).rstrip()
+    lines = ["Table 5: parameter generation, the gold tool given (A.2), success rate, %", head]
+    for label, values in PAPER_TABLE_5.items():
+        lines.append(f"{'paper: ' + label:<60}" + "".join(f"{value:<10.2f}" for value in values).rstrip())
+    for key, label in TABLE_5_ROWS.items():
+        row = metrics["rows"].get(key)
+        if row is not None:
+            cells = [_percent(row["tasks"].get(task, {}).get("rate")) for task in TASK_ORDER]
+            text = "".join(f"{cell:<10}" for cell in [*cells, _percent(row["average"])]).rstrip()
+            lines.append(f"{'this run: ' + ROW_NAMES[key] + ' (' + label + ')':<60}" + text)
+    lines.append(
+        f"(this run: {metrics['items']} cases over {', '.join(tasks)}; * the paper took from ToolBench's leaderboard)"
+    )
     return "\n".join(lines)
 
 
@@ -299,8 +356,13 @@ def paper_average(row: tuple[float, ...]) -> float:
 
 __all__ = [
     "PAPER_TABLE_1",
+    "PAPER_TABLE_1_BASELINES",
     "PAPER_TABLE_2",
+    "PAPER_TABLE_3",
+    "PAPER_TABLE_4",
+    "PAPER_TABLE_5",
     "TASK_ORDER",
+    "format_table_5",
     "format_tables",
     "model_completer",
     "paper_average",

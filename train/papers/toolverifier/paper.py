@@ -1,7 +1,7 @@
 """ToolVerifier's spec (``PAPERS["toolverifier"]``): the ``eval.toolbench_verify`` node its recipes set, its check,
 the ToolBench folder it reads (checked before training) and its after-training step (self-verification with the
 trained model as the selector, ``train.papers.toolverifier.after_training``), and ``eval run toolbench MODEL --verify``,
-its form of ``eval run`` (``verbs/run_verify.py``)."""
+its form of ``eval run`` (``verbs/run_verify.py``), and its table: Table 1, printed last (``table.py``)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def inputs(cfg: Any) -> list[tuple[str, str]]:
     return [(f"{NODE}.data", str(cfg.eval.toolbench_verify.get("data", DEFAULT_DATA)))]
 
 
+def table(cfg: Any, summary: dict[str, Any]) -> Any:
+    """Table 1, the paper's rows and this run's (``train.papers.toolverifier.table``): printed last by the engine."""
+    from train.papers.toolverifier.table import toolbench_table
+
+    return toolbench_table(summary)
+
+
 def after_training(cfg: Any, model: Any, tokenizer: Any, out: Path, world_size: int) -> dict[str, Any]:
     from train.papers.toolverifier.after_training import verify_after_training
 
@@ -44,4 +51,6 @@ PAPER = PaperSpec(
     inputs=inputs,
     after_training=after_training,
     eval_run_form="train.papers.toolverifier.verbs.run_verify",
+    table=table,
+    builders=("toolselect",),  # a selector's training run ends with Table 1 too, its rows unrun when not verified
 )

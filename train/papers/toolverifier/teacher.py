@@ -159,6 +159,17 @@ def read_params(text: str, names: list[str]) -> dict[str, str | None]:
     return {n: values.get(n) for n in names}
 
 
+def read_call(text: str) -> str:
+    """A.6.7's completion -> the call: what precedes a next ``INS:`` line (a base model runs on into another
+    demonstration), stripped."""
+    lines = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("INS:"):
+            break
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
 _BRACKETED = re.compile(r"\[([^\[\]]*)\]")
 
 
@@ -268,6 +279,7 @@ __all__ = [
     "param_str",
     "params_prompt",
     "question_prompt",
+    "read_call",
     "read_params",
     "read_verdict",
     "verify_prompt",

@@ -12,7 +12,8 @@ Per item (an instruction and the candidate tools), with the switches ``verify.to
    [params] a second set by sampling the same prompt (top-p, temperature 0.7, A.6);
 7. [params] only the parameters where the two sets differ are verified (A.6.5, multiple choice); "None" leaves the
    parameter unset; an unreadable verdict keeps the first set's value (and says so in the trace);
-8. the call is built from the final parameters by few-shot prompting (A.6.7).
+8. the call is built from the final parameters by few-shot prompting (A.6.7); a completion that runs on into another
+   demonstration is cut at its ``INS:`` line (``read_call``).
 
 With ``tool`` off, steps 2-5 are skipped (top-1 is the tool, no question is asked); with ``params`` off, step 6
 makes one set and step 7 is skipped (no verification prompt). Both off is Table 1's "without verification" row.
@@ -230,9 +231,11 @@ class ToolVerifier:
         try:
             demos = self.choose_params(item_id, instruction, tool, trace)
             user = prompts.call_prompt(tool_head(tool), instruction, parameter_names(tool), trace.params or {}, demos)
-            trace.call = self._ask(
-                prompts.CALL_STAGE, user, prompts.GREEDY, tool=tool.name, values=trace.params or {}, demos=demos
-            ).strip()
+            trace.call = prompts.read_call(
+                self._ask(
+                    prompts.CALL_STAGE, user, prompts.GREEDY, tool=tool.name, values=trace.params or {}, demos=demos
+                )
+            )
         except TeacherError as err:
             trace.errors.append(f"teacher: {err}")
         return trace

@@ -30,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     arg = parser.add_argument
     arg("--limit-per-task", type=int, metavar="N", help="with --verify: score each task's first N cases")
+    arg(
+        "--backends",
+        metavar="JSON|FILE",
+        help="with --verify: a model per stage (a JSON object or a YAML file): selector (trained: MODEL | gold | a "
+        "teacher), question, answer, params, params_sampled, verify, call (a teacher mapping each, as "
+        "eval.toolbench_verify.backends); the others ask --teacher",
+    )
     add_teacher_arguments(parser)
 
 
@@ -40,7 +47,11 @@ def verify_options_given(args: argparse.Namespace) -> list[str]:
 
     given = [
         name
-        for name, value in (("--verify", args.verify), ("--limit-per-task", args.limit_per_task))
+        for name, value in (
+            ("--verify", args.verify),
+            ("--limit-per-task", args.limit_per_task),
+            ("--backends", args.backends),
+        )
         if value is not None
     ]
     teacher_parser = argparse.ArgumentParser(add_help=False)
@@ -68,9 +79,20 @@ def problem(args: argparse.Namespace) -> str | None:
     if args.verify is None:
         return f"{', '.join(given)} need --verify ({VERIFY_CHOICES})"
     try:
-        VerifySwitches.parse(args.verify)
+        switches = VerifySwitches.parse(args.verify)
     except ValueError:
         return f"--verify {args.verify!r}: valid: {VERIFY_CHOICES}"
+    if args.backends is not None:
+        from train.papers.toolverifier.stages import backends_problems, read_backends
+
+        try:
+            backends = read_backends(args.backends)
+        except ValueError as err:
+            return str(err)
+        stages = [name for name, on in (("tool", switches.tool), ("params", switches.params)) if on]
+        problems = backends_problems(backends, "--backends", stages)
+        if problems:
+            return "; ".join(problems)
     if args.limit_per_task is not None and args.limit_per_task < 1:
         return "--limit-per-task must be >= 1"
     if args.max_new_tokens < 1:
@@ -104,11 +126,11 @@ def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, s
     import time
 
     from train.evaluation.tasks import TaskError, get_task, read_references
-    from train.papers.toolverifier import teacher as prompts
-    from train.papers.toolverifier.bench import format_tables, model_completer, verify_toolbench
+    from train.papers.toolverifier.bench import format_table_5, format_tables, model_completer, verify_toolbench
     from train.papers.toolverifier.demos import DemonstrationError, find_weather_xlsx, toolbench_demonstrations
+    from train.papers.toolverifier.stages import make_selector, make_teachers, read_backends, selector_kind
     from train.papers.toolverifier.verify import VerifySwitches, text_selector
-    from train.teacher import Teacher, default_cache, make_backend, teacher_config
+    from train.teacher import teacher_config
 
     traces_file = traces_path(args)
     check_outputs([traces_file, args.output], inputs)  # before the model is loaded
@@ -116,19 +138,22 @@ def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, s
     try:
         if not args.data:
             raise TaskError("--verify needs --data (the ToolBench folder or its canonical conversations)")
-        teacher = Teacher(
-            make_backend(teacher_config(args), prompts.OFFLINE_WRITERS, prompts.OFFLINE_VERSION),
-            default_cache(args.teacher),
-        )
+        backends = read_backends(args.backends) if args.backends is not None else {}
+        teacher = make_teachers(teacher_config(args), backends)
         references, rejected = read_references(args.data, args.source, get_task("toolbench"))
         if not references:
             raise TaskError(f"no reference to evaluate: {len(rejected)} unreadable")
         xlsx = find_weather_xlsx(args.data)
         demonstrations = toolbench_demonstrations(references, xlsx)
-        model, tokenizer, description = selector_model()
-        completer = model_completer(model, tokenizer, args.max_new_tokens)
+        described = [f"{selector_kind(backends)} (not MODEL)"]
+
+        def trained() -> object:  # MODEL is loaded only when it is the selector
+            model, tokenizer, described[0] = selector_model()
+            return text_selector(model_completer(model, tokenizer, args.max_new_tokens))
+
+        selector = make_selector(backends, trained, references, args.max_new_tokens)
         metrics, traces = verify_toolbench(
-            text_selector(completer),
+            selector,
             teacher,
             references,
             VerifySwitches.parse(args.verify),
@@ -139,8 +164,12 @@ def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, s
         print(f"error: {err}", file=sys.stderr)
         return 2
     seconds = time.monotonic() - started
+    description = described[0]
     print(f"toolbench --verify: {description} as the selector (greedy, max {args.max_new_tokens} new tokens)")
-    print(format_tables(metrics))
+    gold = selector_kind(backends) == "gold"  # Table 5's setting: its rows, not Table 1's, are the comparison
+    print(format_tables(metrics, table_1=not gold))
+    if gold:
+        print(format_table_5(metrics))
     if xlsx is None:
         print("no weather/Tool_Documentations_weather.xlsx beside --data: weather demonstrations are leave-one-out too")
     if rejected:
@@ -153,6 +182,8 @@ def run(args: argparse.Namespace, selector_model: Callable[[], tuple[Any, Any, s
         "model": description,
         "data": [str(p) for p in args.data],
         "verify": metrics["verify"],
+        "selector": selector_kind(backends),
+        "backends": backends,
         "metrics": metrics,
         "wall_seconds": round(seconds, 1),
         "issues": {"unreadable_references": rejected},
