@@ -35,6 +35,8 @@ FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFo
 FORMATS.register("deepseek_v3", "train.formats.deepseek_v3:DeepSeekV3Format")
 FORMATS.register("toolselect_text", "train.papers.toolverifier.format:ToolSelectTextFormat")
 FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
+# any other causal LM: its own tokenizer's chat template, masks read off the rendering (not one of the exact 13)
+FORMATS.register("template", "train.formats.template:TemplateFormat")
 
 
 def format_class(name: str | type[ChatFormat]) -> type[ChatFormat]:
