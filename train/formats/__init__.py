@@ -39,6 +39,36 @@ FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
 FORMATS.register("template", "train.formats.template:TemplateFormat")
 
 
+AUTO = "auto"  # model.chat_format=auto: the exact format of the model's family, else "template"
+FALLBACK = "template"
+# tooltrain's built tokenizers (train.tokenizers.BUILDERS) -> the exact format their family writes (conf/model pairs)
+BUILT_TOKENIZER_FORMATS = {
+    "llama3": "llama3_1",
+    "llama4": "llama4",
+    "qwen2_5": "qwen2_5",
+    "qwen3": "qwen3",
+    "mistral_v3": "mistral_v3",
+    "mistral_tekken": "mistral_nemo",
+    "mistral_v7": "mistral_v7",
+    "smollm2": "chatml",
+    "tiny_chatml": "chatml",
+    "o200k_harmony": "harmony",
+}
+
+
+def auto_choice(exact: str | None, model: str) -> tuple[str, str]:
+    """(the format ``model.chat_format=auto`` runs ``model`` with, the line that says so): ``exact``, the exact format
+    the model's files name (None when they name none), or the fallback rendering with the model's own template."""
+    exact_names = ", ".join(name for name in FORMATS if name != FALLBACK)
+    if exact is not None:
+        return exact, f"model.chat_format=auto: {model} is a {exact} model: the exact format {exact!r}"
+    return FALLBACK, (
+        f"model.chat_format=auto: {model} is none of the families of tooltrain's exact formats ({exact_names}): "
+        f"using {FALLBACK!r}, which renders with the model's own chat template (masks read off its rendering and "
+        "checked); parity with the official template is certified only for the exact formats"
+    )
+
+
 def format_class(name: str | type[ChatFormat]) -> type[ChatFormat]:
     """The format class ``name`` (registered, or ``module:attr``) names; ValueError listing the valid names. A
     class is its own (a format built from ``module:attr`` knows its class, not the string that named it)."""
@@ -115,11 +145,15 @@ def get_format(name: str, options: dict[str, Any] | None = None) -> ChatFormat:
 
 
 __all__ = [
+    "AUTO",
+    "BUILT_TOKENIZER_FORMATS",
+    "FALLBACK",
     "FORMATS",
     "ChatFormat",
     "MaskPolicy",
     "Segment",
     "Tokenized",
+    "auto_choice",
     "check_format_options",
     "format_class",
     "format_options",

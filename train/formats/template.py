@@ -289,15 +289,19 @@ def _turn_parts(text: str, conv: Conversation, index: int, control: re.Pattern |
 
 
 def _end_start(text: str, control: re.Pattern | None) -> int:
-    """Where the turn's closing starts: its trailing control tokens and the whitespace among them (a turn that
-    ends in text has none: ``len(text)``)."""
-    start, seen_control = len(text), False
-    for piece, special in reversed(_pieces(text, control)):
-        if not special and piece.strip():
-            break
-        seen_control = seen_control or special
-        start -= len(piece)
-    return start if seen_control else len(text)
+    """Where the turn's closing starts: its trailing control tokens and the whitespace among them, less the closing
+    tags in front of them (``</tool_call>`` closes the call, it does not end the turn); ``len(text)`` for a turn
+    that ends otherwise."""
+    pieces = _pieces(text, control)
+    run = len(pieces)
+    while run and (pieces[run - 1][1] or not pieces[run - 1][0].strip()):
+        run -= 1
+    start = sum(len(piece) for piece, _ in pieces[:run])
+    for piece, special in pieces[run:]:
+        if special and not piece.startswith("</"):
+            return start
+        start += len(piece)
+    return len(text)
 
 
 def _mark(text: str, limit: int, cursor: int, value: str, part: str, found: list) -> int:

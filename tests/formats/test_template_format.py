@@ -1,0 +1,151 @@
+"""The fallback format (``train.formats.template``): masks read off a model's own chat template, exactly.
+
+Tiny byte-level tokenizers (one token per byte, no merges: a token never crosses a mask edge) carry real templates
+of families tooltrain does not hand-write, as trl's wheel ships them (``trl/chat_templates``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from train.formats import AUTO, FALLBACK, FORMATS, auto_choice, get_format
+from train.formats.mask_checks import check_sample, format_norm
+from train.formats.template import TemplateFormat
+from train.formats.tokenize import tokenize
+from train.schema import Conversation, Message, Tool, ToolCall
+
+trl = pytest.importorskip("trl")
+TEMPLATES = Path(trl.__file__).parent / "chat_templates"
+GEMMA = (["<start_of_turn>", "<end_of_turn>"], "<bos>", "<eos>")
+PHI3 = (["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"], None, "<|endoftext|>")
+QWEN3 = (["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"], None, "<|im_end|>")
+
+
+def tiny_tokenizer(template: str, specials: list[str], bos: str | None, eos: str | None):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    backend = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=bos, eos_token=eos)
+    tokenizer.add_special_tokens({"additional_special_tokens": specials})
+    tokenizer.chat_template = (TEMPLATES / template).read_text(encoding="utf-8")
+    return tokenizer
+
+
+CHAT = Conversation(
+    "chat",
+    [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="hi"),
+        Message(role="assistant", content="hello"),
+        Message(role="user", content="bye"),
+        Message(role="assistant", content="ciao"),
+    ],
+)
+CALLS = Conversation(
+    "calls",
+    tools=[Tool(name="get_weather")],
+    messages=[
+        Message(role="user", content="weather?"),
+        Message(
+            role="assistant",
+            content="Checking.",
+            tool_calls=[ToolCall(name="get_weather", arguments={"city": "Paris"}, id="c1")],
+        ),
+        Message(role="tool", tool_call_id="c1", name="get_weather", content="sunny"),
+        Message(role="assistant", content="It is sunny."),
+    ],
+)
+
+
+def trained_text(tokenizer, fmt, conv) -> str:
+    tokens = tokenize(fmt, conv, tokenizer)
+    return tokenizer.decode([i for i, label in zip(tokens.input_ids, tokens.labels) if label != -100])
+
+
+@pytest.mark.parametrize(
+    ("template", "spec", "trained"),
+    [
+        ("gemma3.jinja", GEMMA, "hello<end_of_turn>\nciao<end_of_turn>\n"),
+        ("phi3.jinja", PHI3, "hello<|end|>\nciao<|end|>\n<|endoftext|>"),
+    ],
+)
+def test_prefix_spans_train_exactly_the_assistant_text_and_its_end(template, spec, trained):
+    tokenizer = tiny_tokenizer(template, *spec)
+    fmt = TemplateFormat.bound(tokenizer)
+    assert fmt.render_text(CHAT) == tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in CHAT.messages], tokenize=False
+    )
+    assert trained_text(tokenizer, fmt, CHAT) == trained
+
+
+@pytest.mark.parametrize(
+    ("plain", "training", "spec"),
+    [("gemma3.jinja", "gemma3_training.jinja", GEMMA)] + [("phi3.jinja", "phi3_training.jinja", PHI3)],
+)
+def test_generation_markers_and_prefixes_agree(plain, training, spec):
+    by_prefix = TemplateFormat.bound(tiny_tokenizer(plain, *spec))
+    by_marker = TemplateFormat.bound(tiny_tokenizer(training, *spec))
+    assert by_prefix.render(CHAT) == by_marker.render(CHAT)
+    tokenizer = tiny_tokenizer(training, *spec)
+    marked = tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in CHAT.messages],
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
+    ours = tokenize(by_marker, CHAT, tokenizer)
+    assert ours.input_ids == marked["input_ids"]
+    assert [label != -100 for label in ours.labels] == [bool(m) for m in marked["assistant_masks"]]
+
+
+def test_call_turn_parts_are_labelled_and_pass_the_mask_checks():
+    tokenizer = tiny_tokenizer("qwen3_training.jinja", *QWEN3)
+    fmt = TemplateFormat.bound(tokenizer)
+    call_turn = [(seg.text, seg.part) for seg in fmt.render(CALLS) if seg.message == 1]
+    assert ("get_weather", "call_name") in call_turn
+    assert ('{"city": "Paris"}', "call_args") in call_turn
+    assert ("Checking.", "text") in call_turn
+    assert call_turn[-2:] == [("<|im_end|>", "end"), ("\n", "end")]
+    assert fmt.end_of_turn_texts() == ("<|im_end|>",)
+    norm = format_norm(fmt)
+    assert norm is not None and norm.calls_labelled
+    segments = fmt.render(CALLS)
+    tokens = tokenize(fmt, CALLS, tokenizer)
+    assert check_sample(CALLS, segments, [seg.assistant for seg in segments], tokens.labels, norm) is None
+
+
+def test_a_template_that_rewrites_history_is_refused_naming_the_turn():
+    fmt = TemplateFormat.bound(tiny_tokenizer("qwen3.jinja", *QWEN3))  # drops <think> of turns before the last
+    with pytest.raises(ValueError, match=r"conversation 'calls', messages\[1\] \(assistant\).*not prefix-stable"):
+        fmt.render(CALLS)
+
+
+def test_what_a_template_drops_is_refused():
+    fmt = TemplateFormat.bound(tiny_tokenizer("gemma3.jinja", *GEMMA))  # takes no tools=
+    with_tools = Conversation("t", CHAT.messages[1:3], tools=[Tool(name="lookup")])
+    with pytest.raises(ValueError, match="does not write tool 'lookup'"):
+        fmt.render(with_tools)
+
+
+def test_parse_reads_json_calls_best_effort():
+    fmt = TemplateFormat.bound(tiny_tokenizer("qwen3_training.jinja", *QWEN3))
+    content, calls = fmt.parse('Checking.\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call><|im_end|>')
+    assert content == "Checking." and [(c.name, c.arguments) for c in calls] == [("f", {"a": 1})]
+
+
+def test_registered_and_needs_its_tokenizer():
+    assert FALLBACK in FORMATS
+    with pytest.raises(ValueError, match="data.format_options.tokenizer"):
+        get_format(FALLBACK).render(CHAT)
+
+
+def test_auto_choice_names_the_exact_format_or_the_fallback():
+    assert auto_choice("qwen2_5", "m")[0] == "qwen2_5"
+    chosen, line = auto_choice(None, "/tmp/gemma")
+    assert chosen == FALLBACK and "certified only for the exact formats" in line and AUTO in line
