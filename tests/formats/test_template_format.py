@@ -149,3 +149,26 @@ def test_auto_choice_names_the_exact_format_or_the_fallback():
     assert auto_choice("qwen2_5", "m")[0] == "qwen2_5"
     chosen, line = auto_choice(None, "/tmp/gemma")
     assert chosen == FALLBACK and "certified only for the exact formats" in line and AUTO in line
+
+
+GLM = (
+    ["[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<think>", "</think>"]
+    + ["<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"]
+    + ["<tool_response>", "</tool_response>"],
+    None,
+    "<|endoftext|>",
+)
+
+
+def test_a_turn_without_its_own_end_trains_the_stop_token_that_follows_it():
+    """GLM-4.5 ends a turn with the next role's tag (its generation config's stop ids): the prefix rule trains it,
+    after the last turn too (appended), as trl's glm4moe_training marks it; the two agree."""
+    tokenizer = tiny_tokenizer("glm4moe.jinja", *GLM)
+    by_prefix = TemplateFormat.bound(tokenizer)
+    by_marker = TemplateFormat.bound(tiny_tokenizer("glm4moe_training.jinja", *GLM))
+    assert by_prefix.render(CALLS) == by_marker.render(CALLS)
+    assert trained_text(tokenizer, by_prefix, CALLS) == (
+        "\n<think></think>\nChecking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>"
+        "\n</tool_call><|observation|>\n<think></think>\nIt is sunny.<|user|>"
+    )
+    assert by_prefix.end_of_turn_texts() == ("<|observation|>", "<|user|>")

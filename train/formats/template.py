@@ -106,8 +106,7 @@ class TemplateFormat(ChatFormat):
         if _GENERATION.search(tok.chat_template):
             full, spans = _marker_spans(tok, conv, messages, tools)
         else:
-            full = _apply(tok, conv, messages, tools, False)
-            spans = _prefix_spans(tok, conv, messages, tools, full)
+            full, spans = _prefix_spans(tok, conv, messages, tools, _apply(tok, conv, messages, tools, False))
         _refuse_dropped(conv, full)
         return _segments(full, spans, conv, _control_pattern(tok))
 
@@ -172,8 +171,12 @@ def _marker_spans(tok: Any, conv: Conversation, messages: list, tools: Any) -> t
     return rendered[0], {i: (start, end) for i, (start, end) in zip(turns, merged)}
 
 
-def _prefix_spans(tok: Any, conv: Conversation, messages: list, tools: Any, full: str) -> dict[int, tuple[int, int]]:
-    """Each assistant turn's span: what ``messages[:i+1]`` adds to ``messages[:i]`` with the generation prompt."""
+def _prefix_spans(
+    tok: Any, conv: Conversation, messages: list, tools: Any, full: str
+) -> tuple[str, dict[int, tuple[int, int]]]:
+    """Each assistant turn's span: what ``messages[:i+1]`` adds to ``messages[:i]`` with the generation prompt,
+    and its stop token where the turn writes none itself (``_borrowed_stop``); the rendering, with the last turn's
+    stop token appended where the template ends the conversation without one."""
     control = _control_pattern(tok)
     spans = {}
     for i in _assistant_turns(conv):
@@ -191,8 +194,29 @@ def _prefix_spans(tok: Any, conv: Conversation, messages: list, tools: Any, full
                 f"{where}: the model's chat template is not prefix-stable: it writes this turn one way when it is "
                 "last and another when the conversation goes on (history rewritten), so no mask trains it as shown"
             )
+        if control is not None and _end_start(full[len(prompt) : end], control) == end - len(prompt):
+            stop = _borrowed_stop(tok, messages[: i + 1], tools, full, end, control)
+            if stop and end == len(full):
+                full += stop
+            end += len(stop)
         spans[i] = (len(prompt), end)
-    return spans
+    return full, spans
+
+
+def _borrowed_stop(tok: Any, turns: list, tools: Any, full: str, end: int, control: re.Pattern) -> str:
+    """The control token a model emits to end a turn whose template writes no end of its own (GLM: the next role's
+    ``<|user|>`` or ``<|observation|>``, its generation config's stop ids, as trl's glm4moe_training trains them):
+    the one the conversation goes on with, or, after the last turn, the one a following user message opens with.
+    "" when there is none."""
+    if end < len(full):
+        match = control.match(full, end)
+        return match.group() if match else ""
+    try:
+        after = tok.apply_chat_template([*turns, {"role": "user", "content": "x"}], tools=tools, tokenize=False)
+    except Exception:  # noqa: BLE001 - a template that refuses the probe: no stop token to borrow
+        return ""
+    match = control.match(after, len(full)) if after.startswith(full) else None
+    return match.group() if match else ""
 
 
 def _shared_end(turn: str, full: str, start: int, control: re.Pattern | None) -> int | None:
