@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from train.formats import AUTO, FALLBACK, FORMATS, auto_choice, get_format
+from train.formats import AUTO, FALLBACK, FORMATS, auto_choice, format_class, get_format, known_format
 from train.formats.mask_checks import check_sample, format_norm
 from train.formats.template import TemplateFormat
 from train.formats.tokenize import tokenize
@@ -139,8 +139,8 @@ def test_parse_reads_json_calls_best_effort():
     assert content == "Checking." and [(c.name, c.arguments) for c in calls] == [("f", {"a": 1})]
 
 
-def test_registered_and_needs_its_tokenizer():
-    assert FALLBACK in FORMATS
+def test_named_apart_from_the_exact_formats_and_needs_its_tokenizer():
+    assert FALLBACK not in FORMATS and known_format(FALLBACK) and format_class(FALLBACK) is TemplateFormat
     with pytest.raises(ValueError, match="data.format_options.tokenizer"):
         get_format(FALLBACK).render(CHAT)
 

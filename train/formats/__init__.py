@@ -1,7 +1,9 @@
 """Chat formats, one module per model family. ``get_format(name, options)`` returns a ready instance.
 
-``FORMATS`` is the one list of them (``train.registry``): a name, or ``module:attr`` naming a ``ChatFormat``
-subclass of your own (``model.chat_format=mypkg.formats:MyFormat``, ``docs/extending.md``).
+``FORMATS`` is the one list of the exact ones (``train.registry``): a name, or ``module:attr`` naming a ``ChatFormat``
+subclass of your own (``model.chat_format=mypkg.formats:MyFormat``, ``docs/extending.md``). ``template``
+(``FALLBACK``) is any other model's own chat template (``train.formats.template``); ``auto_choice`` says which
+``model.chat_format=auto`` runs.
 
 A format's options are the keyword arguments of its constructor (``Llama31Format(tools_in_user_message=False,
 date_string=...)``); ``format_options(name)`` lists them with their defaults, and ``check_format_options``
@@ -35,12 +37,13 @@ FORMATS.register("deepseek_coder", "train.formats.deepseek_coder:DeepSeekCoderFo
 FORMATS.register("deepseek_v3", "train.formats.deepseek_v3:DeepSeekV3Format")
 FORMATS.register("toolselect_text", "train.papers.toolverifier.format:ToolSelectTextFormat")
 FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
-# any other causal LM: its own tokenizer's chat template, masks read off the rendering (not one of the exact 13)
-FORMATS.register("template", "train.formats.template:TemplateFormat")
 
 
 AUTO = "auto"  # model.chat_format=auto: the exact format of the model's family, else "template"
+# Any other causal LM: its own tokenizer's chat template, masks read off the rendering (train.formats.template). Not
+# in FORMATS, the exact formats (each checked against its family's official template, listed in the README).
 FALLBACK = "template"
+FALLBACK_CLASS = "train.formats.template:TemplateFormat"
 # tooltrain's built tokenizers (train.tokenizers.BUILDERS) -> the exact format their family writes (conf/model pairs)
 BUILT_TOKENIZER_FORMATS = {
     "llama3": "llama3_1",
@@ -59,7 +62,7 @@ BUILT_TOKENIZER_FORMATS = {
 def auto_choice(exact: str | None, model: str) -> tuple[str, str]:
     """(the format ``model.chat_format=auto`` runs ``model`` with, the line that says so): ``exact``, the exact format
     the model's files name (None when they name none), or the fallback rendering with the model's own template."""
-    exact_names = ", ".join(name for name in FORMATS if name != FALLBACK)
+    exact_names = ", ".join(FORMATS)
     if exact is not None:
         return exact, f"model.chat_format=auto: {model} is a {exact} model: the exact format {exact!r}"
     return FALLBACK, (
@@ -72,7 +75,14 @@ def auto_choice(exact: str | None, model: str) -> tuple[str, str]:
 def format_class(name: str | type[ChatFormat]) -> type[ChatFormat]:
     """The format class ``name`` (registered, or ``module:attr``) names; ValueError listing the valid names. A
     class is its own (a format built from ``module:attr`` knows its class, not the string that named it)."""
-    return name if isinstance(name, type) else FORMATS.get(name)
+    if isinstance(name, type):
+        return name
+    return FORMATS.get(FALLBACK_CLASS if name == FALLBACK else name)  # module:attr, as the registry's own names
+
+
+def known_format(name: str) -> bool:
+    """Whether ``name`` names a format: an exact one (or ``module:attr``), or the fallback."""
+    return name == FALLBACK or FORMATS.known(name)
 
 
 def variants_of(name: str) -> list[str]:
@@ -158,6 +168,7 @@ __all__ = [
     "format_class",
     "format_options",
     "get_format",
+    "known_format",
     "mask_segments",
     "parse_format_option",
     "variants_of",
