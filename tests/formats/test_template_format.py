@@ -172,3 +172,37 @@ def test_a_turn_without_its_own_end_trains_the_stop_token_that_follows_it():
         "\n</tool_call><|observation|>\n<think></think>\nIt is sunny.<|user|>"
     )
     assert by_prefix.end_of_turn_texts() == ("<|observation|>", "<|user|>")
+
+
+def granite4_template() -> str:
+    """Granite 4's chat template as BFCL's Granite handler carries it (its docstring, read as written in the source:
+    the template's own ``\\n`` and ``\\'`` escapes kept), without importing it."""
+    import ast
+    import textwrap
+
+    bfcl = pytest.importorskip("bfcl_eval")
+    source = (Path(bfcl.__file__).parent / "model_handler" / "local_inference" / "granite_4.py").read_text("utf-8")
+    method = next(
+        n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_format_prompt"
+    )
+    literal = ast.get_source_segment(source, method.body[0].value)
+    return textwrap.dedent(literal.removeprefix('"""').removesuffix('"""')).strip()
+
+
+def test_granite_call_turns_train_their_calls_and_end():
+    tokenizer = tiny_tokenizer("gemma3.jinja", ["<|start_of_role|>", "<|end_of_role|>"], None, "<|end_of_text|>")
+    tokenizer.chat_template = granite4_template()
+    fmt = TemplateFormat.bound(tokenizer)
+    assert trained_text(tokenizer, fmt, CALLS) == (
+        'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+        "<|end_of_text|>\nIt is sunny.<|end_of_text|>\n"
+    )
+    segments = fmt.render(CALLS)
+    parts = {(seg.text, seg.part) for seg in segments if seg.message == 1}
+    assert {("get_weather", "call_name"), ('{"city": "Paris"}', "call_args"), ("<|end_of_text|>", "end")} <= parts
+    norm = format_norm(fmt)
+    assert norm is not None and norm.calls_labelled
+    labels = tokenize(fmt, CALLS, tokenizer).labels
+    assert check_sample(CALLS, segments, [seg.assistant for seg in segments], labels, norm) is None
+    assert fmt.parse(segments_text := "".join(s.text for s in segments if s.message == 1))[1][0].name == "get_weather"
+    assert segments_text.startswith("Checking.")
