@@ -262,7 +262,7 @@ def _segments(full: str, spans: dict[int, tuple[int, int]], conv: Conversation, 
     for index, (start, end) in sorted(spans.items(), key=lambda item: item[1]):
         if start > position:
             regions.append((position, start, "header", -1))
-            parts = _turn_parts(full[start:end], conv, index, control)
+        parts = _turn_parts(full[start:end], conv, index, control)
         regions += [(s + start, e + start, part, index) for s, e, part in parts]
         position = end
     if position < len(full):
