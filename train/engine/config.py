@@ -451,14 +451,16 @@ def unknown_keys(node: Any, path: str = "") -> Iterator[str]:
 
 
 def _data_problems(cfg: DictConfig) -> list[str]:
-    from train.formats import FORMATS, check_format_options
+    from train.engine.chat_format_auto import resolve_chat_format
+    from train.formats import FALLBACK, FORMATS, check_format_options, known_format
     from train.formats.base import WEIGHT_PARTS
 
     problems = []
+    resolve_chat_format(cfg)  # auto -> the family's exact format or the fallback "template", said once
     chat_format = cfg.model.chat_format
-    if not FORMATS.known(chat_format):
+    if not known_format(chat_format):
         problems.append(
-            f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)} "
+            f"model.chat_format={chat_format} is not a chat format; valid: {', '.join(FORMATS)}, auto, {FALLBACK} "
             "(or module:attr naming your own ChatFormat)"
         )
     else:

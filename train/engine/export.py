@@ -378,6 +378,7 @@ def export_folder(output_dir: Path) -> Iterator[Path]:
 
 def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto") -> ExportResult:
     from train.formats.serving import chat_template
+    from train.formats.template import SERVING as TEMPLATE_SERVING
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -389,9 +390,11 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
     fmt = run.chat_format()
     torch_dtype = resolve_export_dtype(dtype, run)
     tokenizer = run.tokenizer()  # checkpoints carry no tokenizer: then rebuilt as the run built it
-    # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped.
-    tokenizer.chat_template = chat_template(fmt)
-    check_chat_template(tokenizer, fmt)
+    # The template a server renders prompts with is the format's, never whatever the base tokenizer shipped; the
+    # fallback format (train.formats.template) trained on the model's own template, so that one ships.
+    if fmt.serving is not TEMPLATE_SERVING:  # the model's own template renders as the fallback did: nothing to check
+        tokenizer.chat_template = chat_template(fmt)
+        check_chat_template(tokenizer, fmt)
     model, merged = run.merged_model(tokenizer, torch_dtype)
     generation_settings(model, tokenizer, fmt, random_init=run.random_init)
     parameters = sum(p.numel() for p in model.parameters())

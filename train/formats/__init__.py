@@ -1,7 +1,9 @@
 """Chat formats, one module per model family. ``get_format(name, options)`` returns a ready instance.
 
-``FORMATS`` is the one list of them (``train.registry``): a name, or ``module:attr`` naming a ``ChatFormat``
-subclass of your own (``model.chat_format=mypkg.formats:MyFormat``, ``docs/extending.md``).
+``FORMATS`` is the one list of the exact ones (``train.registry``): a name, or ``module:attr`` naming a ``ChatFormat``
+subclass of your own (``model.chat_format=mypkg.formats:MyFormat``, ``docs/extending.md``). ``template``
+(``FALLBACK``) is any other model's own chat template (``train.formats.template``); ``auto_choice`` says which
+``model.chat_format=auto`` runs.
 
 A format's options are the keyword arguments of its constructor (``Llama31Format(tools_in_user_message=False,
 date_string=...)``); ``format_options(name)`` lists them with their defaults, and ``check_format_options``
@@ -37,10 +39,50 @@ FORMATS.register("toolselect_text", "train.papers.toolverifier.format:ToolSelect
 FORMATS.register("harmony", "train.formats.harmony:HarmonyFormat")  # gpt-oss
 
 
+AUTO = "auto"  # model.chat_format=auto: the exact format of the model's family, else "template"
+# Any other causal LM: its own tokenizer's chat template, masks read off the rendering (train.formats.template). Not
+# in FORMATS, the exact formats (each checked against its family's official template, listed in the README).
+FALLBACK = "template"
+FALLBACK_CLASS = "train.formats.template:TemplateFormat"
+# tooltrain's built tokenizers (train.tokenizers.BUILDERS) -> the exact format their family writes (conf/model pairs)
+BUILT_TOKENIZER_FORMATS = {
+    "llama3": "llama3_1",
+    "llama4": "llama4",
+    "qwen2_5": "qwen2_5",
+    "qwen3": "qwen3",
+    "mistral_v3": "mistral_v3",
+    "mistral_tekken": "mistral_nemo",
+    "mistral_v7": "mistral_v7",
+    "smollm2": "chatml",
+    "tiny_chatml": "chatml",
+    "o200k_harmony": "harmony",
+}
+
+
+def auto_choice(exact: str | None, model: str) -> tuple[str, str]:
+    """(the format ``model.chat_format=auto`` runs ``model`` with, the line that says so): ``exact``, the exact format
+    the model's files name (None when they name none), or the fallback rendering with the model's own template."""
+    exact_names = ", ".join(FORMATS)
+    if exact is not None:
+        return exact, f"model.chat_format=auto: {model} is a {exact} model: the exact format {exact!r}"
+    return FALLBACK, (
+        f"model.chat_format=auto: {model} is none of the families of tooltrain's exact formats ({exact_names}): "
+        f"using {FALLBACK!r}, which renders with the model's own chat template (masks read off its rendering and "
+        "checked); parity with the official template is certified only for the exact formats"
+    )
+
+
 def format_class(name: str | type[ChatFormat]) -> type[ChatFormat]:
     """The format class ``name`` (registered, or ``module:attr``) names; ValueError listing the valid names. A
     class is its own (a format built from ``module:attr`` knows its class, not the string that named it)."""
-    return name if isinstance(name, type) else FORMATS.get(name)
+    if isinstance(name, type):
+        return name
+    return FORMATS.get(FALLBACK_CLASS if name == FALLBACK else name)  # module:attr, as the registry's own names
+
+
+def known_format(name: str) -> bool:
+    """Whether ``name`` names a format: an exact one (or ``module:attr``), or the fallback."""
+    return name == FALLBACK or FORMATS.known(name)
 
 
 def variants_of(name: str) -> list[str]:
@@ -113,15 +155,20 @@ def get_format(name: str, options: dict[str, Any] | None = None) -> ChatFormat:
 
 
 __all__ = [
+    "AUTO",
+    "BUILT_TOKENIZER_FORMATS",
+    "FALLBACK",
     "FORMATS",
     "ChatFormat",
     "MaskPolicy",
     "Segment",
     "Tokenized",
+    "auto_choice",
     "check_format_options",
     "format_class",
     "format_options",
     "get_format",
+    "known_format",
     "mask_segments",
     "parse_format_option",
     "variants_of",
