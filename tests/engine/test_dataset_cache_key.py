@@ -47,3 +47,14 @@ def test_a_new_tokenizer_build_version_gives_a_new_key(monkeypatch):
     base = key(tokenizer)
     monkeypatch.setattr(train.tokenizers, "BUILD_VERSION", "999")
     assert key(tokenizer) != base
+
+
+def test_another_chat_template_gives_a_new_key_where_the_format_renders_with_it():
+    from train.formats import FALLBACK
+
+    tokenizer = load_tokenizer("tiny_chatml")
+    before = cache_key(DATA, FALLBACK, tokenizer)
+    plain = cache_key(DATA, "chatml", tokenizer)
+    tokenizer.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    assert cache_key(DATA, FALLBACK, tokenizer) != before  # the template is what the fallback renders with
+    assert cache_key(DATA, "chatml", tokenizer) == plain  # an exact format writes its own layout: no new build

@@ -111,6 +111,26 @@ def test_a_folder_whose_chat_format_cannot_be_told_is_refused_with_the_valid_cho
     assert "set model.chat_format to one of: llama3_1, " in message and "qwen2_5" in message
 
 
+def test_a_folder_of_another_family_with_its_own_chat_template_trains_with_the_template_fallback(
+    folders, tmp_path, capsys
+):
+    """#28's acceptance: `model.path=DIR` alone, DIR a family tooltrain writes no exact format for (Gemma 3's
+    template from trl's wheel), composes to the `template` format rendering with DIR's tokenizer, and says so."""
+    from pathlib import Path
+
+    import trl
+
+    folder = tmp_path / "gemma"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "gemma3_text", "vocab_size": 1024}))
+    tokenizer = tiny_tokenizer(folders["base"], 0)
+    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" / "gemma3.jinja").read_text()
+    tokenizer.save_pretrained(str(folder))
+    cfg = compose(["recipe=tiny", f"model.path={folder}"])
+    assert (cfg.model.chat_format, cfg.data.format_options.tokenizer) == ("template", str(folder))
+    assert "using 'template', which renders with the model's own chat template" in capsys.readouterr().err
+
+
 def test_a_recipes_own_layout_stays_with_a_model_folder(folders, unknown_folder):
     """toolselect_text is plain text (any tokenizer): the README's `recipe=toolverifier model.path=...` keeps it,
     even for a folder that says nothing of its format (a base model)."""

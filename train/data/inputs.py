@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from train.base.records import file_sha256, input_files
+from train.formats import FALLBACK
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
 # 2: the build also keeps the eval split's conversations (eval_conversations.jsonl).
@@ -51,6 +52,8 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     definition = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
     digest.update(definition.encode())
     digest.update(json.dumps(tokenizer.special_tokens_map, sort_keys=True, default=str).encode())
+    if format_name == FALLBACK:  # the fallback format renders with the tokenizer's own chat template
+        digest.update(str(getattr(tokenizer, "chat_template", None)).encode())
     for spec in data_cfg.get("sources", []):
         for path in spec["inputs"]:
             for file in input_files(resolve_input(path)):

@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import open_dict
 
-from train.engine.model_folder import _cached_snapshot, format_from, read_chat_template
+from train.engine.model_folder import cached_snapshot, format_from, read_chat_template
 
 
 def resolve_chat_format(cfg: Any) -> None:
@@ -50,7 +50,7 @@ def exact_format(model: Any) -> str | None:
 
 def _folder(name: str) -> Path | None:
     local = Path(name).expanduser()
-    return local if local.is_dir() else _cached_snapshot(name)
+    return local if local.is_dir() else cached_snapshot(name)
 
 
 def _config(folder: Path | None) -> dict[str, Any]:

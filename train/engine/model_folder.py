@@ -82,7 +82,7 @@ def apply_model_folder(cfg: Any, overrides: list[str]) -> None:
         cfg.model.tokenizer = path
     if "model.chat_format" not in given:
         cfg.model.chat_format = folder_chat_format(
-            str(cfg.model.chat_format), local if looks_local else _cached_snapshot(path), path
+            str(cfg.model.chat_format), local if looks_local else cached_snapshot(path), path
         )
 
 
@@ -99,9 +99,10 @@ def folder_chat_format(composed: str, folder: Path | None, name: str) -> str:
         return found
     if family == found:
         return composed
+    is_a = "of no family tooltrain writes" if found == "auto" else f"a {found} model"
     raise ConfigError(
         f"the recipe's chat format {composed} is its paper's layout for {family} models, but model.path={name} is "
-        f"a {found} model; set model.chat_format={found} (the plain family format) or another of its layouts"
+        f"{is_a}; set model.chat_format={found} (the plain family format) or another of its layouts"
     )
 
 
@@ -118,7 +119,7 @@ def recipe_layout(composed: str) -> tuple[bool, str | None]:
     return cls.any_tokenizer, cls.variant_of
 
 
-def _cached_snapshot(repo_id: str) -> Path | None:
+def cached_snapshot(repo_id: str) -> Path | None:
     """A hub id's files already in the Hugging Face cache (nothing is downloaded to compose a config)."""
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -130,9 +131,11 @@ def _cached_snapshot(repo_id: str) -> Path | None:
 
 
 def infer_chat_format(folder: Path | None, name: str) -> str:
-    """The chat format of the model in ``folder`` (None: not a local folder, nothing to read); ConfigError with
-    the valid choices when its files do not say."""
-    from train.formats import FORMATS
+    """The chat format of the model in ``folder`` (None: not a local folder, nothing to read): an exact format its
+    files name, else ``auto`` when it has a chat template of a family tooltrain does not write (resolved to the
+    ``template`` fallback, which renders with that template, and said so: ``train.engine.chat_format_auto``);
+    ConfigError with the valid choices when it has neither."""
+    from train.formats import AUTO, FORMATS
 
     config = _read_json(folder / "config.json") if folder is not None else {}
     model_type = str(config.get("model_type") or (config.get("text_config") or {}).get("model_type") or "")
@@ -140,6 +143,8 @@ def infer_chat_format(folder: Path | None, name: str) -> str:
     found = format_from(model_type, template, config.get("vocab_size"))
     if found is not None:
         return found
+    if template:
+        return AUTO
     if folder is None:
         seen = "it is not a local folder nor in the Hugging Face cache, so nothing says"
     else:
@@ -148,7 +153,7 @@ def infer_chat_format(folder: Path | None, name: str) -> str:
         seen += " that tooltrain does not recognise"
     raise ConfigError(
         f"cannot tell which chat format model.path={name} uses ({seen}); set model.chat_format to one of: "
-        f"{', '.join(FORMATS)}"
+        f"{', '.join(FORMATS)}, {AUTO}"
     )
 
 
