@@ -208,7 +208,7 @@ def write_report(
         ax.set_xlabel("step")
         ax.set_ylabel(panel.ylabel)
         ax.grid(alpha=0.3)
-        if len(panel.series) > 1:  # under the axes, not over the lines
+        if len(panel.series) > 1 or panel.series[0].label != panel.title:  # names the lines; under the axes
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
