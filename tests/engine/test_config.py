@@ -54,9 +54,12 @@ def test_peft_choices_compose(peft, kind):
     assert compose(["recipe=tiny", f"peft={peft}"]).peft.kind.value == kind
 
 
-@pytest.mark.parametrize("tracker", ["none", "tensorboard", "wandb"])
-def test_tracking_choices_compose(tracker):
-    assert compose(["recipe=tiny", f"tracking={tracker}"]).tracking.backend.value == tracker
+@pytest.mark.parametrize(
+    ("tracker", "switches"), [("none", []), ("tensorboard", ["tensorboard"]), ("wandb", ["wandb"])]
+)
+def test_tracking_choices_compose(tracker, switches):
+    tracking = compose(["recipe=tiny", f"tracking={tracker}"]).tracking
+    assert [name for name in ("tensorboard", "wandb") if tracking[name]] == switches
 
 
 @pytest.mark.parametrize("recipe", RECIPES)

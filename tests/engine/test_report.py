@@ -49,10 +49,9 @@ def test_the_report_draws_raw_and_smoothed_loss_lr_tokens_per_s_and_every_eval_m
             "real tokens/s (per device, padding excluded)",
             [("real tokens/s (per device, padding excluded)", [1, 2, 3], [100.5, 110.0, 90.0])],
         ),
-        # per benchmark: its overall rates, then each section's, then its counts; step 0 = before training
+        # per benchmark: its overall rates, then each section's (counts are not drawn); step 0 = before training
         ("eval: heldout", [("exact_match", [0, 3], [0.25, 0.5]), ("valid_call_rate", [0, 3], [0.125, 0.75])]),
         ("eval: heldout by_kind/call", [("exact_match", [0, 3], [0.0, 0.5])]),
-        ("eval: heldout (counts)", [("by_kind/call/total", [0, 3], [7.0, 7.0]), ("total", [0, 3], [12.0, 12.0])]),
     ]
     rates = [panel for panel in report_panels(ROWS) if panel.ylabel == "rate"]
     assert [panel.ylim for panel in rates] == [(-0.03, 1.03)] * 2  # rates on a 0..1 axis

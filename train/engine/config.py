@@ -65,7 +65,8 @@ class AdapterDtype(str, Enum):
 
 
 class Tracker(str, Enum):
-    none = "none"
+    """The trackers a run can report to: each is a switch in TrackingConfig and a transformers integration name."""
+
     tensorboard = "tensorboard"
     wandb = "wandb"
 
@@ -180,9 +181,12 @@ class TrainLoopConfig:
 
 @dataclass
 class TrackingConfig:
-    backend: Tracker = Tracker.none
-    project: str = "tooltrain"
-    run_name: str | None = None
+    # One switch per tracker (Tracker's names), so Hydra's list of group options merges: tracking=[tensorboard,wandb]
+    # sets both (a single ``backends`` list would be replaced by the last option's, keeping one tracker silently).
+    tensorboard: bool = False  # RUN_DIR/tensorboard
+    wandb: bool = False  # project below; WANDB_MODE=offline logs without a network
+    project: str = "tooltrain"  # the W&B project
+    run_name: str | None = None  # the trackers' name for the run; run_name when unset
 
 
 @dataclass

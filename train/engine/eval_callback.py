@@ -4,9 +4,10 @@ Before the first step when ``eval.at_start`` (step 0: the base model, exactly so
 ``lora_B`` starts at zero), every ``eval.every_steps`` optimizer steps, and after the last step when
 ``eval.at_end``, the model
 writes each benchmark's target turns, the benchmark's scorer scores them, and every number goes to
-the Trainer's ``log`` as ``eval/<bench>/<metric>`` (trackers, RUN_DIR/metrics.jsonl through the
-MetricsFile callback, the report's evaluation panel). What the model wrote goes to
-RUN_DIR/eval_predictions/<bench>-step<N>.jsonl (the scorer's rows, each with its generation).
+the Trainer's ``log`` as ``eval/<bench>/<metric>`` (RUN_DIR/metrics.jsonl through the MetricsFile callback, the
+summary, the report's evaluation panels, and the trackers under the same key: ``tracking.tracker_logs``). What
+the model wrote goes to RUN_DIR/eval_predictions/<bench>-step<N>.jsonl (the scorer's rows, each with its
+generation).
 ``heldout`` without data evaluates the run's own eval split (``data.eval_fraction``): the dataset
 build keeps those conversations.
 

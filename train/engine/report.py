@@ -2,9 +2,11 @@
 
 Panels: the training loss, raw and smoothed (an exponential moving average, debiased as TensorBoard's
 smoothing is, so its first point is the first loss); the learning rate; real (non-padding) tokens/s; and
-every evaluation metric over steps, one panel per benchmark section (rates apart from counts), so the
-step-0 evaluation of the base model sits beside the tuned model's. The figure is titled with the run
-name, model, chat format and recipe; under the panels, the paper tables the run ended with (``table_text``).
+every evaluation rate over steps, one panel per benchmark section (counts are left out; rates with the same points
+drawn once under all their names; at most ``MAX_SERIES`` series a panel, each with its own linestyle and marker,
+the legend under the axes), so the step-0 evaluation of the base model sits beside the tuned model's. The figure
+is titled with the run name, model, chat format and recipe; under the panels, the paper tables the run ended with
+(``table_text``).
 
 ``report_panels`` (rows -> panels of series) and ``report_title`` are pure and tested; ``write_report``
 only draws what they return.
@@ -19,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 EMA_SMOOTHING = 0.8  # weight of the past in the smoothed loss: about the last 5 steps count
+MAX_SERIES = 6  # per panel: more lines and their legend would hide each other
+PANEL_HEIGHT = 4.6  # inches a row of panels: the axes and, under them, a legend of up to 3 lines
+# one linestyle and one marker per series of a panel (MAX_SERIES at most): rates that sit at the same values
+# (a metric and its strict variant, often equal) still show as two lines
+LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 3))]
+MARKERS = ["o", "s", "^", "D", "v", "x"]
 
 
 @dataclass
@@ -70,30 +78,50 @@ def _series(rows: list[dict], key: str, label: str | None = None) -> Series | No
 
 
 def eval_panels(rows: list[dict]) -> list[Panel]:
-    """Every ``eval/<bench>/[<section>/...]<metric>`` over steps: rates (logged as floats) in a panel per
-    benchmark section, a benchmark's counts (integers: correct, total, parse_errors) in one panel of their own."""
+    """Every rate ``eval/<bench>/[<section>/...]<metric>`` (logged as a float) over steps, in a panel per benchmark
+    section of at most ``MAX_SERIES`` series (a section with more is split: "(1/2)", "(2/2)"; rates with the same
+    points are one series, ``merge_identical``). Counts (integers:
+    correct, total, parse_errors) are not drawn: Meta-Bench logs some sixty, whose lines and legend would hide
+    every other; metrics.jsonl and summary.json keep them."""
     keys = sorted({key for row in rows for key in row if key.startswith("eval/") and _number(row[key])})
-    groups: dict[tuple[str, bool, str], list[Series]] = {}  # (bench, counts, section) -> series
+    groups: dict[tuple[str, str], list[Series]] = {}  # (bench, section) -> series
     for key in keys:
         path = key.split("/")[1:]
         series = _series(rows, key)
         if len(path) < 2 or series is None:
             continue
-        bench, section, metric = path[0], "/".join(path[1:-1]), path[-1]
         if any(isinstance(row[key], int) for row in rows if _number(row.get(key))):
-            series.label = "/".join(path[1:])
-            groups.setdefault((bench, True, ""), []).append(series)
-        else:
-            series.label = metric
-            groups.setdefault((bench, False, section), []).append(series)
+            continue  # a count
+        bench, section, metric = path[0], "/".join(path[1:-1]), path[-1]
+        series.label = metric
+        groups.setdefault((bench, section), []).append(series)
     panels = []
-    for bench, counts, section in sorted(groups):  # per benchmark: its overall rates, its sections, its counts
-        if counts:
-            panels.append(Panel(f"eval: {bench} (counts)", "count", groups[(bench, counts, section)]))
-        else:
-            title = f"eval: {bench}" + (f" {section}" if section else "")
-            panels.append(Panel(title, "rate", groups[(bench, counts, section)], ylim=(-0.03, 1.03)))
+    for bench, section in sorted(groups):  # per benchmark: its overall rates, then its sections'
+        title = f"eval: {bench}" + (f" {section}" if section else "")
+        series = merge_identical(groups[(bench, section)])
+        parts = [series[start : start + MAX_SERIES] for start in range(0, len(series), MAX_SERIES)]
+        for number, part in enumerate(parts, start=1):
+            part_title = title + (f" ({number}/{len(parts)})" if len(parts) > 1 else "")
+            panels.append(Panel(part_title, "rate", part, ylim=(-0.03, 1.03)))
     return panels
+
+
+def merge_identical(series: list[Series]) -> list[Series]:
+    """Series with the same points drawn once, labelled with every name (``hr@1 = hr@3``): one line over another
+    hides it whatever its style."""
+    merged: dict[tuple[tuple[int, ...], tuple[float, ...]], Series] = {}
+    for one in series:
+        key = (tuple(one.steps), tuple(one.values))
+        if key in merged:
+            merged[key].label += f" = {one.label}"
+        else:
+            merged[key] = Series(one.label, one.steps, one.values)
+    return list(merged.values())
+
+
+def series_styles(count: int) -> list[tuple[str, str]]:
+    """A (linestyle, marker) per series of a panel, no two alike: lines at the same values stay apart."""
+    return [(LINESTYLES[index % len(LINESTYLES)], MARKERS[index % len(MARKERS)]) for index in range(count)]
 
 
 def report_panels(rows: list[dict]) -> list[Panel]:
@@ -149,17 +177,27 @@ def write_report(
     text = table_text(tables)
     text_height = 0.16 * (text.count("\n") + 2) if text else 0.0  # inches: one monospaced line at 8 pt
     width = max(5.5 * columns, 11.0 if text else 0.0)  # a table of five columns and its labels fits 11 inches
-    fig = plt.figure(figsize=(width, 3.8 * rows + text_height), layout="constrained")
-    plots, under = fig.subfigures(2, 1, height_ratios=[3.8 * rows, max(text_height, 1e-3)]) if text else (fig, None)
+    fig = plt.figure(figsize=(width, PANEL_HEIGHT * rows + text_height), layout="constrained")
+    plots, under = (
+        fig.subfigures(2, 1, height_ratios=[PANEL_HEIGHT * rows, max(text_height, 1e-3)]) if text else (fig, None)
+    )
     axes = plots.subplots(rows, columns, squeeze=False)
     if under is not None:
         under.text(0.01, 0.98, text, family="monospace", fontsize=8, va="top", ha="left")
     from matplotlib.ticker import MaxNLocator
 
     for ax, panel in zip(axes.flat, panels):
-        for series in panel.series:
+        for series, (linestyle, marker) in zip(panel.series, series_styles(len(panel.series))):
             few = len(series.steps) <= 20
-            ax.plot(series.steps, series.values, marker="o" if few else None, markersize=3, label=series.label)
+            ax.plot(
+                series.steps,
+                series.values,
+                linestyle=linestyle,
+                marker=marker if few else None,
+                markersize=4,
+                markerfacecolor="none",  # hollow: a marker under another still shows
+                label=series.label,
+            )
             if panel.ylim is not None and len(series.steps) <= 3:  # before/after: the numbers themselves
                 for step, value in zip(series.steps, series.values):
                     ax.annotate(f"{value:.2f}", (step, value), textcoords="offset points", xytext=(4, 4), fontsize=7)
@@ -170,8 +208,8 @@ def write_report(
         ax.set_xlabel("step")
         ax.set_ylabel(panel.ylabel)
         ax.grid(alpha=0.3)
-        if len(panel.series) > 1:
-            ax.legend(fontsize=7)
+        if len(panel.series) > 1 or panel.series[0].label != panel.title:  # names the lines; under the axes
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(report_title(identity))
