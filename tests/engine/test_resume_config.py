@@ -65,7 +65,7 @@ SINGLE = SimpleNamespace(is_main=True, world_size=1)
         ("train.dataloader_workers", FREE),
         ("eval.benchmarks.0.name", FREE),
         ("eval.every_steps", FREE),
-        ("tracking.backend", FREE),
+        ("tracking.wandb", FREE),
         ("launcher.nodes", IGNORED),
         ("launcher.log_dir", IGNORED),
         ("output_dir", IGNORED),

@@ -64,6 +64,15 @@ def test_a_tracker_tooltrain_does_not_have_fails_at_compose_naming_the_valid_one
         compose(["recipe=tiny", "tracking=mlflow"])
 
 
+def test_a_bad_name_in_a_list_of_trackers_is_one_line_naming_the_valid_ones():
+    from train.engine.overrides import override_problem
+
+    assert override_problem("train", ["recipe=tiny", "tracking=[tensorboard,mlflow]"]) == (
+        "In 'train': Could not load 'tracking/mlflow'; valid in tracking: none, tensorboard, wandb"
+    )
+    assert override_problem("train", ["recipe=tiny", "tracking=[tensorboard,wandb]"]) is None
+
+
 def test_every_tracker_is_a_switch_with_its_config_group_option():
     fields = set(TrackingConfig.__dataclass_fields__)
     assert [tracker.value for tracker in Tracker] == ["tensorboard", "wandb"]

@@ -4,6 +4,8 @@ Used by ``tooltrain train`` and ``tooltrain eval retrieval``'s Hydra form."""
 
 from __future__ import annotations
 
+import re
+
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -48,6 +50,10 @@ def _composition_problem(config_name: str, plain: list[str], err: BaseException)
         options = [line.strip() for line in rest.split("Config search path")[0].splitlines() if line.strip()]
         return f"{head.strip().splitlines()[0]}; valid in {group.strip()}: {', '.join(options)}"
     line = _first_line(err)
+    missing = re.search(r"Could not load '([\w.]+)/([\w.]+)'", line)  # a list of options (tracking=[a,b])
+    if missing and (CONF_DIR / missing.group(1)).is_dir():
+        options = sorted(path.stem for path in (CONF_DIR / missing.group(1)).glob("*.yaml"))
+        return f"{line.rstrip('.')}; valid in {missing.group(1)}: {', '.join(options)}"
     cause = err.__cause__
     if cause is None:
         return line

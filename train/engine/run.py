@@ -60,7 +60,7 @@ from train.engine.run_dir import RunSetupError, check_inputs, evaluation_hint, h
 from train.engine.run_folder import run_tokenizer
 from train.engine.signals import EarlySignals
 from train.engine.summary import eval_before_after, run_identity
-from train.engine.tracking import rank_zero_print, report_to
+from train.engine.tracking import rank_zero_print, report_to, use_trackers
 
 
 @dataclass
@@ -403,6 +403,7 @@ def train_model(
     # Throughput writes its numbers into the log dict, so it must run before every logger sees it.
     trainer.callback_handler.callbacks.insert(0, throughput)
     use_step_lines(trainer)  # formatted per-step lines on rank 0, not the Trainer's bar and dicts
+    use_trackers(trainer, cfg)  # the trackers show eval/<bench>/<metric> and get the composed config
     # Generation-based evaluation (the eval group); it logs through the Trainer, so it needs the trainer.
     evaluation = build_eval_callback(
         cfg, data.built, data.tokenizer, world, log=trainer.log, exclude_time=throughput.exclude
