@@ -178,7 +178,7 @@ def _parse(source: str, mode: str) -> Any:
 
 
 def _call(node: ast.Call, names: dict[str, str], fold_arithmetic: bool) -> PyCall:
-    name = names.get(_dotted(node.func), _dotted(node.func))
+    name = names.get(dotted_name(node.func), dotted_name(node.func))
     args = []
     for index, arg in enumerate(node.args):
         if isinstance(arg, ast.Starred):
@@ -201,11 +201,13 @@ def _call(node: ast.Call, names: dict[str, str], fold_arithmetic: bool) -> PyCal
     return PyCall(name=name, args=args, kwargs=kwargs)
 
 
-def _dotted(node: ast.expr) -> str:
+def dotted_name(node: ast.expr) -> str:
+    """A called object's name as written (``nvdlib.searchCVE``); PySyntaxError for anything else (a call's result,
+    a subscript): only names are called."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
+        return f"{dotted_name(node.value)}.{node.attr}"
     raise PySyntaxError(f"called object {ast.unparse(node)[:60]} is not a name")
 
 

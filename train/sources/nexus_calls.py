@@ -18,7 +18,7 @@ import ast
 import warnings
 from typing import Any
 
-from train.base.pysyntax import MAX_SOURCE_CHARS, PyCall, PySyntaxError, literal
+from train.base.pysyntax import MAX_SOURCE_CHARS, PyCall, PySyntaxError, dotted_name, literal
 
 
 def flatten_calls(text: Any) -> list[PyCall]:
@@ -53,7 +53,7 @@ def flatten_calls(text: Any) -> list[PyCall]:
 
 def _record(node: ast.Call, calls: list[PyCall]) -> None:
     """Append ``node``'s inner calls, then ``node`` itself, to ``calls``."""
-    name = _dotted(node.func)
+    name = dotted_name(node.func)
     args = []
     for index, arg in enumerate(node.args):
         if isinstance(arg, ast.Starred):
@@ -92,14 +92,6 @@ def _literal(node: ast.expr, where: str) -> Any:
         return literal(node)
     except PySyntaxError as err:
         raise PySyntaxError(f"{where}: {err}") from None
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    raise PySyntaxError(f"called object {ast.unparse(node)[:60]} is not a name")
 
 
 __all__ = ["flatten_calls"]
