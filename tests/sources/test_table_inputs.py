@@ -14,7 +14,7 @@ import pytest
 from train.base.records import Rejected, SourceError, iter_json_records, record_size_limit
 from train.schema import Conversation
 from train.sources import get_reader
-from train.sources.tables import NESTED_COLUMNS, iter_rows, renamed_columns
+from train.sources.tables import NESTED_COLUMNS, iter_rows, read_renamed, renamed_columns
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sources"
 LAYOUTS = ("xlam", "openai", "sharegpt", "toolace")
@@ -232,3 +232,21 @@ def test_hermes_calls_in_text_read_from_parquet_as_from_json_lines(tmp_path):
     got, rejects = conversations("sharegpt", write_table(rows, "parquet", tmp_path))
     assert got == expected and not rejects
     assert [len(m.get("tool_calls", [])) for m in got[0]["messages"]] == [0, 2, 0, 0, 0]
+
+
+def test_read_renamed_sets_the_mapping_only_while_the_reader_reads(tmp_path):
+    rows = [{"question": r["query"], "tools": r["tools"], "answers": r["answers"]} for r in fixture_rows("xlam")[:2]]
+    path = write_table(rows, "csv", tmp_path)
+    records = read_renamed(get_reader("xlam"), [path], {"query": "question"})
+    first = next(records)
+    assert isinstance(first, Conversation) and first.messages[0].content == rows[0]["question"]
+    assert next(iter_rows(path))[1]["question"] == rows[0]["question"]  # between steps: no mapping in force
+    assert isinstance(next(records), Conversation) and next(records, None) is None
+
+
+def test_csv_cells_past_the_header_reject_the_row(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("query,answers\nhi,[],extra\nok,[]\n", encoding="utf-8")
+    first, second = iter_rows(path)
+    assert isinstance(first, Rejected) and first.location == f"{path}#0" and "1 more cell" in first.reason
+    assert second == (f"{path}#1", {"query": "ok", "answers": []})

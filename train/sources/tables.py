@@ -27,8 +27,8 @@ one is absent.
 
 Column mapping: ``columns={"messages": "dialog"}`` reads the file's ``dialog`` column as the reader's
 ``messages`` key (reader key -> file column), for any file type. It is an argument here, or set for a whole read
-with ``renamed_columns(mapping)`` (a context variable, like ``record_size_limit``, because it must reach the row
-loop of every reader without changing their signature).
+with ``read_renamed(reader, inputs, mapping)`` / ``renamed_columns(mapping)`` (a context variable, like
+``record_size_limit``, because it must reach the row loop of every reader without changing their signature).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -73,6 +73,19 @@ def renamed_columns(mapping: Mapping[str, str] | None) -> Iterator[None]:
         _columns.reset(token)
 
 
+def read_renamed(reader: Callable[[list[Path]], Iterator[Any]], inputs: list[Path], columns: Mapping[str, str] | None):
+    """``reader(inputs)`` with ``columns`` in force while it reads (a source's column mapping), and only then: the
+    mapping is set around each step of the reader, so it never leaks into the code consuming the records."""
+    records = reader(inputs)
+    while True:
+        with renamed_columns(columns):
+            try:
+                item = next(records)
+            except StopIteration:
+                return
+        yield item
+
+
 def is_saved_dataset(path: Path) -> bool:
     """A folder written by ``datasets``' ``save_to_disk`` (a Dataset or a DatasetDict)."""
     return path.is_dir() and any((path / name).is_file() for name in ("state.json", "dataset_dict.json"))
@@ -91,7 +104,7 @@ def iter_rows(path: Path, columns: Mapping[str, str] | None = None) -> Iterator[
         for item in iter_json_records(path):
             yield item if isinstance(item, Rejected) else _renamed_item(item, mapping)
         return
-    kind = "a datasets folder" if path.is_dir() else TABLE_SUFFIXES[path.suffix.lower()]
+    kind = "datasets" if path.is_dir() else TABLE_SUFFIXES[path.suffix.lower()]
     batches = _saved_dataset(path) if path.is_dir() else _READERS[kind](path)
     index = 0
     try:
@@ -105,7 +118,8 @@ def iter_rows(path: Path, columns: Mapping[str, str] | None = None) -> Iterator[
     except SourceError:
         raise
     except Exception as err:  # pyarrow and datasets raise many kinds; any of them means "unreadable"
-        raise SourceError(f"{path}: not a readable {kind} file ({type(err).__name__}: {_first_line(err)})") from err
+        what = "folder saved by datasets" if kind == "datasets" else f"{kind} file"
+        raise SourceError(f"{path}: not a readable {what} ({type(err).__name__}: {_first_line(err)})") from err
 
 
 class _Broken(Exception):
@@ -214,6 +228,8 @@ def _renamed_item(item: tuple[str, Any], mapping: Mapping[str, str]) -> tuple[st
 def _checked_row(location: str, row: dict[str, Any], mapping: Mapping[str, str], is_csv: bool) -> Any:
     """One table row as a record: nulls dropped, CSV's nested cells decoded, JSON-only values, within the size."""
     try:
+        if is_csv and None in row:  # csv.DictReader keeps cells past the header's under None
+            raise RecordError(f"{len(row[None])} more cell(s) than the header has columns")
         if is_csv:  # JSON text in a cell keeps its nulls: they were written, not filled in
             record = {
                 key: _cell(key, value) for key, value in row.items() if key is not None and value not in ("", None)
@@ -250,4 +266,12 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-__all__ = ["NESTED_COLUMNS", "TABLE_SUFFIXES", "is_saved_dataset", "is_table", "iter_rows", "renamed_columns"]
+__all__ = [
+    "NESTED_COLUMNS",
+    "TABLE_SUFFIXES",
+    "is_saved_dataset",
+    "is_table",
+    "iter_rows",
+    "read_renamed",
+    "renamed_columns",
+]
