@@ -73,7 +73,9 @@ def renamed_columns(mapping: Mapping[str, str] | None) -> Iterator[None]:
         _columns.reset(token)
 
 
-def read_renamed(reader: Callable[[list[Path]], Iterator[Any]], inputs: list[Path], columns: Mapping[str, str] | None):
+def read_renamed(
+    reader: Callable[[list[Path]], Iterator[Any]], inputs: list[Path], columns: Mapping[str, str] | None
+) -> Iterator[Any]:
     """``reader(inputs)`` with ``columns`` in force while it reads (a source's column mapping), and only then: the
     mapping is set around each step of the reader, so it never leaks into the code consuming the records."""
     records = reader(inputs)
