@@ -96,7 +96,9 @@ def test_a_symlink_loop_as_input_is_one_error_line(engine, tmp_path):
 @pytest.mark.slow
 def test_a_folder_given_to_a_reader_of_files_is_one_error_line(engine, tmp_path):
     result = train(engine, tmp_path / "run", f"data.sources.0.inputs=[{tmp_path}]")
-    assert the_error(result, 2) == f"error: {tmp_path}: is a folder; expected a JSON or JSON Lines file"
+    assert the_error(result, 2) == (
+        f"error: {tmp_path}: is a folder; expected a data file or a folder saved by datasets (save_to_disk)"
+    )
 
 
 # slow tier: test_run_dir's output_dir test has this message and the kept file, the missing input this CLI path

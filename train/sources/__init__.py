@@ -4,6 +4,8 @@ A reader is ``read(inputs: list[pathlib.Path]) -> Iterator[Record | Rejected]``.
 It yields one item per source record (a canonical record, or a ``Rejected`` naming where and
 why), so ``read = accepted + rejected`` always holds for the caller. It raises ``SourceError``
 only when the inputs cannot be read at all (missing file, wrong number of inputs).
+The dialogue readers and the canonical one take their rows from ``train.sources.tables.iter_rows``:
+JSON and JSON Lines, or Parquet, Arrow, CSV and ``datasets`` folders, streamed a batch at a time.
 A reader may also yield one ``ToolLibrary`` (the tools a query dataset ranks); it is not a source
 record and is written beside the output rather than counted.
 

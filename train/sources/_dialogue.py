@@ -23,11 +23,11 @@ from train.base.records import (
     CallIds,
     Rejected,
     SourceError,
-    iter_json_records,
     parse_json_string,
     tool_from_spec,
 )
 from train.schema import Conversation, SchemaError, Tool
+from train.sources.tables import is_saved_dataset, iter_rows
 
 # A converter turns one source object into a Conversation, raising SchemaError when it cannot.
 Converter = Callable[[Any, str], Conversation]
@@ -35,7 +35,8 @@ TOOL_KEYS = ("name", "description", "parameters")
 
 
 def read_records(inputs: list[Path], convert: Converter) -> Iterator[Conversation | Rejected]:
-    """Each input is a JSON array or JSON Lines file; they are read in the order given.
+    """Each input is a JSON array or JSON Lines file, or a table (Parquet, Arrow, CSV, a ``datasets`` folder:
+    ``train.sources.tables``); they are read in the order given.
 
     ``convert(obj, fallback_id)`` gets ``f"{path.stem}-{index}"`` (index = 0-based record position
     in the file, counting undecodable lines) for sources without their own id.
@@ -43,9 +44,9 @@ def read_records(inputs: list[Path], convert: Converter) -> Iterator[Conversatio
     if not inputs:
         raise SourceError("expected one or more JSON or JSON Lines files, got 0 inputs")
     for path in inputs:
-        if path.is_dir():
-            raise SourceError(f"{path}: is a folder; expected a JSON or JSON Lines file")
-        for index, item in enumerate(iter_json_records(path)):
+        if path.is_dir() and not is_saved_dataset(path):
+            raise SourceError(f"{path}: is a folder; expected a data file or a folder saved by datasets (save_to_disk)")
+        for index, item in enumerate(iter_rows(path)):
             if isinstance(item, Rejected):
                 yield item
                 continue

@@ -1,6 +1,7 @@
 """The canonical reader: JSON Lines (or a JSON array) of canonical conversations, already converted.
 
-INPUTS: one or more canonical files (``tooltrain data convert`` output).
+INPUTS: one or more canonical files (``tooltrain data convert`` output), or the same records in Parquet, Arrow,
+CSV or a ``datasets`` folder (``train.sources.tables``).
 
 The one reader of canonical records: training data (``data.sources.N.name: canonical``), ``data build``
 inputs and ``eval run``/the eval callback's references all read through it. Records are read with the
@@ -16,14 +17,15 @@ from pathlib import Path
 
 from train.base.records import Rejected, SourceError, iter_json_records
 from train.schema import Conversation, record_from_dict
+from train.sources.tables import is_saved_dataset, iter_rows
 
 
 def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:
     """Each file's records in order: a Conversation, or a Rejected with its location and reason."""
     for path in map(Path, inputs):
-        if not path.is_file():
+        if not path.is_file() and not is_saved_dataset(path):
             raise SourceError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
-        for item in iter_json_records(path):
+        for item in iter_rows(path):
             if isinstance(item, Rejected):
                 yield item
                 continue

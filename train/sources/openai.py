@@ -1,6 +1,7 @@
 """OpenAI chat-format records (fine-tuning JSONL and exported chats) -> ``Conversation``.
 
-INPUTS: one or more JSON array or JSON Lines files, read in order. A record::
+INPUTS: one or more JSON array or JSON Lines files or tables (Parquet, Arrow, CSV, a ``datasets``
+folder: ``train.sources.tables``), read in order. A record::
 
     {"messages": [...], "tools"?: [{"type": "function", "function": {...}}], "functions"?: [...],
      "id"?: str | int, ...}

@@ -1,6 +1,7 @@
 """ShareGPT-style tool dialogues (LLaMA-Factory's ``sharegpt`` layout) -> ``Conversation``.
 
-INPUTS: one or more JSON array or JSON Lines files, read in order. A record::
+INPUTS: one or more JSON array or JSON Lines files or tables (Parquet, Arrow, CSV, a ``datasets``
+folder: ``train.sources.tables``), read in order. A record::
 
     {"conversations" | "messages": [{"from" | "role": ..., "value" | "content": str}, ...],
      "system"?: str, "tools"?: "<JSON list of function definitions>" | [...], "id"?: str | int}

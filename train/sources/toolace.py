@@ -1,6 +1,7 @@
 """ToolACE dialogues -> ``Conversation``.
 
-INPUTS: one or more JSON array or JSON Lines files, read in order. A record::
+INPUTS: one or more JSON array or JSON Lines files or tables (Parquet, Arrow, CSV, a ``datasets``
+folder: ``train.sources.tables``), read in order. A record::
 
     {"system": "You are an expert in composing functions. ... Here is a list of functions in JSON
                 format that you can invoke:\\n[{...}, {...}]\\nShould you decide to return the

@@ -1,6 +1,7 @@
 """Salesforce xLAM / APIGen function-calling records -> ``Conversation``.
 
-INPUTS: one or more JSON array or JSON Lines files, read in order. A record::
+INPUTS: one or more JSON array or JSON Lines files or tables (Parquet, Arrow, CSV, a ``datasets``
+folder: ``train.sources.tables``), read in order. A record::
 
     {"id"?: int | str, "query": str, "tools": "<JSON list of {name, description, parameters}>",
      "answers": "<JSON list of {name, arguments}>"}
