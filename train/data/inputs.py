@@ -23,7 +23,8 @@ from train.formats import FALLBACK
 # 5: the cache is memory-mapped columns (train.data.token_store), not JSON Lines rows; a JSONL cache is rebuilt.
 # 6: a conversation whose id an earlier source used is kept, renamed s<i>/<id>, not left out; the eval split goes by
 #    the id its source gave it; layout.json records each file's size and checksum (verified when opened).
-PIPELINE_VERSION = "6"
+# 7: .parquet, .arrow, .csv and datasets folders are read as tables (train.sources.tables), not as JSON Lines.
+PIPELINE_VERSION = "7"
 # data config keys that say how the build runs, not what it builds: left out of the cache key
 BUILD_ONLY_KEYS = ("num_workers",)
 
