@@ -12,10 +12,11 @@ ITC's dataset is not public; this builds tasks in its exact format from any cano
 2. Language. ``meta.language`` of the conversation when it has one, else langid of all its user turns over Table
    10's 29 languages (``train.papers.itc.teacher.TABLE10_LANGUAGES``): one short query alone is often misread (four
    English glaive queries read as Italian).
-3. Split by API (§3): the APIs (tool names) are shuffled with the seed and moved to the test side one by one until
-   the tasks offering any of them reach ``test_fraction`` of all tasks; a task offering a test API is a test task,
-   so no training task offers (nor calls) a test API. Tasks are split before any filter, so a filtered build
-   (``languages=en``, Table 7's EN ablation) keeps the same test set.
+3. Split by API (§3): the APIs (tool names) are shuffled with ``split_seed`` (42 by default; NOT the run's seed, so
+   a run with ``seed=7`` trains on the side of the same split as a ``test.jsonl`` built with the default) and moved
+   to the test side one by one until the tasks offering any of them reach ``test_fraction`` of all tasks; a task
+   offering a test API is a test task, so no training task offers (nor calls) a test API. Tasks are split before
+   any filter, so a filtered build (``languages=en``, Table 7's EN ablation) keeps the same test set.
 4. ``languages=en`` (comma list, "" = all) keeps training tasks in those languages only; test tasks are all kept
    (Table 7 evaluates both arms on the same non-English test data).
 5. Thought. The teacher writes the Thought of each answer from (query, APIs, gold calls, language):
@@ -55,7 +56,7 @@ from train.teacher import (
     teacher_config_problem,
 )
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the split follows split_seed, not the run seed
 SPLITS = ("train", "test", "all")
 TASK_TYPES = ("single", "repeated", "parallel", "nested", "none")
 
@@ -65,7 +66,9 @@ class ITCOptions:
     """``data.builder_args`` of a recipe and ``data build itc key=value``: one set of arguments."""
 
     split: str = "train"  # train | test | all: the side the recipe's builder yields (data build writes both)
-    test_fraction: float = 0.1  # share of tasks whose APIs are held out for test
+    test_fraction: float = 0.1  # share of tasks whose APIs are held out for test (1: every task is a test task)
+    # the split's own seed, not the run's: a run with another seed must not train on a prebuilt test.jsonl's APIs
+    split_seed: int = 42
     languages: str = ""  # comma list of training languages ("en": Table 7's EN ablation); "" = all
     country: str = "Global"  # the records' country when a conversation's meta has none (Fig. 16: "Global")
     teacher: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})  # train.teacher.make_backend
@@ -78,8 +81,8 @@ class ITCOptions:
         options = cls(**args)
         if options.split not in SPLITS:
             raise ValueError(f"itc builder: unknown split {options.split!r}; valid: {', '.join(SPLITS)}")
-        if not 0.0 < options.test_fraction < 1.0:
-            raise ValueError(f"itc builder: test_fraction must be in (0, 1), got {options.test_fraction}")
+        if not 0.0 < options.test_fraction <= 1.0:
+            raise ValueError(f"itc builder: test_fraction must be in (0, 1], got {options.test_fraction}")
         unknown = sorted(set(options.language_set()) - set(prompts.TABLE10_LANGUAGES))
         if unknown:
             raise ValueError(
@@ -289,7 +292,7 @@ class ITCBuilder:
             tasks.extend(found)
             kept_of.setdefault(conv.id, 0)
         self.counts["tasks"] = len(tasks)
-        held = split_by_api(tasks, self.options.test_fraction, self.seed)
+        held = split_by_api(tasks, self.options.test_fraction, self.options.split_seed)
         self.test_apis = sorted(held)
         wanted = ("train", "test") if self.options.split == "all" else (self.options.split,)
         sides: dict[str, list[Conversation]] = {side: [] for side in wanted}
@@ -318,7 +321,8 @@ class ITCBuilder:
             self.dropped_tasks[f"{side}: {reason}"] += 1
             reason_of.setdefault(task.source_id, f"{side}: {reason}")
         for side, rows in sides.items():  # a seeded order: languages and sources mixed (an eval ``limit`` sees both)
-            random.Random(f"{self.seed}:{side}").shuffle(rows)
+            order_seed = self.options.split_seed if side == "test" else self.seed  # the test rows: the split's
+            random.Random(f"{order_seed}:{side}").shuffle(rows)
         if on_drop is not None:
             for conv_id, kept in kept_of.items():
                 if not kept:
