@@ -58,6 +58,8 @@ from train.teacher import (
 
 BUILDER_VERSION = "2"  # 2: the split follows split_seed, not the run seed
 SPLITS = ("train", "test", "all")
+SOURCES = ("synth", "release")
+RELEASE_SOURCE = "itc_release"  # meta.source of train.sources.itc_release's rows
 TASK_TYPES = ("single", "repeated", "parallel", "nested", "none")
 
 
@@ -66,6 +68,9 @@ class ITCOptions:
     """``data.builder_args`` of a recipe and ``data build itc key=value``: one set of arguments."""
 
     split: str = "train"  # train | test | all: the side the recipe's builder yields (data build writes both)
+    # synth: build ITC tasks from another corpus; release: the ITC release's rows (train.sources.itc_release:read)
+    # passed through as they are: their own Thoughts, their own split, no teacher
+    source: str = "synth"
     test_fraction: float = 0.1  # share of tasks whose APIs are held out for test (1: every task is a test task)
     # the split's own seed, not the run's: a run with another seed must not train on a prebuilt test.jsonl's APIs
     split_seed: int = 42
@@ -79,6 +84,8 @@ class ITCOptions:
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> ITCOptions:
         options = cls(**args)
+        if options.source not in SOURCES:
+            raise ValueError(f"itc builder: unknown source {options.source!r}; valid: {', '.join(SOURCES)}")
         if options.split not in SPLITS:
             raise ValueError(f"itc builder: unknown split {options.split!r}; valid: {', '.join(SPLITS)}")
         if not 0.0 < options.test_fraction <= 1.0:
@@ -351,11 +358,53 @@ class ITCBuilder:
         }
 
 
+def release_rows(
+    conversations: Iterable[Conversation], options: ITCOptions, on_drop: Any = None
+) -> Iterator[Conversation]:
+    """``source=release``: the release's rows as they are. A row labelled with another split (``meta.split``) than
+    ``split`` asks for is dropped (the release's own split; an unlabelled row is of the side its file is), and a
+    training row outside ``languages`` (Table 7's EN arm); nothing is rewritten nor re-split. A row that is not
+    the release reader's is an error: passing another corpus through would train no ITC answer."""
+    languages = options.language_set()
+    for conv in conversations:
+        if conv.meta.get("source") != RELEASE_SOURCE:
+            raise ValueError(
+                f"itc builder: source=release passes the ITC release's rows through; {conv.id} is not one (read the "
+                "release with data.sources.N.name: train.sources.itc_release:read, or use source=synth)"
+            )
+        side = conv.meta.get("split") if conv.meta.get("split") in ("train", "test") else options.split
+        reason = None
+        if options.split != "all" and side != options.split:
+            reason = f"the release puts it in {side}, not {options.split}"
+        elif side != "test" and languages and conv.meta.get("language") not in languages:
+            reason = f"language {conv.meta.get('language')} not in languages={options.languages}"
+        if reason is None:
+            yield conv
+        elif on_drop is not None:
+            on_drop(reason)
+
+
 def build(
     conversations: Iterable[Conversation], *, seed: int, on_drop: Any = None, **args: Any
 ) -> Iterator[Conversation]:
-    """``data.builder: itc``: the tasks of ``split`` (see the module docstring)."""
-    yield from ITCBuilder(ITCOptions.from_args(args), seed).build(conversations, on_drop)
+    """``data.builder: itc``: the tasks of ``split`` (see the module docstring); ``source=release``: the
+    release's rows passed through (``release_rows``)."""
+    options = ITCOptions.from_args(args)
+    if options.source == "release":
+        yield from release_rows(conversations, options, on_drop)
+        return
+    yield from ITCBuilder(options, seed).build(conversations, on_drop)
 
 
-__all__ = ["BUILDER_VERSION", "SPLITS", "TASK_TYPES", "ITCBuilder", "ITCOptions", "Task", "build", "split_by_api"]
+__all__ = [
+    "BUILDER_VERSION",
+    "SOURCES",
+    "SPLITS",
+    "TASK_TYPES",
+    "ITCBuilder",
+    "ITCOptions",
+    "Task",
+    "build",
+    "release_rows",
+    "split_by_api",
+]
