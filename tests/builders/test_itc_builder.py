@@ -314,7 +314,7 @@ def test_one_sample_renders_exactly_in_qwen2_5_and_only_its_answer_trains():
     ("args", "message"),
     [
         ({"split": "dev"}, "unknown split 'dev'"),
-        ({"test_fraction": 0.0}, "test_fraction must be in (0, 1)"),
+        ({"test_fraction": 0.0}, "test_fraction must be in (0, 1]"),
         ({"languages": "en,xx"}, "unknown language(s) ['xx']"),
         ({"teacher": {"kind": "oracle"}}, "unknown teacher kind 'oracle'"),
     ],

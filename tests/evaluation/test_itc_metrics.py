@@ -145,7 +145,12 @@ def test_text_answer_format_matching():
         "I will call the API.",
     )
     broken = read_prediction({"content": '{"Thought": "I will call the API.", "Action": "[weather(city=1)]"'})
-    assert (broken["format_ok"], broken["calls"], broken["thought"]) == (False, [], "I will call the API.")
+    # fails FM, its Action's call still read (credited as the paper's tables credit them, #27 item 8)
+    assert (broken["format_ok"], broken["calls"], broken["thought"]) == (
+        False,
+        [Call("weather", {"city": 1})],
+        "I will call the API.",
+    )
     assert broken["error"].startswith("answer: answer is not a json{Thought, Action} object")
     prose = read_prediction({"content": answer("I would call the weather API for Paris")})
     assert (prose["format_ok"], prose["calls"]) == (False, [])

@@ -74,7 +74,8 @@ PREDICTIONS = [
         ),
     },
     {"id": "r3", "content": answer("FR: je calcule", "[f(a=1.0)]", "json({})")},  # 1 == 1.0; one repeated call short
-    {"id": "r4", "content": '{"Thought": "我来查天气", "Action": "[weather(city=\'北京\')]"'},  # broken JSON
+    # broken JSON: fails FM, its Action's call still credited (as the paper's tables credit watt-tool's calls)
+    {"id": "r4", "content": '{"Thought": "我来查天气", "Action": "[weather(city=\'北京\')]"'},
     {"id": "r5", "content": "I cannot help with that."},  # plain text
     {"id": "r6", "content": answer("我来搜索", "[search('x')]")},  # positional argument
     # r7: no prediction
@@ -100,30 +101,31 @@ def test_appendix_b_metrics(result):
         "matching": "multiset",
     }
     assert result["micro"] == {
-        "tool_p": pytest.approx(6 / 8),
-        "tool_r": pytest.approx(6 / 10),
-        "tool_f1": pytest.approx(2 / 3),  # 2 * 0.75 * 0.6 / 1.35
-        "ti_p": pytest.approx(6 / 9),
-        "ti_r": pytest.approx(6 / 12),
-        "ti_f1": pytest.approx(4 / 7),  # 2 * (2/3) * (1/2) / (7/6)
+        "tool_p": pytest.approx(7 / 9),
+        "tool_r": pytest.approx(7 / 10),
+        "tool_f1": pytest.approx(14 / 19),  # 2 * (7/9) * (7/10) / (133/90)
+        "ti_p": pytest.approx(7 / 10),
+        "ti_r": pytest.approx(7 / 12),
+        "ti_f1": pytest.approx(7 / 11),  # 2 * (7/10) * (7/12) / (77/60)
     }
-    assert result["counts"]["tools"] == {"predicted": 8, "gold": 10, "correct": 6}
-    assert result["counts"]["params"] == {"predicted": 9, "gold": 12, "correct": 6}
+    assert result["counts"]["tools"] == {"predicted": 9, "gold": 10, "correct": 7}  # r4's call credited
+    assert result["counts"]["params"] == {"predicted": 10, "gold": 12, "correct": 7}
 
 
 def test_per_sample_macro_metrics(result):
-    """Each item's (tool P, R, F1 | invocation P, R, F1), averaged over the 9 items; r4-r7 fail FM: all 0.
+    """Each item's (tool P, R, F1 | invocation P, R, F1), averaged over the 9 items; r5-r7 fail FM with no call
+    found in them: all 0; r4 fails FM but its Action's call is credited.
 
-    r1 (1, 1, 1 | 1, 1, 1); r2 tools 2 of 3 predicted, 2 of 2 gold (2/3, 1, 4/5), triples 1 of 4, 1 of 2
+    r1 and r4 (1, 1, 1 | 1, 1, 1); r2 tools 2 of 3 predicted, 2 of 2 gold (2/3, 1, 4/5), triples 1 of 4, 1 of 2
     (1/4, 1/2, 1/3); r3 (1, 1/2, 2/3 | 1, 1/2, 2/3); r8 (1/2, 1, 2/3 | 1, 1, 1); r9 (1, 1, 1 | 1, 1/2, 2/3).
     """
     assert result["macro"] == {
-        "tool_p": pytest.approx((1 + 2 / 3 + 1 + 1 / 2 + 1) / 9),
-        "tool_r": pytest.approx((1 + 1 + 1 / 2 + 1 + 1) / 9),
-        "tool_f1": pytest.approx((1 + 4 / 5 + 2 / 3 + 2 / 3 + 1) / 9),
-        "ti_p": pytest.approx((1 + 1 / 4 + 1 + 1 + 1) / 9),
-        "ti_r": pytest.approx((1 + 1 / 2 + 1 / 2 + 1 + 1 / 2) / 9),
-        "ti_f1": pytest.approx((1 + 1 / 3 + 2 / 3 + 1 + 2 / 3) / 9),
+        "tool_p": pytest.approx((1 + 2 / 3 + 1 + 1 + 1 / 2 + 1) / 9),
+        "tool_r": pytest.approx((1 + 1 + 1 / 2 + 1 + 1 + 1) / 9),
+        "tool_f1": pytest.approx((1 + 4 / 5 + 2 / 3 + 1 + 2 / 3 + 1) / 9),
+        "ti_p": pytest.approx((1 + 1 / 4 + 1 + 1 + 1 + 1) / 9),
+        "ti_r": pytest.approx((1 + 1 / 2 + 1 / 2 + 1 + 1 + 1 / 2) / 9),
+        "ti_f1": pytest.approx((1 + 1 / 3 + 2 / 3 + 1 + 1 + 2 / 3) / 9),
     }
     rows = {item["id"]: item["prf"] for item in result["per_item"]}
     assert rows["r2"] == pytest.approx(
@@ -137,28 +139,28 @@ def test_language_breakdown_and_the_non_english_block(result):
         "en": 7, "fr": 1, "zh": 1,
     }  # fmt: skip
     assert result["by_language"]["zh"] == {
-        "items": 1, "lm": 1.0, "fm": 0.0,
-        "micro": dict.fromkeys(("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1"), 0.0),
-        "macro": dict.fromkeys(("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1"), 0.0),
+        "items": 1, "lm": 1.0, "fm": 0.0,  # r4 fails FM, its call is credited
+        "micro": dict.fromkeys(("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1"), 1.0),
+        "macro": dict.fromkeys(("tool_p", "tool_r", "tool_f1", "ti_p", "ti_r", "ti_f1"), 1.0),
     }  # fmt: skip
     non_english = result["non_english"]  # r3 (fr) and r4 (zh): Table 7's test set is the non-English queries
     assert (non_english["items"], non_english["lm"], non_english["fm"]) == (2, 1.0, 0.5)
-    assert non_english["micro"]["tool_r"] == pytest.approx(1 / 3)  # 1 of r3's 2 + r4's 1 gold calls
-    assert non_english["macro"]["tool_r"] == pytest.approx(1 / 4)  # (1/2 + 0) / 2
+    assert non_english["micro"]["tool_r"] == pytest.approx(2 / 3)  # 1 of r3's 2 + r4's 1 gold calls
+    assert non_english["macro"]["tool_r"] == pytest.approx(3 / 4)  # (1/2 + 1) / 2
     assert "by_task_type" not in result  # no reference has meta.task_type
 
 
 def test_table_4_error_shares(result):
     assert result["counts"]["errors"] == {
         "hallucinated_tools": 1,  # r2 convert
-        "missing_tools": 4,  # r3 second f, r4, r6, r7
+        "missing_tools": 3,  # r3 second f, r6, r7 (r4's call is credited)
         "extra_tools": 1,  # r8 detect (offered, not gold)
         "incorrect_params": 1,  # r2 latest.to
         "missing_params": 1,  # r9 target
         "extra_params": 1,  # r2 latest.amount (convert.x is a selection error, not counted again)
     }
     assert result["error_shares"] == {
-        "selection": {"hallucinated_tools": 1 / 6, "missing_tools": 4 / 6, "extra_tools": 1 / 6},
+        "selection": {"hallucinated_tools": 1 / 5, "missing_tools": 3 / 5, "extra_tools": 1 / 5},
         "invocation": {"incorrect_params": 1 / 3, "missing_params": 1 / 3, "extra_params": 1 / 3},
     }
 

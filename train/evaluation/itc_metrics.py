@@ -13,16 +13,18 @@ between them; an average of per-item F1s does not (two items with (P, R) = (1, 0
 P = R = 0.75 and F1 = 0.667). GPT-4o's 82.18 / 81.57 / 81.57 says the same (the harmonic mean is 81.87).
 Per-item conventions (the paper states none; these are ours, chosen so that a right answer scores 1):
 
-* an item whose output fails FM scores 0 for all six numbers (its output is not an answer, whatever it held);
+* an item whose output fails FM and holds no call list scores 0 for all six numbers (it is not an answer); one
+  that fails FM but holds calls (``itc.loose_calls``) is scored on those calls, as the paper's tables do;
 * an item with nothing predicted and nothing gold scores 1 for P, R and F1: for tools, a ``[]`` answer where
   ``[]`` is right; for invocation (no (tool, key, value) triple either side), only when the calls are right
   too (``[]`` for ``[]``, ``[g()]`` for ``[g()]``; ``[]`` for ``[g()]`` scores 0, not a vacuous 1);
 * otherwise a 0 denominator gives 0 (calls where the gold has none: P 0, R 0; no call where there are gold
   calls: P 0, R 0), and F1 is 0 when P + R is 0.
 
-Note. The paper's Table 3 shows watt-tool-8B with FM 5.53 and tool F1 88.30: it reads calls even out of
-outputs that fail FM. Here an output that fails FM has no calls (in micro and macro alike), so a model that
-writes bare call lists scores 0 where the paper would credit its calls.
+Calls in outputs that fail FM. The paper's Table 3 shows watt-tool-8B with FM 5.53 and tool F1 88.30: its tables
+read calls even out of outputs that fail FM (watt-tool and ToolACE write bare call lists, no JSON answer). The
+scorer does the same (``itc.loose_calls``: the broken answer's Action, else the first bracketed call list in the
+text, as Seal-Tools takes the first call list it finds), in micro and macro alike; FM stays false for them.
 
 Matching (``matching=``)
 ------------------------
@@ -85,7 +87,7 @@ def _item_side(counts: dict[str, int], vacuous: float = 1.0) -> tuple[float, flo
 
 def item_prf(item: dict[str, Any]) -> dict[str, float]:
     """One item's P/R/F1 for tools and invocation, with the per-item conventions of the module docstring."""
-    if not item["format_ok"]:
+    if not item["format_ok"] and not item["tools"]["predicted"]:  # no answer, and no call found in it
         return dict.fromkeys(PRF_KEYS, 0.0)
     tools = item["tools"]
     calls_right = tools["correct"] == tools["predicted"] == tools["gold"]  # no triple either side: the calls decide

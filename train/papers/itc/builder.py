@@ -12,10 +12,11 @@ ITC's dataset is not public; this builds tasks in its exact format from any cano
 2. Language. ``meta.language`` of the conversation when it has one, else langid of all its user turns over Table
    10's 29 languages (``train.papers.itc.teacher.TABLE10_LANGUAGES``): one short query alone is often misread (four
    English glaive queries read as Italian).
-3. Split by API (§3): the APIs (tool names) are shuffled with the seed and moved to the test side one by one until
-   the tasks offering any of them reach ``test_fraction`` of all tasks; a task offering a test API is a test task,
-   so no training task offers (nor calls) a test API. Tasks are split before any filter, so a filtered build
-   (``languages=en``, Table 7's EN ablation) keeps the same test set.
+3. Split by API (§3): the APIs (tool names) are shuffled with ``split_seed`` (42 by default; NOT the run's seed, so
+   a run with ``seed=7`` trains on the side of the same split as a ``test.jsonl`` built with the default) and moved
+   to the test side one by one until the tasks offering any of them reach ``test_fraction`` of all tasks; a task
+   offering a test API is a test task, so no training task offers (nor calls) a test API. Tasks are split before
+   any filter, so a filtered build (``languages=en``, Table 7's EN ablation) keeps the same test set.
 4. ``languages=en`` (comma list, "" = all) keeps training tasks in those languages only; test tasks are all kept
    (Table 7 evaluates both arms on the same non-English test data).
 5. Thought. The teacher writes the Thought of each answer from (query, APIs, gold calls, language):
@@ -55,8 +56,10 @@ from train.teacher import (
     teacher_config_problem,
 )
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the split follows split_seed, not the run seed
 SPLITS = ("train", "test", "all")
+SOURCES = ("synth", "release")
+RELEASE_SOURCE = "itc_release"  # meta.source of train.sources.itc_release's rows
 TASK_TYPES = ("single", "repeated", "parallel", "nested", "none")
 
 
@@ -65,7 +68,12 @@ class ITCOptions:
     """``data.builder_args`` of a recipe and ``data build itc key=value``: one set of arguments."""
 
     split: str = "train"  # train | test | all: the side the recipe's builder yields (data build writes both)
-    test_fraction: float = 0.1  # share of tasks whose APIs are held out for test
+    # synth: build ITC tasks from another corpus; release: the ITC release's rows (train.sources.itc_release:read)
+    # passed through as they are: their own Thoughts, their own split, no teacher
+    source: str = "synth"
+    test_fraction: float = 0.1  # share of tasks whose APIs are held out for test (1: every task is a test task)
+    # the split's own seed, not the run's: a run with another seed must not train on a prebuilt test.jsonl's APIs
+    split_seed: int = 42
     languages: str = ""  # comma list of training languages ("en": Table 7's EN ablation); "" = all
     country: str = "Global"  # the records' country when a conversation's meta has none (Fig. 16: "Global")
     teacher: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})  # train.teacher.make_backend
@@ -76,10 +84,12 @@ class ITCOptions:
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> ITCOptions:
         options = cls(**args)
+        if options.source not in SOURCES:
+            raise ValueError(f"itc builder: unknown source {options.source!r}; valid: {', '.join(SOURCES)}")
         if options.split not in SPLITS:
             raise ValueError(f"itc builder: unknown split {options.split!r}; valid: {', '.join(SPLITS)}")
-        if not 0.0 < options.test_fraction < 1.0:
-            raise ValueError(f"itc builder: test_fraction must be in (0, 1), got {options.test_fraction}")
+        if not 0.0 < options.test_fraction <= 1.0:
+            raise ValueError(f"itc builder: test_fraction must be in (0, 1], got {options.test_fraction}")
         unknown = sorted(set(options.language_set()) - set(prompts.TABLE10_LANGUAGES))
         if unknown:
             raise ValueError(
@@ -289,7 +299,7 @@ class ITCBuilder:
             tasks.extend(found)
             kept_of.setdefault(conv.id, 0)
         self.counts["tasks"] = len(tasks)
-        held = split_by_api(tasks, self.options.test_fraction, self.seed)
+        held = split_by_api(tasks, self.options.test_fraction, self.options.split_seed)
         self.test_apis = sorted(held)
         wanted = ("train", "test") if self.options.split == "all" else (self.options.split,)
         sides: dict[str, list[Conversation]] = {side: [] for side in wanted}
@@ -318,7 +328,8 @@ class ITCBuilder:
             self.dropped_tasks[f"{side}: {reason}"] += 1
             reason_of.setdefault(task.source_id, f"{side}: {reason}")
         for side, rows in sides.items():  # a seeded order: languages and sources mixed (an eval ``limit`` sees both)
-            random.Random(f"{self.seed}:{side}").shuffle(rows)
+            order_seed = self.options.split_seed if side == "test" else self.seed  # the test rows: the split's
+            random.Random(f"{order_seed}:{side}").shuffle(rows)
         if on_drop is not None:
             for conv_id, kept in kept_of.items():
                 if not kept:
@@ -347,11 +358,53 @@ class ITCBuilder:
         }
 
 
+def release_rows(
+    conversations: Iterable[Conversation], options: ITCOptions, on_drop: Any = None
+) -> Iterator[Conversation]:
+    """``source=release``: the release's rows as they are. A row labelled with another split (``meta.split``) than
+    ``split`` asks for is dropped (the release's own split; an unlabelled row is of the side its file is), and a
+    training row outside ``languages`` (Table 7's EN arm); nothing is rewritten nor re-split. A row that is not
+    the release reader's is an error: passing another corpus through would train no ITC answer."""
+    languages = options.language_set()
+    for conv in conversations:
+        if conv.meta.get("source") != RELEASE_SOURCE:
+            raise ValueError(
+                f"itc builder: source=release passes the ITC release's rows through; {conv.id} is not one (read the "
+                "release with data.sources.N.name: train.sources.itc_release:read, or use source=synth)"
+            )
+        side = conv.meta.get("split") if conv.meta.get("split") in ("train", "test") else options.split
+        reason = None
+        if options.split != "all" and side != options.split:
+            reason = f"the release puts it in {side}, not {options.split}"
+        elif side != "test" and languages and conv.meta.get("language") not in languages:
+            reason = f"language {conv.meta.get('language')} not in languages={options.languages}"
+        if reason is None:
+            yield conv
+        elif on_drop is not None:
+            on_drop(reason)
+
+
 def build(
     conversations: Iterable[Conversation], *, seed: int, on_drop: Any = None, **args: Any
 ) -> Iterator[Conversation]:
-    """``data.builder: itc``: the tasks of ``split`` (see the module docstring)."""
-    yield from ITCBuilder(ITCOptions.from_args(args), seed).build(conversations, on_drop)
+    """``data.builder: itc``: the tasks of ``split`` (see the module docstring); ``source=release``: the
+    release's rows passed through (``release_rows``)."""
+    options = ITCOptions.from_args(args)
+    if options.source == "release":
+        yield from release_rows(conversations, options, on_drop)
+        return
+    yield from ITCBuilder(options, seed).build(conversations, on_drop)
 
 
-__all__ = ["BUILDER_VERSION", "SPLITS", "TASK_TYPES", "ITCBuilder", "ITCOptions", "Task", "build", "split_by_api"]
+__all__ = [
+    "BUILDER_VERSION",
+    "SOURCES",
+    "SPLITS",
+    "TASK_TYPES",
+    "ITCBuilder",
+    "ITCOptions",
+    "Task",
+    "build",
+    "release_rows",
+    "split_by_api",
+]

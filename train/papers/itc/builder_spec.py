@@ -11,7 +11,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from train.builders import BuilderSpec
-from train.papers.itc.builder import BUILDER_VERSION, ITCBuilder, ITCOptions, build
+from train.papers.itc.builder import BUILDER_VERSION, ITCBuilder, ITCOptions, build, release_rows
 from train.schema import Conversation
 
 
@@ -19,6 +19,8 @@ def files(
     conversations: list[Conversation], options: ITCOptions, seed: int
 ) -> tuple[dict[str, list], dict[str, Any], list[str]]:
     """(train.jsonl and test.jsonl records; the report's counts; the summary lines)."""
+    if options.source == "release":
+        return release_files(conversations, options)
     builder = ITCBuilder(replace(options, split="all"), seed)
     sides = builder.build_sides(conversations)
     counts = builder.report()
@@ -41,8 +43,36 @@ def files(
     return {"train.jsonl": sides["train"], "test.jsonl": sides["test"]}, report, lines
 
 
+def release_files(
+    conversations: list[Conversation], options: ITCOptions
+) -> tuple[dict[str, list], dict[str, Any], list[str]]:
+    """``source=release``: the release's rows as they are, each to the side its ``meta.split`` says (an
+    unlabelled row to the side ``split`` names, train for ``all``)."""
+    dropped: dict[str, int] = {}
+
+    def note(reason: str) -> None:
+        dropped[reason] = dropped.get(reason, 0) + 1
+
+    rows = list(release_rows(conversations, replace(options, split="all"), note))
+    default = "train" if options.split == "all" else options.split
+    sides: dict[str, list] = {"train": [], "test": []}
+    for row in rows:
+        label = row.meta.get("split")
+        sides[label if label in sides else default].append(row)
+    report = {
+        "conversations": len(conversations),
+        "kept": {side: len(kept) for side, kept in sides.items()},
+        "dropped": dropped,
+        "options": asdict(options),
+    }
+    kept = f"train {len(sides['train'])} / test {len(sides['test'])}"
+    total = sum(dropped.values())
+    lines = [f"release rows {len(conversations)} passed through: {kept} (own Thoughts and split), dropped {total}"]
+    return {"train.jsonl": sides["train"], "test.jsonl": sides["test"]}, report, lines
+
+
 SPEC = BuilderSpec(
     build=build, args=ITCOptions, version=BUILDER_VERSION, outputs=("train.jsonl", "test.jsonl"), files=files
 )
 
-__all__ = ["SPEC", "files"]
+__all__ = ["SPEC", "files", "release_files"]

@@ -30,6 +30,12 @@ def summary(bench: str, metrics: dict[str, Any], names: list[str]) -> tuple[list
     return tables_summary(metrics, names)
 
 
+def table(cfg: Any, summary: dict[str, Any]) -> Any:
+    from train.papers.itc.table import table as itc_table
+
+    return itc_table(cfg, summary)
+
+
 PAPER = PaperSpec(
     title="International Tool Calling (seed 002)",
     node="itc",
@@ -42,4 +48,6 @@ PAPER = PaperSpec(
         score_benches=("itc",),
         help="itc: the ITC paper's Table 3 / 5 / 7 rows for the model beside the measured macro and micro numbers",
     ),
+    table=table,
+    builders=("itc",),
 )
