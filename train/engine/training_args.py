@@ -32,7 +32,6 @@ TRAINER_OWNED = {
     "optim": "optim.name",
     "lr_scheduler_type": "optim.scheduler",
     "warmup_steps": "optim.warmup_ratio",
-    "warmup_ratio": "optim.warmup_ratio",
     "max_grad_norm": "optim.max_grad_norm",
     "logging_steps": "train.logging_steps",
     "seed": "seed",
