@@ -211,3 +211,10 @@ def test_eval_loss_is_the_masked_loss(tmp_path: Path):
     targets = batch["labels"][:, 1:]
     expected = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 16), targets.reshape(-1), ignore_index=-100)
     assert got == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_peft_groups():
+    dora = compose(["recipe=tiny", "peft=dora"]).peft
+    assert dora.use_dora and dora.kind.value == "lora" and dora.quantize is None
+    with pytest.raises(ConfigError, match="peft.quantize=4bit quantizes pretrained weights"):
+        compose(["recipe=tiny", "peft=qlora"])
