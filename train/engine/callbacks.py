@@ -250,3 +250,56 @@ class StopAtStep(TrainerCallback):
         if state.global_step >= self.step:
             control.should_training_stop = True
         return control
+
+
+class EarlyStopping(TrainerCallback):
+    """Stops training once ``metric`` has gone ``patience`` logged values without improving by more than
+    ``min_delta`` (``train.early_stopping``).
+
+    It watches the log (``on_log``), not ``on_evaluate``: transformers' own EarlyStoppingCallback sees only the
+    Trainer's ``evaluate`` metrics (eval_loss) and needs load_best_model_at_end, while tooltrain's generation-based
+    evaluation logs ``eval/<bench>/<metric>`` through ``Trainer.log``. Every rank logs the same gathered values, so
+    every rank stops at the same step."""
+
+    def __init__(self, metric: str, patience: int, greater_is_better: str | bool = "auto", min_delta: float = 0.0):
+        self.metric, self.patience, self.min_delta = metric, patience, min_delta
+        self.greater = higher_is_better(metric, greater_is_better)
+        self.best: float | None = None
+        self.waited = 0
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        value = (logs or {}).get(self.metric)
+        if value is None:
+            return control
+        improved = self.best is None or (
+            value - self.best > self.min_delta if self.greater else self.best - value > self.min_delta
+        )
+        if improved:
+            self.best, self.waited = float(value), 0
+        else:
+            self.waited += 1
+            if self.waited >= self.patience:
+                control.should_training_stop = True
+                if state.is_world_process_zero:
+                    print(
+                        f"tooltrain: early stopping at step {state.global_step}: {self.metric} has not improved on "
+                        f"{self.best:g} for {self.waited} logged value(s)",
+                        flush=True,
+                    )
+        return control
+
+
+def higher_is_better(metric: str, setting: str | bool) -> bool:
+    """``train.early_stopping.greater_is_better``: auto reads the name (a loss is lower-is-better)."""
+    text = str(setting).lower()
+    if text == "auto":
+        return "loss" not in metric.lower()
+    return text == "true"
+
+
+def early_stopping(train_cfg: Any) -> EarlyStopping | None:
+    """The callback ``train.early_stopping`` asks for, None when it names no metric."""
+    stop = train_cfg.get("early_stopping")
+    if stop is None or stop.get("metric") is None:
+        return None
+    return EarlyStopping(stop.metric, stop.patience, stop.greater_is_better, stop.min_delta)

@@ -143,6 +143,9 @@ class PeftConfig:
     dropout: float = 0.05  # as the recipe states; 0 is faster (peft skips the dropout and its copy of each input)
     target_modules: list[str] | None = None  # None: the model's lora_target_modules
     adapter_dtype: AdapterDtype = AdapterDtype.fp32  # train.engine.model.apply_lora says what each choice does
+    use_dora: bool = False  # DoRA (LoraConfig.use_dora): weight-decomposed LoRA, slower per step
+    quantize: str | None = None  # QLoRA: 4bit (nf4, double quant, bf16 compute) or 8bit base weights; CUDA only
+    extra_args: dict[str, Any] = field(default_factory=dict)  # any other LoraConfig field, checked when composed
 
 
 @dataclass
@@ -166,6 +169,20 @@ class OptimConfig:
     max_grad_norm: float = 1.0
 
 
+class EvalStrategy(str, Enum):
+    no = "no"
+    steps = "steps"
+    epoch = "epoch"
+
+
+@dataclass
+class EarlyStoppingConfig:
+    metric: str | None = None  # any logged metric: eval_loss, eval/<bench>/<metric>; None: never stop early
+    patience: int = 3  # logged values of the metric without improvement before training stops
+    greater_is_better: str = "auto"  # auto (a name with "loss" is lower-is-better), true, false
+    min_delta: float = 0.0  # an improvement smaller than this does not count
+
+
 @dataclass
 class TrainLoopConfig:
     epochs: float = 1.0
@@ -177,6 +194,12 @@ class TrainLoopConfig:
     logging_steps: int = 1
     dataloader_workers: int = 0
     torch_compile: bool = False  # TrainingArguments.torch_compile: the model compiled once, on its first steps
+    # eval loss on the held-out split (data.eval_fraction), logged as eval_loss: no, steps (every eval_steps), epoch
+    eval_strategy: EvalStrategy = EvalStrategy.no
+    eval_steps: int = 50
+    early_stopping: EarlyStoppingConfig = field(default_factory=lambda: EarlyStoppingConfig())
+    neftune_noise_alpha: float | None = None  # NEFTune: noise on the input embeddings while training (5 is usual)
+    extra_args: dict[str, Any] = field(default_factory=dict)  # any other TrainingArguments field, checked when composed
 
 
 @dataclass
@@ -358,6 +381,7 @@ def check(cfg: DictConfig) -> None:
     from train.engine.attention import attention_problem, flash_dtype_problem
     from train.engine.config_ranges import range_problems
     from train.engine.kernels import kernel_problems
+    from train.engine.training_args import knob_problems
 
     problems = list(unknown_keys(cfg)) + name_problems(cfg)
     if cfg.train.micro_batch_size > 0 and cfg.train.global_batch_size % cfg.train.micro_batch_size:
@@ -383,6 +407,7 @@ def check(cfg: DictConfig) -> None:
     problems += range_problems(cfg)  # train.engine.config_ranges.RANGES: every number's valid range
     problems += _data_problems(cfg)
     problems += paper_problems(cfg)
+    problems += knob_problems(cfg)  # train.engine.training_args: eval loss, early stopping, QLoRA, extra_args
     problems += _eval_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:

@@ -13,6 +13,7 @@ import torch
 
 from train.base.errors import ConfigError, choice
 from train.engine.attention import flash_dtype_problem
+from train.engine.training_args import lora_arguments
 
 DTYPES = {
     "float32": torch.float32,
@@ -124,11 +125,17 @@ def check_model_tokenizer(cfg: Any, tokenizer: Any) -> None:
 
 
 def build_model(
-    model_cfg: Any, vocab_size: int, dtype: torch.dtype, attn_implementation: str, seed: int | None = None
+    model_cfg: Any,
+    vocab_size: int,
+    dtype: torch.dtype,
+    attn_implementation: str,
+    seed: int | None = None,
+    quantization: Any = None,
 ) -> Any:
     """The base model. ``seed`` seeds the global RNGs first: random init (source=config) and LoRA's
     A matrices draw from them, so a run, each of its ranks and its export all get the same weights.
-    ``vocab_size``: the tokenizer's size; ConfigError when the model's embeddings cannot hold its ids."""
+    ``vocab_size``: the tokenizer's size; ConfigError when the model's embeddings cannot hold its ids.
+    ``quantization``: a ``quantization_config`` for pretrained weights (QLoRA), None for none."""
     from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 
     if seed is not None:
@@ -170,6 +177,7 @@ def build_model(
                 attn_implementation=attn_implementation,
                 trust_remote_code=bool(model_cfg.trust_remote_code),
                 use_safetensors=True,
+                **({"quantization_config": quantization} if quantization is not None else {}),
             )
         except (OSError, ValueError, StrictDataclassError) as err:  # the folder's files, not a fault of the run
             raise ConfigError(f"model.path={model_cfg.path}: the model cannot be loaded: {one_line(err)}") from None
@@ -210,15 +218,34 @@ def apply_lora(model: Any, peft_cfg: Any, default_targets: list[str]) -> Any:
     if kind == "none":
         return model
     targets = list(peft_cfg.target_modules or default_targets)
-    config = LoraConfig(
-        r=peft_cfg.r,
-        lora_alpha=peft_cfg.alpha,
-        lora_dropout=peft_cfg.dropout,
-        target_modules=targets,
-        task_type="CAUSAL_LM",
-    )
+    config = LoraConfig(**lora_arguments(peft_cfg, targets))  # peft.use_dora and peft.extra_args included
     autocast = choice(peft_cfg.get("adapter_dtype") or "fp32") == "fp32"
     return get_peft_model(model, config, autocast_adapter_dtype=autocast)
+
+
+def quantization_config(peft_cfg: Any, on_gpu: bool) -> Any:
+    """QLoRA's ``BitsAndBytesConfig`` for ``peft.quantize`` (None when unset): 4bit is nf4 with double quantization
+    and bf16 compute (the QLoRA paper's setting); 8bit is LLM.int8. bitsandbytes' kernels need CUDA, so a machine
+    without it is refused here, where the model loads (a config composed on a login node may still launch)."""
+    quantize = peft_cfg.get("quantize")
+    if quantize is None:
+        return None
+    if not on_gpu:
+        raise ConfigError(f"peft.quantize={quantize} (QLoRA) needs a CUDA GPU; this machine has none")
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"peft.quantize={quantize} (QLoRA) needs bitsandbytes: pip install bitsandbytes") from None
+    from transformers import BitsAndBytesConfig
+
+    if quantize == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
 
 
 def count_parameters(model: Any) -> tuple[int, int]:

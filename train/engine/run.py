@@ -35,7 +35,7 @@ from train.data.packing import (
 )
 from train.engine import distributed
 from train.engine.attention import is_flash_family
-from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter
+from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter, early_stopping
 from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
 from train.engine.eval_callback import build_eval_callback
 from train.engine.flops import PEAK_ENV, flops_counter, peak_flops, sample_lengths
@@ -49,6 +49,7 @@ from train.engine.model import (
     count_parameters,
     expected_adapter_shapes,
     precision_flags,
+    quantization_config,
     resolve_attn_implementation,
     resolve_dtype,
     saved_adapter_problems,
@@ -305,7 +306,10 @@ def prepare_model(cfg: DictConfig, env: Environment, data: Data, args: Any) -> M
     # LoRA's random-init base is drawn again by export, eval and resume (model config and seed): drawn as they draw it
     placement = distributed.model_placement(cfg.distributed, env.gpu, choice(cfg.model.source) == "config", lora)
     with distributed.build_context(placement, args):
-        model = build_model(cfg.model, len(data.tokenizer), env.dtype, env.attn, seed=cfg.seed)
+        quantization = quantization_config(cfg.peft, env.gpu)  # QLoRA (peft.quantize); refused without CUDA
+        model = build_model(
+            cfg.model, len(data.tokenizer), env.dtype, env.attn, seed=cfg.seed, quantization=quantization
+        )
     if env.kernels == "liger":
         _apply_liger(model)
     model = apply_lora(model, cfg.peft, list(cfg.model.lora_target_modules))
@@ -387,6 +391,9 @@ def train_model(
     )
     checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
     callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
+    stop = early_stopping(cfg.train)  # train.early_stopping: any logged metric
+    if stop is not None:
+        callbacks.append(stop)
     # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.engine.loss:
     # hooks on the model and its output head, the loss chunked over the head, never the full logits)
     weighted_loss = WeightedLoss() if data.rows.has_loss_weights else None
@@ -396,6 +403,7 @@ def train_model(
         model=model.model,
         args=args,
         train_dataset=data.rows,
+        eval_dataset=eval_rows(data.built, cfg),  # train.eval_strategy: eval loss on the held-out split
         data_collator=data.collator,
         callbacks=callbacks,
         compute_loss_func=weighted_loss,
@@ -437,6 +445,16 @@ def train_model(
     started = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return Trained(trainer, preemption, started)
+
+
+def eval_rows(built: BuiltDataset, cfg: DictConfig) -> PackedRows | SampleRows | None:
+    """The held-out split's rows for the eval loss (``train.eval_strategy``), one sample per row (packed runs pad it
+    to the packed width the collator expects), None when the eval loss is off."""
+    if choice(cfg.train.eval_strategy) == "no" or len(built.eval) == 0:
+        return None
+    if cfg.data.packing:
+        return PackedRows(built.eval, [[i] for i in range(len(built.eval))])
+    return SampleRows(built.eval)
 
 
 # ---- finish ---------------------------------------------------------------------------------------
