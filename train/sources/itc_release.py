@@ -1,7 +1,7 @@
 """The ITC dataset's rows as released, passed through as text (seed 002, arXiv 2603.05515, Figs 4 and 16-20).
 
 INPUTS: a samples file (the release's train or test file; JSON array or JSON Lines), then optionally the API file
-(Fig. 4 records). Name it ``train.sources.itc_release:read`` (``data.sources.N.name``, ``eval.benchmarks.N.source``,
+(Fig. 4 records). Registered as ``itc_release`` (``data.sources.N.name``, ``eval.benchmarks.N.source``,
 ``data convert``): the ``itc`` reader turns the same rows into canonical ``tools`` / ``tool_calls`` instead.
 
 The layout read. The release could not be fetched (the paper's only address, an anonymous.4open.science link, is

@@ -68,7 +68,7 @@ class ITCOptions:
     """``data.builder_args`` of a recipe and ``data build itc key=value``: one set of arguments."""
 
     split: str = "train"  # train | test | all: the side the recipe's builder yields (data build writes both)
-    # synth: build ITC tasks from another corpus; release: the ITC release's rows (train.sources.itc_release:read)
+    # synth: build ITC tasks from another corpus; release: the ITC release's rows (the itc_release reader)
     # passed through as they are: their own Thoughts, their own split, no teacher
     source: str = "synth"
     test_fraction: float = 0.1  # share of tasks whose APIs are held out for test (1: every task is a test task)
@@ -370,7 +370,7 @@ def release_rows(
         if conv.meta.get("source") != RELEASE_SOURCE:
             raise ValueError(
                 f"itc builder: source=release passes the ITC release's rows through; {conv.id} is not one (read the "
-                "release with data.sources.N.name: train.sources.itc_release:read, or use source=synth)"
+                "release with data.sources.N.name: itc_release, or use source=synth)"
             )
         side = conv.meta.get("split") if conv.meta.get("split") in ("train", "test") else options.split
         reason = None
