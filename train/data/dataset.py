@@ -503,6 +503,8 @@ def write_cache(
                 for index, row_id, ids, trained, weights in done.rows:
                     conv = chunk[index]
                     held_out = is_eval(conv.id, fraction)  # the one split rule (split_eval), decided per row
+                    if held_out and is_copy(conv.id):  # a weighted copy of a held-out conversation: evaluated once
+                        continue
                     writers["eval" if held_out else "train"].append(row_id, ids, trained, weights)
                     if held_out:
                         if index != last_held_out:  # a conversation's rows are consecutive: listed once
