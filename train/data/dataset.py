@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any
 
 from train.base.progress import progress
 from train.base.records import DEFAULT_MAX_RECORD_BYTES, record_size_limit
-from train.data.ids import is_eval
+from train.data.ids import is_copy, is_eval
 from train.data.inputs import cache_key, resolve_input
 from train.data.ordered_pool import WorkerDied, ordered_map
 from train.data.token_store import (
@@ -67,6 +68,7 @@ from train.validate import refusal
 
 BUILD_CHUNK = 256  # conversations per worker task (and per batched encode): fixed, so the bytes never depend on it
 EXAMPLES = 3  # ids kept per reason, for the console
+SOURCE_COUNTS = ("read", "accepted", "rejected", "weighted")  # BuildReport.per_source's counts
 
 
 @dataclass
@@ -86,6 +88,9 @@ class BuildReport:
     trained_tokens: int = 0
     masked_tokens: int = 0
     renamed_ids: int = 0  # kept under s<i>/<id>: an earlier source used the id (read_conversations)
+    # per data.sources entry, in order: read, accepted (kept after the source's checks), rejected, weighted (the
+    # conversations after data.sources.*.weight: copies counted, a downsampled one left out)
+    per_source: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> its first EXAMPLES ids
 
@@ -109,8 +114,16 @@ class BuildReport:
     def merge(self, other: BuildReport) -> None:
         """Adds ``other``'s counts (its reasons after this one's, in their order)."""
         for item in fields(self):
-            if item.name not in ("reasons", "examples"):
+            if item.name not in ("reasons", "examples", "per_source"):
                 setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+        mine = {entry["source"]: entry for entry in self.per_source}
+        for entry in other.per_source:  # one entry per data.sources position, its counts summed
+            if entry["source"] not in mine:
+                mine[entry["source"]] = {**entry}
+                self.per_source.append(mine[entry["source"]])
+            else:
+                for key in SOURCE_COUNTS:
+                    mine[entry["source"]][key] += entry[key]
         for key, count in other.reasons.items():
             self.reasons[key] = self.reasons.get(key, 0) + count
         for key, ids in other.examples.items():
@@ -121,11 +134,36 @@ class BuildReport:
         """What was counted so far, as a new report; this one starts again from zero."""
         taken = BuildReport(**{**self.to_dict(), "reasons": dict(self.reasons), "examples": dict(self.examples)})
         for item in fields(self):
-            setattr(self, item.name, {} if item.name in ("reasons", "examples") else 0)
+            if item.name != "per_source":
+                setattr(self, item.name, {} if item.name in ("reasons", "examples") else 0)
+        for entry in self.per_source:  # in place: read_conversations goes on counting into these entries
+            entry.update(dict.fromkeys(SOURCE_COUNTS, 0))
         return taken
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def copies(conv_id: str, index: int, weight: float) -> int:
+    """How many times a conversation of source ``index`` is kept under its source's ``weight``: the whole part of the
+    weight always, one more for a seeded share of them equal to the fraction (2.5: 2, or 3 for half of them; 0.5: 1
+    for half of them, else 0). Seeded by a stable hash of the source's position and the id, so the choice is the same
+    on every run and every worker count, and does not depend on what else the source holds."""
+    whole = int(weight)
+    share = weight - whole
+    if share == 0:
+        return whole
+    draw = zlib.crc32(f"{index}/{conv_id}".encode()) % 1_000_000 / 1_000_000
+    return whole + (1 if draw < share else 0)
+
+
+def weighted(item: Conversation, index: int, weight: float) -> Iterator[Conversation]:
+    """``item`` and its copies under ``weight`` (``copies``); copy k > 1 is named ``<id>#k``, and the eval split puts it
+    on its original's side (``train.data.ids.split_id``), so a held-out conversation never has a copy in train.
+    Applied to what the source reads, before the recipe's builder: a builder sees the copies as conversations of
+    their own (ids unique), as it would the same records written twice under other ids."""
+    for k in range(copies(item.id, index, weight)):
+        yield item if k == 0 else dataclasses.replace(item, id=f"{item.id}#{k + 1}")
 
 
 def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[Conversation]:
@@ -140,6 +178,9 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
     ``duplicate-id``, the id among the reason's examples); the first is kept, as ``data validate`` reports it."""
     used: set[str] = set()  # every id given out so far, renamed or not
     for index, spec in enumerate(sources):
+        weight = float(spec.get("weight") or 1.0)  # a spec from before data.sources.*.weight has none
+        counts = {"source": index, "name": str(spec["name"]), "weight": weight, **dict.fromkeys(SOURCE_COUNTS, 0)}
+        report.per_source.append(counts)
         inputs = [resolve_input(p) for p in spec["inputs"]]
         records = get_reader(spec["name"])(inputs)  # "canonical": train.sources.canonical
         taken, own = 0, set()  # own: this source's ids as it wrote them
@@ -148,11 +189,15 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
                 break
             if isinstance(item, Rejected):
                 report.read += 1
+                counts["read"] += 1
+                counts["rejected"] += 1
                 report.reject("rejected_by_reader", item.reason)
             elif isinstance(item, Conversation):
                 report.read += 1
+                counts["read"] += 1
                 taken += 1
                 if item.id in own:
+                    counts["rejected"] += 1
                     report.reject("invalid", f"duplicate-id: repeated within data.sources.{index}", example=item.id)
                     continue
                 own.add(item.id)
@@ -160,14 +205,24 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
                 if conv_id in used:  # an earlier source holds both ID and s<i>/ID: no name is left for this one
                     taken_too = f"used by an earlier source, renamed s<i>/<id> is taken too (data.sources.{index})"
                     reason = f"duplicate-id: {taken_too}"
+                    counts["rejected"] += 1
                     report.reject("invalid", reason, example=conv_id)
                     continue
                 used.add(conv_id)
+                counts["accepted"] += 1
                 if conv_id != item.id:
                     report.renamed_ids += 1
                     report.example("renamed", conv_id)
                     item = dataclasses.replace(item, id=conv_id)
-                yield item
+                for copy in weighted(item, index, weight):
+                    if copy.id != item.id:
+                        if copy.id in used:  # a source's own id already ends in #k: the copy has no name left
+                            counts["rejected"] += 1
+                            report.reject("invalid", "duplicate-id: a weighted copy's <id>#k is taken", example=copy.id)
+                            continue
+                        used.add(copy.id)
+                    counts["weighted"] += 1
+                    yield copy
 
 
 def length_policy(
@@ -292,6 +347,8 @@ def split_eval(rows: Iterable[tuple[Conversation, dict[str, Any]]], fraction: fl
     split = Split([], [], [])
     for conv, row in rows:
         if is_eval(conv.id, fraction):
+            if is_copy(conv.id):  # a weighted copy of a held-out conversation: evaluated once, never trained
+                continue
             split.eval.append(row)
             # data.turns=per_turn: the rows of one conversation are consecutive; it is held out once
             if not split.eval_conversations or split.eval_conversations[-1] is not conv:
@@ -446,6 +503,8 @@ def write_cache(
                 for index, row_id, ids, trained, weights in done.rows:
                     conv = chunk[index]
                     held_out = is_eval(conv.id, fraction)  # the one split rule (split_eval), decided per row
+                    if held_out and is_copy(conv.id):  # a weighted copy of a held-out conversation: evaluated once
+                        continue
                     writers["eval" if held_out else "train"].append(row_id, ids, trained, weights)
                     if held_out:
                         if index != last_held_out:  # a conversation's rows are consecutive: listed once

@@ -9,6 +9,7 @@ import re
 import zlib
 
 SOURCE_PREFIX = re.compile(r"s[0-9]+/")  # what read_conversations puts before an id an earlier source used
+COPY_SUFFIX = re.compile(r"#[0-9]+$")  # what a source's weight puts after a repeated copy's id (<id>#2)
 
 
 def split_id(conv_id: str) -> str:
@@ -16,7 +17,15 @@ def split_id(conv_id: str) -> str:
     copies of a file listed twice are on the same side (never one trained, the other held out), and renaming never
     moves a conversation across the split."""
     prefix = SOURCE_PREFIX.match(conv_id)
-    return conv_id[prefix.end() :] if prefix else conv_id
+    conv_id = conv_id[prefix.end() :] if prefix else conv_id
+    copy = COPY_SUFFIX.search(conv_id)  # a weighted copy is on its original's side: never one trained, one held out
+    return conv_id[: copy.start()] if copy else conv_id
+
+
+def is_copy(conv_id: str) -> bool:
+    """A weighted copy (``<id>#k``, ``train.data.dataset.weighted``): held out, it is left out, so the eval split holds
+    each conversation once whatever its source's weight."""
+    return COPY_SUFFIX.search(conv_id) is not None
 
 
 def is_eval(conv_id: str, fraction: float) -> bool:

@@ -37,7 +37,7 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
     digest.update(
         json.dumps(
             {
-                "data": {key: value for key, value in data_cfg.items() if key not in BUILD_ONLY_KEYS},
+                "data": _keyed(data_cfg),
                 "format": format_name,
                 "pipeline": PIPELINE_VERSION,
                 "extra": extra or {},
@@ -61,6 +61,16 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
                 digest.update(str(file.name).encode())
                 digest.update(bytes.fromhex(file_sha256(file)) if file.exists() else b"missing")
     return digest.hexdigest()[:20]
+
+
+def _keyed(data_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The data config as the key sees it: less BUILD_ONLY_KEYS, and a source's default weight (1) left out, so the
+    builds (and goldens) from before data.sources.*.weight existed keep their keys."""
+    keyed = {key: value for key, value in data_cfg.items() if key not in BUILD_ONLY_KEYS}
+    if "sources" in keyed:
+        default = ("weight", 1.0)
+        keyed["sources"] = [{k: v for k, v in dict(spec).items() if (k, v) != default} for spec in keyed["sources"]]
+    return keyed
 
 
 def resolve_input(path: str) -> Path:

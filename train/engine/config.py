@@ -101,6 +101,9 @@ class SourceSpec:
     name: str = MISSING  # a reader in train.sources.SOURCES ("canonical": JSON Lines already converted), or module:attr
     inputs: list[str] = MISSING  # paths; "pkg://train/..." for files the package ships
     limit: int | None = None
+    # how many times each conversation this source yields is kept (before the recipe's builder): 3 repeats it 3 times,
+    # 2.5 twice plus a seeded half a third time, 0.5 keeps a seeded half (train.data.dataset.weighted)
+    weight: float = 1.0
 
 
 @dataclass

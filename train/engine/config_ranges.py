@@ -75,6 +75,7 @@ RANGES: dict[str, Range] = {
     "model.max_position_embeddings": MAYBE_COUNT,
     "data.max_seq_len": COUNT,
     "data.sources.*.limit": MAYBE_COUNT,
+    "data.sources.*.weight": above(0, note="copies of each conversation: 3 repeats, 0.5 keeps a seeded half"),
     "data.eval_fraction": FRACTION,
     "data.max_record_bytes": above(0, note="bytes; default 8 MiB = 8388608"),
     "data.num_workers": at_least(1, nullable=True, note="or null: every available core"),

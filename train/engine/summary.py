@@ -65,6 +65,18 @@ def _examples(ids: list[str]) -> str:
     return " (e.g. " + ", ".join(repr(i) for i in ids) + ")" if ids else ""
 
 
+def source_lines(per_source: list[dict[str, Any]]) -> list[str]:
+    """One line per data.sources entry where there are several or one is weighted (a single unweighted source says
+    nothing the data line does not): what it read, accepted, rejected, and holds after its weight."""
+    if len(per_source) < 2 and all(entry.get("weight", 1.0) == 1.0 for entry in per_source):
+        return []
+    return [
+        f"  source {entry['source']}  {entry['name']} x{entry['weight']:g}: {entry['read']:,} read, "
+        f"{entry['accepted']:,} accepted, {entry['rejected']:,} rejected -> {entry['weighted']:,} after weighting"
+        for entry in per_source
+    ]
+
+
 def data_detail_lines(data: dict[str, Any]) -> list[str]:
     """Under the data line: why conversations were left out (the commonest reasons, with the first ids where the
     build kept them: a repeated id), and the ids renamed because an earlier source used them. summary.json has all."""
@@ -77,6 +89,7 @@ def data_detail_lines(data: dict[str, Any]) -> list[str]:
     ]
     if len(reasons) > REASONS_SHOWN:
         lines.append(f"  left out  ... {len(reasons) - REASONS_SHOWN} more reasons in summary.json (data.reasons)")
+    lines += source_lines(data.get("per_source") or [])
     if data.get("renamed_ids"):
         lines.append(
             f"  ids       {data['renamed_ids']:,} renamed s<i>/<id>: an earlier data.sources entry used the id; "
