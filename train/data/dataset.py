@@ -64,6 +64,7 @@ from train.formats.mask_checks import check_sample, format_norm
 from train.formats.tokenize import tokenize_many
 from train.schema import Conversation, dumps
 from train.sources import Rejected, SourceError, get_reader
+from train.sources.tables import read_renamed
 from train.validate import refusal
 
 BUILD_CHUNK = 256  # conversations per worker task (and per batched encode): fixed, so the bytes never depend on it
@@ -182,7 +183,8 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
         counts = {"source": index, "name": str(spec["name"]), "weight": weight, **dict.fromkeys(SOURCE_COUNTS, 0)}
         report.per_source.append(counts)
         inputs = [resolve_input(p) for p in spec["inputs"]]
-        records = get_reader(spec["name"])(inputs)  # "canonical": train.sources.canonical
+        # "canonical": train.sources.canonical; columns: the source's column mapping (train.sources.tables)
+        records = read_renamed(get_reader(spec["name"]), inputs, spec.get("columns") or None)
         taken, own = 0, set()  # own: this source's ids as it wrote them
         for item in records:
             if spec.get("limit") is not None and taken >= spec["limit"]:

@@ -64,12 +64,14 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
 
 
 def _keyed(data_cfg: dict[str, Any]) -> dict[str, Any]:
-    """The data config as the key sees it: less BUILD_ONLY_KEYS, and a source's default weight (1) left out, so the
-    builds (and goldens) from before data.sources.*.weight existed keep their keys."""
+    """The data config as the key sees it: less BUILD_ONLY_KEYS, and a source's defaults (weight 1, no column
+    mapping) left out, so a config that does not set them keys as one written before they existed."""
     keyed = {key: value for key, value in data_cfg.items() if key not in BUILD_ONLY_KEYS}
     if "sources" in keyed:
-        default = ("weight", 1.0)
-        keyed["sources"] = [{k: v for k, v in dict(spec).items() if (k, v) != default} for spec in keyed["sources"]]
+        defaults = (("weight", 1.0), ("columns", {}))  # a source's default weight and column mapping
+        keyed["sources"] = [
+            {k: v for k, v in dict(spec).items() if (k, v) not in defaults} for spec in keyed["sources"]
+        ]
     return keyed
 
 

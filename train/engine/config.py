@@ -104,6 +104,9 @@ class SourceSpec:
     # how many times each conversation this source yields is kept (before the recipe's builder): 3 repeats it 3 times,
     # 2.5 twice plus a seeded half a third time, 0.5 keeps a seeded half (train.data.dataset.weighted)
     weight: float = 1.0
+    # the reader's key -> the file's column, for a file whose columns are named otherwise ({messages: dialog});
+    # train.sources.tables reads it (a mapped column the file lacks is one error listing the file's columns)
+    columns: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
