@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +301,12 @@ def convert(sample: Any, index: int, path: Path, apis: ApiIndex | None) -> Conve
 
 
 def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:
+    return read_samples(inputs, convert)
+
+
+def read_samples(inputs: list[Path], convert_one: Callable[..., Conversation]) -> Iterator[Conversation | Rejected]:
+    """ITC's SAMPLES [APIS] inputs, each sample through ``convert_one(sample, index, path, apis)`` (this reader's
+    ``convert``, or ``itc_release``'s), a sample it refuses counted as a reject naming its id."""
     check_arity(inputs, ("SAMPLES", "APIS"), optional=1)
     for path in inputs:
         if path.is_dir():
@@ -312,7 +318,7 @@ def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:
             continue
         location, sample = item
         try:
-            yield convert(sample, index, inputs[0], apis)
+            yield convert_one(sample, index, inputs[0], apis)
         except SchemaError as err:
             sample_id = sample.get("id") if isinstance(sample, dict) else None
             where = f"{location} ({sample_id})" if isinstance(sample_id, str) else location

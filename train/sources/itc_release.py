@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from train.base.records import Rejected, SourceError, check_arity, iter_json_records
+from train.base.records import Rejected
 from train.schema import Conversation, Message, SchemaError
-from train.sources.itc import ROLES, ApiIndex, load_api_index, parse_answer
+from train.sources.itc import ROLES, ApiIndex, parse_answer, read_samples
 
 SOURCE = "itc_release"
 PLACEHOLDER = "{api_list}"
@@ -158,22 +158,7 @@ def convert(sample: Any, index: int, path: Path, apis: ApiIndex | None) -> Conve
 
 
 def read(inputs: list[Path]) -> Iterator[Conversation | Rejected]:
-    check_arity(inputs, ("SAMPLES", "APIS"), optional=1)
-    for path in inputs:
-        if path.is_dir():
-            raise SourceError(f"{path}: expected a JSON or JSON Lines file, got a folder")
-    apis, api_rejects = load_api_index(inputs[1]) if len(inputs) == 2 else (None, [])
-    for index, item in enumerate(iter_json_records(inputs[0])):
-        if isinstance(item, Rejected):
-            yield item
-            continue
-        location, sample = item
-        try:
-            yield convert(sample, index, inputs[0], apis)
-        except SchemaError as err:
-            sample_id = sample.get("id") if isinstance(sample, dict) else None
-            yield Rejected(f"{location} ({sample_id})" if isinstance(sample_id, str) else location, str(err), sample)
-    yield from api_rejects
+    return read_samples(inputs, convert)  # the itc reader's inputs and rejects, this module's conversion
 
 
 __all__ = ["SOURCE", "convert", "offered_names", "read", "records_in_prompt", "task_type"]
