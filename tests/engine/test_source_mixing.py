@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from train.data.dataset import BuildReport, build_dataset, copies, read_conversations
+from train.data.dataset import BuildReport, build_dataset, read_conversations
+from train.data.mixing import copies, mixing_problems, source_weights
 from train.data.ids import is_eval, split_id
 from train.data.inputs import cache_key
 from train.engine.config import ConfigError, compose
@@ -142,3 +143,50 @@ def test_a_bad_weight_fails_at_compose_time_with_the_range(value):
     with pytest.raises(ConfigError) as err:
         compose(["recipe=tiny", f"data.sources.0.weight={value}"])
     assert "data.sources.0.weight must be > 0 (copies of each conversation" in str(err.value), str(err.value)
+
+
+def test_fractions_become_the_weights_that_make_each_source_its_share_of_the_mix(tmp_path):
+    # 30 + 10 read; 0.25 / 0.75 of 40 -> 10 from a (weight 1/3), 30 from b (weight 3)
+    a = export(tmp_path / "a.jsonl", *(record(f"a{n}", f"A{n}") for n in range(30)))
+    b = export(tmp_path / "b.jsonl", *(record(f"b{n}", f"B{n}") for n in range(10)))
+    specs = [{**spec(a), "fraction": 0.25}, {**spec(b), "fraction": 0.75}]
+    assert source_weights(specs) == [pytest.approx(1 / 3), 3.0]
+    report = BuildReport()
+    ids = [conv.id for conv in read_conversations(specs, report)]
+    assert ids[-30:] == [f"b{n}{suffix}" for n in range(10) for suffix in ("", "#2", "#3")]
+    assert ids[:-30] == [f"a{n}" for n in range(30) if copies(f"a{n}", 0, 1 / 3) == 1]
+    assert [entry["fraction"] for entry in report.per_source] == [0.25, 0.75]
+    assert [entry["weighted"] for entry in report.per_source] == [len(ids) - 30, 30]
+    lines = format_summary({"status": "completed", "data": report.to_dict()}, [], tmp_path).splitlines()
+    assert "  source 1  canonical 0.75 of the mix (x3): 10 read, 10 accepted, 0 rejected -> 30 after weighting" in lines
+
+
+def test_a_source_limit_counts_toward_its_fraction(tmp_path):
+    a = export(tmp_path / "a.jsonl", *(record(f"a{n}", f"A{n}") for n in range(30)))
+    b = export(tmp_path / "b.jsonl", *(record(f"b{n}", f"B{n}") for n in range(10)))
+    specs = [{**spec(a), "limit": 10, "fraction": 0.5}, {**spec(b), "fraction": 0.5}]
+    assert source_weights(specs) == [1.0, 1.0]  # 10 and 10 read: already half and half
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        ([{"fraction": 0.5}, {}], "a fraction is set on some sources but not on data.sources.1"),
+        ([{"fraction": 0.5}, {"fraction": 0.4}], "data.sources.*.fraction must sum to 1, not 0.5 + 0.4 = 0.9"),
+        ([{"fraction": 0.5, "weight": 2}, {"fraction": 0.5}], "data.sources.0 sets both weight and fraction"),
+    ],
+)
+def test_a_mix_spelled_two_ways_or_not_summing_to_one_is_refused(sources, message):
+    problems = mixing_problems(sources)
+    assert any(message in problem for problem in problems), problems
+    assert mixing_problems([{"fraction": 0.3}, {"fraction": 0.7}]) == []
+    assert mixing_problems([{}, {"weight": 2}]) == []
+
+
+def test_a_bad_fraction_fails_at_compose_time():
+    with pytest.raises(ConfigError) as err:
+        compose(["recipe=tiny", "data.sources.0.fraction=0.5"])
+    assert "data.sources.*.fraction must sum to 1, not 0.5" in str(err.value), str(err.value)
+    with pytest.raises(ConfigError) as err:
+        compose(["recipe=tiny", "data.sources.0.fraction=1.5"])
+    assert "data.sources.0.fraction must be in (0, 1]" in str(err.value), str(err.value)

@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import sys
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -40,6 +39,7 @@ from train.base.progress import progress
 from train.base.records import DEFAULT_MAX_RECORD_BYTES, record_size_limit
 from train.data.ids import is_copy, is_eval
 from train.data.inputs import cache_key, resolve_input
+from train.data.mixing import source_weights, weighted
 from train.data.ordered_pool import WorkerDied, ordered_map
 from train.data.token_store import (
     IDLE_WAIT_S,
@@ -145,28 +145,6 @@ class BuildReport:
         return asdict(self)
 
 
-def copies(conv_id: str, index: int, weight: float) -> int:
-    """How many times a conversation of source ``index`` is kept under its source's ``weight``: the whole part of the
-    weight always, one more for a seeded share of them equal to the fraction (2.5: 2, or 3 for half of them; 0.5: 1
-    for half of them, else 0). Seeded by a stable hash of the source's position and the id, so the choice is the same
-    on every run and every worker count, and does not depend on what else the source holds."""
-    whole = int(weight)
-    share = weight - whole
-    if share == 0:
-        return whole
-    draw = zlib.crc32(f"{index}/{conv_id}".encode()) % 1_000_000 / 1_000_000
-    return whole + (1 if draw < share else 0)
-
-
-def weighted(item: Conversation, index: int, weight: float) -> Iterator[Conversation]:
-    """``item`` and its copies under ``weight`` (``copies``); copy k > 1 is named ``<id>#k``, and the eval split puts it
-    on its original's side (``train.data.ids.split_id``), so a held-out conversation never has a copy in train.
-    Applied to what the source reads, before the recipe's builder: a builder sees the copies as conversations of
-    their own (ids unique), as it would the same records written twice under other ids."""
-    for k in range(copies(item.id, index, weight)):
-        yield item if k == 0 else dataclasses.replace(item, id=f"{item.id}#{k + 1}")
-
-
 def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[Conversation]:
     """Each source spec (``name``, ``inputs``, ``limit``) through its reader; rejects are counted.
 
@@ -178,9 +156,11 @@ def read_conversations(sources: Iterable[Any], report: BuildReport) -> Iterator[
     examples). An id repeated inside one source names two records: the later one is left out (``invalid``,
     ``duplicate-id``, the id among the reason's examples); the first is kept, as ``data validate`` reports it."""
     used: set[str] = set()  # every id given out so far, renamed or not
-    for index, spec in enumerate(sources):
-        weight = float(spec.get("weight") or 1.0)  # a spec from before data.sources.*.weight has none
+    sources = list(sources)
+    for index, (spec, weight) in enumerate(zip(sources, source_weights(sources), strict=True)):
         counts = {"source": index, "name": str(spec["name"]), "weight": weight, **dict.fromkeys(SOURCE_COUNTS, 0)}
+        if spec.get("fraction") is not None:
+            counts["fraction"] = float(spec["fraction"])
         report.per_source.append(counts)
         inputs = [resolve_input(p) for p in spec["inputs"]]
         # "canonical": train.sources.canonical; columns: the source's column mapping (train.sources.tables)

@@ -64,11 +64,11 @@ def cache_key(data_cfg: dict[str, Any], format_name: str, tokenizer: Any, extra:
 
 
 def _keyed(data_cfg: dict[str, Any]) -> dict[str, Any]:
-    """The data config as the key sees it: less BUILD_ONLY_KEYS, and a source's defaults (weight 1, no column
-    mapping) left out, so a config that does not set them keys as one written before they existed."""
+    """The data config as the key sees it: less BUILD_ONLY_KEYS, and a source's defaults (weight 1, no fraction, no
+    column mapping) left out, so a config that does not set them keys as one written before they existed."""
     keyed = {key: value for key, value in data_cfg.items() if key not in BUILD_ONLY_KEYS}
     if "sources" in keyed:
-        defaults = (("weight", 1.0), ("columns", {}))  # a source's default weight and column mapping
+        defaults = (("weight", 1.0), ("fraction", None), ("columns", {}))  # a source's defaults
         keyed["sources"] = [
             {k: v for k, v in dict(spec).items() if (k, v) not in defaults} for spec in keyed["sources"]
         ]

@@ -104,6 +104,9 @@ class SourceSpec:
     # how many times each conversation this source yields is kept (before the recipe's builder): 3 repeats it 3 times,
     # 2.5 twice plus a seeded half a third time, 0.5 keeps a seeded half (train.data.dataset.weighted)
     weight: float = 1.0
+    # this source's share of the mix instead of a weight: every source sets one and they sum to 1; each source's weight
+    # becomes fraction * (conversations read from all sources) / (conversations read from it) (train.data.dataset)
+    fraction: float | None = None
     # the reader's key -> the file's column, for a file whose columns are named otherwise ({messages: dialog});
     # train.sources.tables reads it (a mapped column the file lacks is one error listing the file's columns)
     columns: dict[str, str] = field(default_factory=dict)
@@ -486,11 +489,12 @@ def unknown_keys(node: Any, path: str = "") -> Iterator[str]:
 
 
 def _data_problems(cfg: DictConfig) -> list[str]:
+    from train.data.mixing import mixing_problems
     from train.engine.chat_format_auto import resolve_chat_format
     from train.formats import FALLBACK, FORMATS, check_format_options, known_format
     from train.formats.base import WEIGHT_PARTS
 
-    problems = []
+    problems = mixing_problems(OmegaConf.to_container(cfg.data.sources, resolve=True))
     resolve_chat_format(cfg)  # auto -> the family's exact format or the fallback "template", said once
     chat_format = cfg.model.chat_format
     if not known_format(chat_format):

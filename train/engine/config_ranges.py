@@ -76,6 +76,7 @@ RANGES: dict[str, Range] = {
     "data.max_seq_len": COUNT,
     "data.sources.*.limit": MAYBE_COUNT,
     "data.sources.*.weight": above(0, note="copies of each conversation: 3 repeats, 0.5 keeps a seeded half"),
+    "data.sources.*.fraction": Range(0, 1, low_open=True, nullable=True, note="this source's share of the mix"),
     "data.eval_fraction": FRACTION,
     "data.max_record_bytes": above(0, note="bytes; default 8 MiB = 8388608"),
     "data.num_workers": at_least(1, nullable=True, note="or null: every available core"),

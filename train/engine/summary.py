@@ -65,13 +65,20 @@ def _examples(ids: list[str]) -> str:
     return " (e.g. " + ", ".join(repr(i) for i in ids) + ")" if ids else ""
 
 
+def mix_share(entry: dict[str, Any]) -> str:
+    """``x2.5`` for a weighted source; ``0.75 of the mix (x1.2)`` for one given as a fraction."""
+    if entry.get("fraction") is not None:
+        return f"{entry['fraction']:g} of the mix (x{entry['weight']:.3g})"
+    return f"x{entry['weight']:g}"
+
+
 def source_lines(per_source: list[dict[str, Any]]) -> list[str]:
     """One line per data.sources entry where there are several or one is weighted (a single unweighted source says
     nothing the data line does not): what it read, accepted, rejected, and holds after its weight."""
     if len(per_source) < 2 and all(entry.get("weight", 1.0) == 1.0 for entry in per_source):
         return []
     return [
-        f"  source {entry['source']}  {entry['name']} x{entry['weight']:g}: {entry['read']:,} read, "
+        f"  source {entry['source']}  {entry['name']} {mix_share(entry)}: {entry['read']:,} read, "
         f"{entry['accepted']:,} accepted, {entry['rejected']:,} rejected -> {entry['weighted']:,} after weighting"
         for entry in per_source
     ]
