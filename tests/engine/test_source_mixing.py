@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from train.data.dataset import BuildReport, build_dataset, read_conversations
-from train.data.mixing import copies, mixing_problems, source_weights
 from train.data.ids import is_eval, split_id
 from train.data.inputs import cache_key
+from train.data.mixing import copies, mixing_problems, source_weights
 from train.engine.config import ConfigError, compose
 from train.engine.summary import format_summary
 from train.tokenizers import load_tokenizer
