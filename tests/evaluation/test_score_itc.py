@@ -306,3 +306,12 @@ def test_language_matching_with_langid():
         ("zh", "en", False),
         ("fr", "fr", True),
     ]
+
+
+def test_bracket_search_stops_at_its_budget_and_keeps_what_it_found():
+    from train.evaluation.itc import bracketed
+
+    text = "It's [f(a=1)] then [[[ [g(b=2)]"
+    assert bracketed(text) == ["[f(a=1)]", "[g(b=2)]"]  # a quote before a bracket does not hide it
+    assert bracketed(text, budget=9) == ["[f(a=1)]"]  # 8 characters for the first, then the budget is spent
+    assert bracketed("[" * 50 + "[g()]", budget=40) == []  # unclosed brackets eat the budget: no candidates

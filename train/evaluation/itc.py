@@ -116,6 +116,7 @@ ITC_LANGUAGES = (
 )  # fmt: skip
 _THOUGHT = re.compile(r'"Thought"\s*:\s*("(?:[^"\\]|\\.)*")', re.DOTALL)
 _ACTION = re.compile(r'"Action"\s*:\s*("(?:[^"\\]|\\.)*")', re.DOTALL)
+LOOSE_SCAN_CHARACTERS = 1_000_000  # bracketed's whole budget: ~0.3 s of Python on the slowest output
 LOOSE_CANDIDATES = 20  # bracketed lists tried in an output that fails FM: bounded work per item
 
 LanguageOf = Callable[[str], str]
@@ -287,13 +288,17 @@ def loose_calls(text: str) -> list[Call]:
     return []
 
 
-def bracketed(text: str, limit: int = LOOSE_CANDIDATES) -> list[str]:
+def bracketed(text: str, limit: int = LOOSE_CANDIDATES, budget: int = LOOSE_SCAN_CHARACTERS) -> list[str]:
     """The first ``limit`` substrings ``[...]`` of ``text`` whose brackets balance outside quoted strings, each
-    from an opening bracket that no earlier candidate contains (the outermost lists, in order)."""
+    from an opening bracket that no earlier candidate contains (the outermost lists, in order).
+
+    Each opening bracket is scanned from afresh (a quote before it, "It's [f(a=1)]", must not hide it), so an
+    output of many unclosed brackets would cost quadratic time: at most ``budget`` characters are examined in all,
+    and the candidates found by then are the answer (a real answer is found within its first pass)."""
     found: list[str] = []
     start = text.find("[")
-    while start != -1 and len(found) < limit:
-        end = _closing(text, start)
+    while start != -1 and len(found) < limit and budget > 0:
+        end, budget = _closing(text, start, budget)
         if end is None:
             start = text.find("[", start + 1)
             continue
@@ -302,11 +307,12 @@ def bracketed(text: str, limit: int = LOOSE_CANDIDATES) -> list[str]:
     return found
 
 
-def _closing(text: str, start: int) -> int | None:
+def _closing(text: str, start: int, budget: int) -> tuple[int | None, int]:
     """The index of the ``]`` closing the ``[`` at ``start`` (quotes ' and " skipped, backslash escapes kept),
-    or None when it is never closed."""
+    or None when it is never closed within ``budget`` characters; and the budget left."""
     depth, quote, index = 0, None, start
-    while index < len(text):
+    stop = min(len(text), start + budget)
+    while index < stop:
         char = text[index]
         if quote:
             if char == "\\":
@@ -320,9 +326,9 @@ def _closing(text: str, start: int) -> int | None:
         elif char == "]":
             depth -= 1
             if depth == 0:
-                return index
+                return index, budget - (index + 1 - start)
         index += 1
-    return None
+    return None, budget - (stop - start)
 
 
 def _loose_thought(text: str) -> str:
