@@ -38,3 +38,10 @@ def test_auto_falls_back_to_the_models_own_template(tmp_path, capsys):
     assert cfg.data.format_options.tokenizer == str(tmp_path)
     said = capsys.readouterr().err
     assert "using 'template'" in said and "certified only for the exact formats" in said
+
+
+def test_the_auto_choice_is_said_by_rank_0_only(capsys, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    cfg = compose(["recipe=tiny", "model.chat_format=auto"])
+    assert cfg.model.chat_format == "chatml" and "exact format" not in capsys.readouterr().err

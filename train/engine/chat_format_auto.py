@@ -16,6 +16,7 @@ from typing import Any
 
 from omegaconf import open_dict
 
+from train.engine.distributed import World
 from train.engine.model_folder import cached_snapshot, format_from, read_chat_template
 
 
@@ -26,7 +27,8 @@ def resolve_chat_format(cfg: Any) -> None:
     if cfg.model.chat_format == AUTO:
         name = str(cfg.model.get("path") or cfg.model.tokenizer)
         chosen, line = auto_choice(exact_format(cfg.model), name)
-        print(line, file=sys.stderr)
+        if World.from_env().is_main:  # every rank composes the config; the choice is said once
+            print(line, file=sys.stderr)
         cfg.model.chat_format = chosen
     if cfg.model.chat_format == FALLBACK and not cfg.data.format_options.get("tokenizer"):
         with open_dict(cfg.data.format_options):  # a free-form dict, closed by struct mode like the rest
