@@ -134,6 +134,23 @@ def test_early_stopping_stops_after_patience():
     assert control.should_training_stop and callback.best == 0.8
 
 
+def test_early_stopping_counts_on_across_a_resume(tmp_path):
+    callback, state, control = EarlyStopping("eval_loss", patience=3), TrainerState(), TrainerControl()
+    for step, value in [(10, 1.0), (20, 1.1), (30, 1.2)]:  # best 1.0, then two values without improving
+        _log(callback, state, control, step, {"eval_loss": value})
+    state.stateful_callbacks = {"EarlyStopping": callback.state()}  # what Trainer._save_checkpoint writes
+    state.save_to_json(str(tmp_path / "trainer_state.json"))
+    resumed_state = TrainerState.load_from_json(str(tmp_path / "trainer_state.json"))
+    resumed, control = EarlyStopping("eval_loss", patience=3), TrainerControl()
+    resumed.on_train_begin(None, resumed_state, control)
+    assert (resumed.best, resumed.waited) == (1.0, 2)
+    _log(resumed, resumed_state, control, 40, {"eval_loss": 1.3})  # the third: stops, as the unbroken run would
+    assert control.should_training_stop
+    other = EarlyStopping("eval/heldout/exact_match", patience=3)  # another metric: its own count from zero
+    other.on_train_begin(None, resumed_state, TrainerControl())
+    assert (other.best, other.waited) == (None, 0)
+
+
 def test_early_stopping_higher_is_better_and_min_delta():
     callback, state, control = (
         EarlyStopping("eval/heldout/exact_match", 1, "auto", min_delta=0.05),

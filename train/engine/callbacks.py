@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 
 # The checkpoint-folder helpers and the signal constants live in torch-free modules (the command line
 # reads them before its slow imports); they are named here too, where callers have always found them.
@@ -252,9 +253,14 @@ class StopAtStep(TrainerCallback):
         return control
 
 
-class EarlyStopping(TrainerCallback):
+class EarlyStopping(TrainerCallback, ExportableState):
     """Stops training once ``metric`` has gone ``patience`` logged values without improving by more than
     ``min_delta`` (``train.early_stopping``).
+
+    Its count survives a resume: the Trainer writes ``state()`` into each checkpoint's trainer_state.json
+    (``stateful_callbacks``), and ``on_train_begin`` takes it back when the checkpoint watched the same metric the
+    same way (a resumed run would otherwise wait ``patience`` values again). Only this callback's entry is read:
+    transformers' ``restore_callback_states_from_checkpoint`` would restore every callback and the TrainerControl.
 
     It watches the log (``on_log``), not ``on_evaluate``: transformers' own EarlyStoppingCallback sees only the
     Trainer's ``evaluate`` metrics (eval_loss) and needs load_best_model_at_end, while tooltrain's generation-based
@@ -266,6 +272,21 @@ class EarlyStopping(TrainerCallback):
         self.greater = higher_is_better(metric, greater_is_better)
         self.best: float | None = None
         self.waited = 0
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "args": {"metric": self.metric, "patience": self.patience, "min_delta": self.min_delta},
+            "attributes": {"best": self.best, "waited": self.waited, "greater": self.greater},
+        }
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        stored = state.stateful_callbacks.get(type(self).__name__)
+        stored = stored[0] if isinstance(stored, list) and stored else stored
+        if isinstance(stored, dict) and stored.get("args", {}).get("metric") == self.metric:
+            attributes = stored.get("attributes", {})
+            if attributes.get("greater") == self.greater:  # same metric, same direction: the count goes on
+                self.best, self.waited = attributes.get("best"), int(attributes.get("waited") or 0)
+        return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         value = (logs or {}).get(self.metric)
