@@ -303,7 +303,7 @@ class HttpBackend:
         name = type(cause).__name__
         if name.startswith("Connect"):
             return f"cannot reach {self.url}: {cause}"
-        return f"{self.url} broke the exchange ({name}): {transport.excerpt(str(cause))}"
+        return f"{self.url} broke the exchange ({name}): {transport.excerpt(str(cause), 2 * transport.EXCERPT)}"
 
     def _text(self, answer: bytes) -> str:
         """The answer's text, or ``_Failed`` saying what is wrong with it."""
@@ -333,8 +333,9 @@ class HttpBackend:
     def _down_message(self, failed: _Failed, tried: list[str | None], seconds: float) -> str:
         if not tried:
             return f"the http teacher {self.url} (model {self.model}): {failed.reason}"
-        # each attempt's answer (an error status's, seen by the response hook), the last one's failure, said once each
-        answers = [*(a or "no answer" for a in tried[:-1]), tried[-1] or failed.answered]
+        # what the attempts got (an error status, seen by the response hook; an attempt with no response is said by
+        # the last failure, the only one the SDK hands back), each said once
+        answers = [*(a for a in tried if a), failed.answered]
         said = "; ".join(dict.fromkeys(map(self._short, answers)))
         questions = f"{self.failed} question{'s' if self.failed != 1 else ''}"
         return (
