@@ -153,6 +153,12 @@ def test_a_trickling_server_is_cut_off_at_the_deadline(serve, sent):
     assert str(error) == f"{server.url}/chat/completions: no complete answer within 1.5 s"
     assert server.requests == 1 and backend.counts == {"attempts": 1, "retries": 0}
     assert 1.5 <= seconds < 4.5  # the deadline, and the SDK's import when this test is the first to ask
+    # the question's socket was shut: its thread ends at once and the SDK's retries are refused, nothing more is sent
+    for _ in range(20):
+        if not any(thread.name == "teacher-http" for thread in threading.enumerate()):
+            break
+        time.sleep(0.1)
+    assert not any(thread.name == "teacher-http" for thread in threading.enumerate()) and server.requests == 1
     # no max_time: each try's timeout and a second, and the SDK's longest wait (8 s) for each retry
     assert HttpBackend(server.url, "m", timeout=1.5, retries=2).deadline == 3 * 2.5 + 2 * 8
 
