@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from teacher_stub import StubServer
 
 import train.teacher
 import train.teacher.routing
@@ -30,8 +31,8 @@ CONFIGS = [
         "api_key_env": "KEY",
         "timeout": 5.0,
         "retries": 5,
-        "backoff": 0.0,
         "max_time": 30.0,
+        "concurrency": 4,
         "completion": True,
     },
     {"kind": "hf", "path": "folder", "chat_format": "llama3_1", "tokenizer": "tok", "completion": True},
@@ -107,22 +108,14 @@ def test_a_setting_in_no_table_is_refused_by_both():
         verify_args("--teacher", "http", "--teacher-temperature", "0.2")
 
 
-class Unreachable:
-    """urlopen's shape: every attempt is refused (a retryable failure), counted."""
-
-    def __init__(self):
-        self.attempts = 0
-
-    def __call__(self, http_request, timeout):
-        self.attempts += 1
-        raise ConnectionRefusedError(111, "Connection refused")
-
-
 def attempts_of(backend) -> int:
-    backend.opener, backend.sleep = Unreachable(), lambda seconds: None
-    with pytest.raises(TeacherError):
-        backend.complete(TeacherRequest("s", None, "hi"))
-    return backend.opener.attempts
+    """The attempts ``backend`` makes at a question its endpoint (a local one, put in place of the configured one)
+    answers with a 503 each time, asking to be retried after a millisecond."""
+    with StubServer({"status": 503, "headers": {"retry-after-ms": "1"}}) as server:
+        backend.base_url, backend.url = server.url, server.url + "/chat/completions"
+        with pytest.raises(TeacherError):
+            backend.complete(TeacherRequest("s", None, "hi"))
+        return len(server.requests)
 
 
 def test_retries_reach_the_backend_from_eval_run_verify(monkeypatch):
@@ -133,21 +126,21 @@ def test_retries_reach_the_backend_from_eval_run_verify(monkeypatch):
         raise ValueError("stop: the teacher is built")
 
     monkeypatch.setattr(train.teacher.routing, "Teacher", teacher)  # the stages' teachers are built there
-    args = verify_args(*argv_of({"kind": "http", "base_url": URL, "model": "m", "retries": 4, "backoff": 0.0}))
+    args = verify_args(*argv_of({"kind": "http", "base_url": URL, "model": "m", "retries": 4, "concurrency": 2}))
 
     def selector_model():
         pytest.fail("the selector is loaded after the teacher")
 
     assert run_verify.run(args, selector_model, eval_run.read_paths(args)) == 2
     [backend] = built
-    assert (backend.retries, backend.backoff) == (4, 0.0)
+    assert (backend.retries, backend.concurrency) == (4, 2)
     assert attempts_of(backend) == 5
 
 
 def test_retries_reach_the_backend_from_a_recipe_teacher():
     from train.papers.toolgt.builder import ToolGTBuilder
 
-    teacher = {"kind": "http", "base_url": URL, "model": "m", "retries": 4, "backoff": 0.0}
+    teacher = {"kind": "http", "base_url": URL, "model": "m", "retries": 4}
     builder = ToolGTBuilder(make_args("toolgt", {"teacher": teacher}), seed=0)
     assert attempts_of(builder.teacher.backend) == 5
     metatool = make_teacher(teacher, seed=0)  # the Meta-Tool teacher: the same factory under its prompts

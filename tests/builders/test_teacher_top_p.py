@@ -5,8 +5,9 @@ cached before the field existed is still found for ``top_p=None``."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+
+from teacher_stub import StubServer
 
 from train.papers.toolverifier import teacher as tv
 from train.teacher import (
@@ -58,22 +59,14 @@ def test_an_answer_cached_before_top_p_existed_is_found_for_top_p_none(tmp_path)
     assert teacher.counts["cache_hits"] == 1 and teacher.counts["backend_calls"] == 1
 
 
-class Opener:
-    def __init__(self):
-        self.bodies = []
-
-    def __call__(self, http_request, timeout):
-        self.bodies.append(json.loads(http_request.data))
-        return io.BytesIO(json.dumps({"choices": [{"message": {"content": "ok"}}]}).encode())
-
-
 def test_the_http_backend_sends_top_p_when_set_and_not_otherwise():
-    opener = Opener()
-    backend = HttpBackend("http://teacher.invalid/v1", "m", opener=opener)
-    backend.complete(request(0.9))
-    backend.complete(request(None))
-    assert opener.bodies[0]["top_p"] == 0.9 and opener.bodies[0]["temperature"] == 0.7
-    assert "top_p" not in opener.bodies[1]
+    with StubServer("ok") as server:
+        backend = HttpBackend(server.url, "m")
+        backend.complete(request(0.9))
+        backend.complete(request(None))
+        bodies = server.bodies()
+    assert bodies[0]["top_p"] == 0.9 and bodies[0]["temperature"] == 0.7
+    assert "top_p" not in bodies[1]
 
 
 def test_the_hf_backend_samples_with_top_p_and_greedy_ignores_it():

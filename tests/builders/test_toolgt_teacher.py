@@ -1,66 +1,50 @@
-"""The shared teacher (train.teacher): the http backend's retries, backoff and failures as counted drops (a fake
-opener: no network), per-stage parameters in the request, and the cache key."""
+"""The shared teacher (train.teacher): the http backend's retries and failures as counted drops (a scripted local
+endpoint, ``tests/teacher_stub.py``: no network), per-stage parameters in the request, and the cache key."""
 
 from __future__ import annotations
 
 import hashlib
-import io
-import json
-import urllib.error
 
 import pytest
+from teacher_stub import StubServer
 
 from train.papers.toolgt import teacher as prompts
 from train.papers.toolgt.builder import ToolGTBuilder, ToolGTOptions
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.teacher import HttpBackend, StageParams, Teacher, TeacherError, TeacherRequest, cache_key, make_backend
 
-URL = "http://teacher.invalid/v1"
+
+# a retryable failure the SDK retries after a millisecond (the server's Retry-After), so the tests wait for nothing
+def failing(status: int) -> dict:
+    return {"status": status, "headers": {"retry-after-ms": "1"}}
 
 
-class FakeOpener:
-    """Answers ``urlopen`` from a script: an int is an HTTP status error, an exception is raised, text is content."""
-
-    def __init__(self, *script):
-        self.script, self.bodies = list(script), []
-
-    def __call__(self, request, timeout):
-        self.bodies.append(json.loads(request.data))
-        step = self.script.pop(0)
-        if isinstance(step, int):
-            raise urllib.error.HTTPError(request.full_url, step, "x", {}, io.BytesIO(b"{}"))
-        if isinstance(step, Exception):
-            raise step
-        payload = step if isinstance(step, bytes) else json.dumps({"choices": [{"message": {"content": step}}]})
-        return io.BytesIO(payload.encode() if isinstance(payload, str) else payload)
+def backend(server: StubServer, retries: int = 3) -> HttpBackend:
+    return HttpBackend(server.url, "gpt-4o-mini", retries=retries)
 
 
-def backend(opener: FakeOpener, sleeps: list, retries: int = 3) -> HttpBackend:
-    return HttpBackend(URL, "gpt-4o-mini", retries=retries, backoff=0.5, sleep=sleeps.append, opener=opener)
-
-
-def test_server_errors_and_timeouts_are_retried_with_exponential_backoff():
-    sleeps: list[float] = []
-    opener = FakeOpener(503, TimeoutError("slow"), b"not json", "ok")
+def test_server_errors_are_retried_and_the_request_carries_the_stage_parameters():
     request = TeacherRequest("toolgt.call", "SYS", "USER", StageParams(temperature=0.2, max_tokens=64, seed=5))
-    assert backend(opener, sleeps).complete(request) == "ok"
-    assert sleeps == [1.0, 2.0, 4.0]
-    assert opener.bodies[0] == {
-        "model": "gpt-4o-mini",
-        "temperature": 0.2,
-        "max_tokens": 64,
-        "seed": 5,
-        "messages": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "USER"}],
-    }
+    with StubServer(failing(503), failing(500), failing(429), "ok") as server:
+        teacher = backend(server)
+        assert teacher.complete(request) == "ok"
+        assert len(server.requests) == 4 and teacher.counts == {"attempts": 4, "retries": 3}
+        assert server.bodies()[0] == {
+            "model": "gpt-4o-mini",
+            "temperature": 0.2,
+            "max_tokens": 64,
+            "seed": 5,
+            "messages": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "USER"}],
+        }
 
 
 def test_a_client_error_is_not_retried_and_spent_retries_name_the_last_failure():
-    sleeps: list[float] = []
-    with pytest.raises(TeacherError, match=r"^HTTP 401 from http://teacher.invalid/v1/chat/completions$"):
-        backend(FakeOpener(401, "never"), sleeps).complete(TeacherRequest("s", None, "u"))
-    assert sleeps == []
-    with pytest.raises(TeacherError, match=r"^HTTP 429 from"):
-        backend(FakeOpener(500, 429), sleeps, retries=1).complete(TeacherRequest("s", None, "u"))
+    with StubServer(401, "never") as server:
+        with pytest.raises(TeacherError, match=rf"^HTTP 401 from {server.url}/chat/completions$"):
+            backend(server).complete(TeacherRequest("s", None, "u"))
+        assert len(server.requests) == 1
+    with StubServer(failing(500), failing(429)) as server, pytest.raises(TeacherError, match=r"^HTTP 429 from"):
+        backend(server, retries=1).complete(TeacherRequest("s", None, "u"))
 
 
 def dialogue() -> Conversation:
@@ -80,36 +64,38 @@ def dialogue() -> Conversation:
 
 
 def test_http_failures_in_a_build_become_counted_drops_and_answers_are_used_per_stage():
-    sleeps: list[float] = []
     reasoning = '<thinking>1. The weather tool fits.\n6. Draft: [get_weather(city="Oslo")]</thinking>'
-    opener = FakeOpener(
-        500,
-        500,
-        500,
-        500,  # sample 1: stage 1 fails after its retries
+    with StubServer(
+        *[failing(500)] * 4,  # sample 1: stage 1 fails after its retries
         reasoning,
         '<function>[get_weather(city="Oslo")]</function>',  # sample 2, template
         reasoning,
-        '<function>[get_weather(city="Oslo")]</function>',
-    )  # sample 2, cot
+        '<function>[get_weather(city="Oslo")]</function>',  # sample 2, cot
+        "never asked",
+    ) as server:
+        build_with(server, reasoning)
+
+
+def build_with(server: StubServer, reasoning: str) -> None:
+    url = server.url
     options = ToolGTOptions.from_args(
         {"template": "detail", "arm_data": "shared", "reasoning_temperature": 0.9, "call_max_tokens": 99}
     )  # shared: the template's and the CoT reasoning are both asked for
-    builder = ToolGTBuilder(options, seed=3, teacher=Teacher(backend(opener, sleeps)))
+    builder = ToolGTBuilder(options, seed=3, teacher=Teacher(backend(server)))
     drops: list[str] = []
     first, second = dialogue(), dialogue()
     second.id = "w2"
     kept = list(builder.build([first, second], drops.append))
-    assert drops == [f"detail stage1: teacher failed: HTTP 500 from {URL}/chat/completions"]
+    assert drops == [f"detail stage1: teacher failed: HTTP 500 from {url}/chat/completions"]
     assert [s.id for s in kept] == ["w2#1"] and kept[0].messages[2].content == (
         '<thinking>1. The weather tool fits.\n6. Draft: [get_weather(city="Oslo")]</thinking>\n'
         '[get_weather(city="Oslo")]'
     )
     assert builder.report()["stages"]["detail"]["stage1"] == {
-        f"dropped: teacher failed: HTTP 500 from {URL}/chat/completions": 1,
+        f"dropped: teacher failed: HTTP 500 from {url}/chat/completions": 1,
         "passed": 1,
     }
-    stage1, stage2 = opener.bodies[4], opener.bodies[5]
+    stage1, stage2 = server.bodies()[4], server.bodies()[5]
     assert (stage1["temperature"], stage1["max_tokens"], stage1["seed"]) == (0.9, 1024, 3)
     assert (stage2["temperature"], stage2["max_tokens"]) == (0.0, 99)
     assert prompts.TEMPLATES["detail"] in stage1["messages"][0]["content"]
@@ -119,7 +105,7 @@ def test_http_failures_in_a_build_become_counted_drops_and_answers_are_used_per_
         '[get_weather(city="Oslo")]'
     )
     assert stage2["messages"][1]["content"].startswith("User request: Weather in Oslo?\nGiven Thinking Process")
-    assert builder.teacher.counts["failures"] == 1 and not opener.script
+    assert builder.teacher.counts["failures"] == 1 and len(server.requests) == 8
 
 
 def test_the_cache_key_is_the_sha256_of_a_canonical_json():

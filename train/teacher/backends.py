@@ -4,9 +4,10 @@
   structured ``context`` (what the prompt was written from); a stage without a writer is a ``TeacherError``.
 * ``HttpBackend``: an OpenAI-compatible ``/chat/completions`` endpoint, or with ``completion`` its plain-completion
   ``/completions`` (a base model: ``prompt`` is the user prompt alone, the answer ``choices[0].text``, as vLLM
-  serves it); ``train.teacher.transport`` (stdlib) holds each attempt within a wall-clock deadline; retries with
-  exponential backoff for what may pass (5xx, 429, unreachable, broken or malformed answers) bounded in count and
-  in time, none for a client error; an endpoint that fails question after question is given up on
+  serves it), asked through the ``openai`` SDK: the SDK retries what may pass (unreachable, 408, 409, 429, 5xx)
+  with jittered exponential waits honouring ``Retry-After``, none for another client error;
+  ``train.teacher.transport`` holds each question within a wall-clock deadline; ``ask_many`` asks a batch's
+  questions concurrently (``concurrency`` at once); an endpoint that fails question after question is given up on
   (``TeacherUnavailable``). The API key is read from the environment variable ``api_key_env`` names, never from a
   config.
 * ``HFBackend``: a local Hugging Face causal LM, prompted through a tooltrain chat format, Llama-2-Chat's template
@@ -25,15 +26,18 @@ import hashlib
 import json
 import math
 import os
+import threading
 import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from train.teacher import transport
 
+SDK_LONGEST_WAIT = 8.0  # seconds: the openai SDK's longest own wait between retries (when no Retry-After)
 LLAMA2 = "llama2"  # the HF teacher's chat_format for Llama-2-Chat (train.teacher.llama2), not a tooltrain format
 
 
@@ -119,21 +123,25 @@ class OfflineBackend:
 
 
 class HttpBackend:
-    """An OpenAI-compatible chat-completions endpoint (``completion``: its plain ``/completions``, for a base model):
-    each attempt within a wall-clock deadline, a bounded number of retries within a bounded time, and a stop when the
-    endpoint keeps failing.
+    """An OpenAI-compatible chat-completions endpoint (``completion``: its plain ``/completions``, for a base model),
+    asked through the ``openai`` SDK: its retries, each question within a wall-clock deadline, questions of a batch
+    asked concurrently, and a stop when the endpoint keeps failing.
 
-    * ``timeout``: seconds for one attempt, from connecting to the last byte of the answer (``train.teacher.http``:
-      a trickling server is cut off too).
-    * ``retries``: attempts after the first, for what may pass (unreachable, the deadline, a broken or incomplete
-      answer, 5xx, 429, an answer without text), none after a client error (4xx); waits of ``backoff`` doubling.
-    * ``max_time``: seconds for one question, attempts and waits together (None: ``retries + 1`` deadlines plus the
-      waits); no retry starts that the rest of it cannot hold.
+    * ``retries``: the SDK's ``max_retries``, attempts after the first for what may pass (unreachable, a broken
+      answer, the read timeout, 408, 409, 429, 5xx), none after another client error. Its waits: a server's
+      ``Retry-After`` / ``retry-after-ms`` when it gives one (up to 2 minutes), else 0.5 s doubling up to 8 s, less
+      up to 25 % jitter.
+    * ``timeout``: seconds the SDK's client waits for each operation of an attempt (connecting, each read).
+    * ``max_time``: wall-clock seconds for one question, attempts and waits together, from connecting to the last
+      byte of the answer (``train.teacher.transport``: a server trickling a byte a second is cut off too). None:
+      ``retries + 1`` times ``timeout`` + 1 s, plus the SDK's longest wait (8 s) per retry.
+    * ``concurrency``: questions of one ``ask_many`` batch in flight at once.
 
-    A question that gets no answer raises ``TeacherError`` with the last failure (the caller counts it and goes
-    on). ``failures_in_a_row`` questions failing one after the other mean the endpoint is down, not the question:
-    ``TeacherUnavailable`` names the endpoint, what was tried and what it answered, and every later question is
-    refused at once (the response cache keeps what was answered: a rerun resumes there).
+    An answer that is not JSON or has no text is not retried (the SDK retries what HTTP says may pass; such an
+    answer is the server's, and usually the same again). A question that gets no answer raises ``TeacherError``
+    with the reason; ``failures_in_a_row`` questions failing one after the other mean the endpoint is down, not
+    the question: ``TeacherUnavailable`` names the endpoint, what was tried and what it answered, and every later
+    question is refused at once (the response cache keeps what was answered: a rerun resumes there).
     """
 
     kind = "http"
@@ -145,12 +153,10 @@ class HttpBackend:
         api_key_env: str | None = None,
         timeout: float = 60.0,
         retries: int = 2,
-        backoff: float = 0.1,
         max_time: float | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        opener: Callable[..., Any] | None = None,
         failures_in_a_row: int = 3,
         completion: bool = False,
+        concurrency: int = 8,
     ):
         if not base_url or not model:
             raise ValueError("the http teacher needs base_url and model")
@@ -158,34 +164,52 @@ class HttpBackend:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"base_url {base_url!r} is not an http:// or https:// URL")
         self.completion = bool(completion)
-        self.url = base_url.rstrip("/") + ("/completions" if self.completion else "/chat/completions")
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + ("/completions" if self.completion else "/chat/completions")
         self.model = model
         self.api_key_env = api_key_env
-        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
+        self.timeout, self.retries, self.concurrency = float(timeout), int(retries), int(concurrency)
         self.max_time = float(max_time) if max_time is not None else None
         seconds = [self.timeout] if self.max_time is None else [self.timeout, self.max_time]
-        if not all(0 < s < math.inf for s in seconds) or self.retries < 0 or not 0 <= self.backoff < math.inf:
+        if not all(0 < s < math.inf for s in seconds) or self.retries < 0 or self.concurrency < 1:
             raise ValueError(
-                f"timeout ({timeout}) and max_time ({max_time}) must be finite seconds > 0, retries ({retries}) and "
-                f"backoff ({backoff}) >= 0"
+                f"timeout ({timeout}) and max_time ({max_time}) must be finite seconds > 0, retries ({retries}) >= 0 "
+                f"and concurrency ({concurrency}) >= 1"
             )
-        self.sleep = sleep
-        self.opener = opener  # urlopen's shape, injectable: tests answer without a network
+        # a second more per attempt than its timeouts: a silent server is the SDK's timeout, said as such
+        longest = (self.retries + 1) * (self.timeout + 1.0) + self.retries * SDK_LONGEST_WAIT
+        self.deadline = self.max_time if self.max_time is not None else longest
         self.failures_in_a_row = max(1, int(failures_in_a_row))
         self.failed = 0  # questions failed one after the other
         self.down: str | None = None  # why the endpoint was given up on
         self.counts: Counter = Counter()  # attempts, retries
+        self._lock = threading.Lock()  # counts and the failure streak: ask_many's questions run in threads
+        self._clients: dict[str | None, Any] = {}  # one SDK client per API key (its connection pool is shared)
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise TeacherError(f"environment variable {self.api_key_env} (the teacher's API key) is not set")
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+    def _api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise TeacherError(f"environment variable {self.api_key_env} (the teacher's API key) is not set")
+        return key
+
+    def _client(self, key: str | None) -> Any:
+        import openai
+
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=key or "unused",  # the SDK insists on one; without a key no Authorization is sent
+                    max_retries=self.retries,
+                    timeout=openai.Timeout(self.timeout),
+                    http_client=openai.DefaultHttpxClient(event_hooks=transport.HOOKS),
+                )
+            return self._clients[key]
 
     def body(self, request: TeacherRequest) -> dict[str, Any]:
+        """What is sent: the model, the messages (``completion``: the prompt) and the stage's sampling."""
         params = request.params
         asked = {"prompt": request.completion_prompt()} if self.completion else {"messages": request.messages()}
         body = {
@@ -200,82 +224,104 @@ class HttpBackend:
         return body
 
     def complete(self, request: TeacherRequest) -> str:
-        return self.post(json.dumps(self.body(request)).encode("utf-8"))
+        return self.ask_body(self.body(request))
 
-    def post(self, body: bytes) -> str:
-        """The answer's text; ``TeacherError`` with the last failure once the retries are spent, or
-        ``TeacherUnavailable`` once the endpoint has failed ``failures_in_a_row`` questions in a row."""
+    def post(self, data: bytes) -> str:
+        """``ask_body`` of a JSON body already serialised (Meta-Tool's wing sends its prompts without a seed)."""
+        return self.ask_body(json.loads(data))
+
+    def ask_many(self, requests: Sequence[TeacherRequest], batch_size: int | None = None) -> list[str | TeacherError]:
+        """``complete`` of each request, up to ``concurrency`` in flight at once, in the requests' order: the answer's
+        text, or the ``TeacherError`` that question raised (``PrefetchingBackend`` then asks it alone; ``batch_size``
+        is its chunk, already bounded by it). ``TeacherUnavailable`` once the endpoint is given up on."""
+
+        def one(request: TeacherRequest) -> str | TeacherError:
+            try:
+                return self.complete(request)
+            except TeacherError as err:
+                return err
+
+        if not requests:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="teacher") as pool:
+            return list(pool.map(one, requests))
+
+    def ask_body(self, body: dict[str, Any]) -> str:
+        """The answer's text; ``TeacherError`` with the reason once the SDK's retries are spent or the deadline
+        passed, or ``TeacherUnavailable`` once the endpoint has failed ``failures_in_a_row`` questions in a row."""
         if self.down is not None:
             raise TeacherUnavailable(self.down)
         began = time.monotonic()
+        question = transport.Question()
         try:
-            text = self._ask(body, self._headers(), began)
+            text = self._ask(body, self._api_key(), question)
         except _Failed as err:
             failed = err
         except TeacherError as err:  # no API key: nothing was sent
-            failed = _Failed(str(err), [], 0)
+            failed = _Failed(str(err), str(err))
         else:
-            self.failed = 0
+            with self._lock:
+                self.failed = 0
             return text
-        self.failed += 1
-        if self.failed >= self.failures_in_a_row:
-            self.down = self._down_message(failed, time.monotonic() - began)
-            raise TeacherUnavailable(self.down)
+        finally:
+            self._count(len(question.tried))
+        with self._lock:
+            self.failed += 1
+            if self.failed >= self.failures_in_a_row and self.down is None:
+                self.down = self._down_message(failed, question.tried, time.monotonic() - began)
+            if self.down is not None:
+                raise TeacherUnavailable(self.down)
         raise TeacherError(failed.reason)
 
-    def _ask(self, body: bytes, headers: dict[str, str], began: float) -> str:
-        """One question's attempts; ``_Failed`` with every attempt's failure when none gave an answer."""
-        limit = self.max_time if self.max_time is not None else math.inf
-        tried: list[str] = []
-        last: _Attempt | None = None
-        attempts = 0
-        for attempt in range(self.retries + 1):
-            if attempt:
-                wait = min(self.backoff * 2.0**attempt, 30.0)
-                if time.monotonic() - began + wait >= limit:
-                    tried.append(f"no time left for retry {attempt} (max_time {limit:g} s)")
-                    break
-                self.sleep(wait)
-                self.counts["retries"] += 1
-            seconds = min(self.timeout, limit - (time.monotonic() - began))
-            self.counts["attempts"] += 1
-            attempts += 1
-            try:
-                return self._attempt(body, headers, seconds)
-            except _Attempt as failed:
-                last = failed
-                tried.append(failed.answered)
-                if not failed.retry:
-                    break
-        assert last is not None
-        raise _Failed(last.reason, tried, attempts)
+    def _count(self, attempts: int) -> None:
+        with self._lock:
+            self.counts["attempts"] += attempts
+            self.counts["retries"] += max(0, attempts - 1)
 
-    def _attempt(self, body: bytes, headers: dict[str, str], seconds: float) -> str:
-        """One attempt's text, or ``_Attempt`` saying what the endpoint did."""
+    def _ask(self, body: dict[str, Any], key: str | None, question: transport.Question) -> str:
+        """One question through the SDK (its retries inside), within ``deadline``; ``_Failed`` saying why not."""
+        import openai
+
+        client = self._client(key)
+        create = client.completions if self.completion else client.chat.completions
+        headers = {} if key else {"extra_headers": {"Authorization": openai.omit}}
         try:
-            status, answer = transport.post(self.url, body, headers, seconds, self.opener)
+            raw = transport.run(self.deadline, lambda: create.with_raw_response.create(**body, **headers), question)
         except transport.AttemptError as err:
-            reason = f"{self.url}: {err}" if err.kind == "deadline" else str(err)
-            raise _Attempt(reason, reason, retry=True) from None
-        if status >= 400 or status < 200:
-            reason = f"HTTP {status} from {self.url}"
-            retry = status >= 500 or status == 429  # a client error does not get better by asking again
-            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=retry)
+            raise _Failed(f"{self.url}: {err}") from None
+        except openai.APIStatusError as err:
+            reason = f"HTTP {err.status_code} from {self.url}"
+            raise _Failed(reason, f"{reason}: {transport.excerpt(err.response.content)}") from None
+        except openai.APITimeoutError:  # before APIConnectionError: it is one
+            raise _Failed(f"{self.url}: no answer within {self.timeout:g} s (the timeout of each read)") from None
+        except openai.APIConnectionError as err:
+            raise _Failed(self._unreached(err.__cause__)) from None
+        return self._text(raw.http_response.content)
+
+    def _unreached(self, cause: BaseException | None) -> str:
+        """What the SDK's connection error was, named as what the server did."""
+        name = type(cause).__name__
+        if name.startswith("Connect"):
+            return f"cannot reach {self.url}: {cause}"
+        return f"{self.url} broke the exchange ({name}): {transport.excerpt(str(cause), 2 * transport.EXCERPT)}"
+
+    def _text(self, answer: bytes) -> str:
+        """The answer's text, or ``_Failed`` saying what is wrong with it."""
         try:
             payload = json.loads(answer.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             reason = f"{self.url} answered with something that is not JSON"
-            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True) from None
+            raise _Failed(reason, f"{reason}: {transport.excerpt(answer)}") from None
         where = "choices[0].text" if self.completion else "choices[0].message.content"
         try:
             choice = payload["choices"][0]
             content = choice["text"] if self.completion else choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             reason = f"{self.url} answered without {where}"
-            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True) from None
+            raise _Failed(reason, f"{reason}: {transport.excerpt(answer)}") from None
         if not isinstance(content, str):
             reason = f"{where} is not text"
-            raise _Attempt(reason, f"{reason}: {transport.excerpt(answer)}", retry=True)
+            raise _Failed(reason, f"{reason}: {transport.excerpt(answer)}")
         return content
 
     def _short(self, answered: str) -> str:
@@ -284,34 +330,28 @@ class HttpBackend:
             answered = answered.removeprefix(prefix)
         return answered.replace(f" from {self.url}", "").replace(f"cannot reach {self.url}: ", "cannot reach it: ")
 
-    def _down_message(self, failed: _Failed, seconds: float) -> str:
-        budget = f", max_time {self.max_time:g} s" if self.max_time is not None else ""
-        answers = "; ".join(dict.fromkeys(map(self._short, failed.tried)))  # the same answer each time: said once
-        if not failed.attempts:
+    def _down_message(self, failed: _Failed, tried: list[str | None], seconds: float) -> str:
+        if not tried:
             return f"the http teacher {self.url} (model {self.model}): {failed.reason}"
+        # what the attempts got (an error status, seen by the response hook; an attempt with no response is said by
+        # the last failure, the only one the SDK hands back), each said once
+        answers = [*(a for a in tried if a), failed.answered]
+        said = "; ".join(dict.fromkeys(map(self._short, answers)))
         questions = f"{self.failed} question{'s' if self.failed != 1 else ''}"
         return (
             f"the http teacher {self.url} (model {self.model}) failed {questions} in a row; the last one "
-            f"was tried {failed.attempts} time(s) in {seconds:.1f} s (deadline {self.timeout:g} s per attempt, "
-            f"{self.retries} retries{budget}): {answers}"
+            f"was tried {len(tried)} time(s) in {seconds:.1f} s (timeout {self.timeout:g} s, {self.retries} retries, "
+            f"max_time {self.deadline:g} s): {said}"
         )
 
 
-class _Attempt(Exception):
-    """One failed attempt: ``reason`` (what a question's ``TeacherError`` says), ``answered`` (with a quote of the
-    answer, for the report of a teacher given up on) and whether asking again may help."""
-
-    def __init__(self, reason: str, answered: str, retry: bool):
-        super().__init__(reason)
-        self.reason, self.answered, self.retry = reason, answered, retry
-
-
 class _Failed(Exception):
-    """A question none of whose attempts was answered: the last reason and what each attempt got."""
+    """A question that got no answer: ``reason`` (what its ``TeacherError`` says) and ``answered`` (with a quote of
+    the answer, for the report of a teacher given up on)."""
 
-    def __init__(self, reason: str, tried: list[str], attempts: int):
+    def __init__(self, reason: str, answered: str | None = None):
         super().__init__(reason)
-        self.reason, self.tried, self.attempts = reason, tried, attempts
+        self.reason, self.answered = reason, answered or reason
 
 
 class HFBackend:

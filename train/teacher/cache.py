@@ -5,8 +5,10 @@ parameters; ``top_p`` only when set, so a key from before that field is the key 
 question to the same model is asked once. Each answer is its own file
 (``<dir>/<key[:2]>/<key>.json``), written to a temporary file and renamed into place, so a build that crashes
 keeps every answer it got and the next build resumes from them; a rebuild reads the same answers and writes the
-same bytes. Failures are not cached: a rerun asks again. A cache folder that cannot be made or written (a file,
-no permission, a full disk) is ``TeacherUnavailable`` naming it: the answers would be lost.
+same bytes. ``Teacher.ask_many`` serves a batch's cache hits at once and sends only the rest to the backend
+(the http backend asks them concurrently). Failures are not cached: a rerun asks again. A cache folder that
+cannot be made or written (a file, no permission, a full disk) is ``TeacherUnavailable`` naming it: the answers
+would be lost.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +124,52 @@ class Teacher:
         if self.cache is not None:
             self.cache.put(key, text, request)
         return text
+
+    def ask_many(self, requests: Sequence[TeacherRequest]) -> list[str | TeacherError]:
+        """``ask`` of each request, in order: the answer's text or the ``TeacherError`` of that question (counted as
+        ``ask`` counts it). Cache hits are served here, without a worker; the questions left (each distinct one once)
+        go to the backend's ``ask_many`` when it has one (the http backend's asks them concurrently), else one by
+        one. ``TeacherUnavailable`` stops the batch, as it stops ``ask``."""
+        answers: list[str | TeacherError | None] = [None] * len(requests)
+        missing: dict[str, list[int]] = {}
+        for index, request in enumerate(requests):
+            self.counts["asked"] += 1
+            key = cache_key(self.backend.kind, str(self.backend.model), request)
+            cached = self.cache.get(key) if self.cache is not None and key not in missing else None
+            if cached is not None:
+                self.counts["cache_hits"] += 1
+                answers[index] = cached
+            else:
+                missing.setdefault(key, []).append(index)
+        asked = [requests[indexes[0]] for indexes in missing.values()]
+        if asked:
+            self.counts["backend_calls"] += len(asked)
+        for (key, indexes), request, text in zip(missing.items(), asked, self._backend_answers(asked)):
+            if isinstance(text, str) and self.cache is not None:
+                self.cache.put(key, text, request)
+            elif not isinstance(text, str):
+                self.counts["failures"] += 1
+                text = text if isinstance(text, TeacherError) else TeacherError("the teacher's answer is not text")
+            for index in indexes:
+                answers[index] = text
+        return answers  # type: ignore[return-value]  # every slot is filled
+
+    def _backend_answers(self, requests: list[TeacherRequest]) -> list[Any]:
+        many = getattr(self.backend, "ask_many", None)
+        if callable(many) and requests:
+            try:
+                return list(many(requests))
+            except TeacherUnavailable:
+                raise
+            except TeacherError:  # a batch that failed as a whole (hf): each question alone
+                pass
+        answers: list[Any] = []
+        for request in requests:
+            try:
+                answers.append(self.backend.complete(request))
+            except TeacherError as err:
+                answers.append(err)
+        return answers
 
     def report(self) -> dict[str, Any]:
         retried = getattr(self.backend, "counts", None)  # the http backend's attempts after a failed one

@@ -42,10 +42,15 @@ SETTINGS: dict[str, Setting] = {
     "base_url": Setting(str, None, "http: the OpenAI-compatible base URL (…/v1)"),
     "model": Setting(str, None, "http: the model name"),
     "api_key_env": Setting(str, None, "http: the environment variable holding the API key"),
-    "timeout": Setting(float, 60.0, "http: seconds per attempt, the whole answer (60)"),
-    "retries": Setting(int, 2, "http: attempts after the first, for what may pass (5xx, 429, unreachable) (2)"),
-    "backoff": Setting(float, 0.1, "http: seconds before the first retry, doubling after each (0.1)"),
-    "max_time": Setting(float, None, "http: seconds for one question, attempts and waits together (no bound)"),
+    "timeout": Setting(float, 60.0, "http: seconds the client waits to connect and for each read (60)"),
+    "retries": Setting(int, 2, "http: the openai SDK's retries, for what may pass (5xx, 429, unreachable) (2)"),
+    "max_time": Setting(
+        float,
+        None,
+        "http: wall-clock seconds for one question, attempts and waits together (default: (retries + 1) "
+        "x (timeout + 1 s) + 8 s a retry)",
+    ),
+    "concurrency": Setting(int, 8, "http: questions of a batch in flight at once (8)"),
     "path": Setting(str, None, "hf: the local model folder"),
     "chat_format": Setting(str, "chatml", "hf: the chat format to prompt it with (chatml; llama2: Llama-2-Chat's)"),
     "tokenizer": Setting(str, None, "hf: the tokenizer, when not the model folder's"),
@@ -57,7 +62,7 @@ SETTINGS: dict[str, Setting] = {
 # Each backend kind and the settings it takes from a config (offline takes none: its writers come from the caller).
 BACKEND_SETTINGS: dict[str, tuple[str, ...]] = {
     "offline": (),
-    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "backoff", "max_time", "completion"),
+    "http": ("base_url", "model", "api_key_env", "timeout", "retries", "max_time", "concurrency", "completion"),
     "hf": ("path", "chat_format", "tokenizer", "completion"),
 }
 

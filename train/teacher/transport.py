@@ -1,22 +1,23 @@
-"""One POST to an HTTP endpoint within a wall-clock deadline: connect, send and the whole answer, stdlib only.
+"""One question to an HTTP endpoint within a wall-clock deadline, whatever client asks it (here the ``openai`` SDK).
 
-Why a deadline and not a socket timeout: a socket timeout bounds each read, so a server that sends one byte a
-second (a stuck proxy, an overloaded gateway) is never timed out. httpx's timeouts are per operation too. Here the
-attempt runs in a daemon thread and the caller waits for it at most ``seconds``; past that the attempt's sockets
-are shut down (the thread then ends at its next read; a daemon thread never holds the process) and the caller gets
-``AttemptError("deadline", ...)``. urllib does the HTTP, so the environment's proxy settings keep working.
+Why a deadline and not the client's timeouts: httpx's timeouts (the SDK's) bound each operation (connect, each
+read), so a server that sends one byte a second (a stuck proxy, an overloaded gateway) is never timed out, and the
+SDK's retries and waits add up on top. Here the question runs in a daemon thread (``within``) and the caller waits
+for it at most ``seconds``; past that the question's sockets are shut down and any later attempt of it is refused,
+so the thread ends at its next read or retry (a daemon thread never holds the process), and the caller gets
+``AttemptError("deadline", ...)``.
 
-``post`` is all ``HttpBackend`` needs from a transport (status and body, or ``AttemptError``): an SDK client that
-keeps a total deadline can take its place without touching the retries or the error reports.
+How the sockets are known: ``HOOKS`` are httpx event hooks (give them to the client the SDK uses). A question run by
+``run`` has its ``Question`` in a thread-local; the request hook counts the attempt, refuses it once the question is
+cancelled, and asks httpcore to trace it (``connect_tcp`` / ``start_tls`` hand over the new socket); the response
+hook keeps the socket of a reused keep-alive connection and what an error status said. A reused connection whose
+status line never comes is the one case left to the client's read timeout (``timeout`` seconds of silence).
 """
 
 from __future__ import annotations
 
-import http.client
 import socket
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -24,12 +25,16 @@ EXCERPT = 80  # characters of an answer quoted in an error: enough to recognise 
 
 
 class AttemptError(Exception):
-    """One attempt got no HTTP answer. ``kind``: ``deadline``, ``unreachable`` or ``protocol`` (the server answered
-    something that is not a complete HTTP response); ``str()``: a short description that quotes what came back."""
+    """A question got no answer in time. ``kind``: ``deadline``; ``str()``: a short description."""
 
     def __init__(self, kind: str, detail: str):
         super().__init__(detail)
         self.kind = kind
+
+
+class Cancelled(BaseException):
+    """Raised by the request hook in a question past its deadline: a BaseException, so the SDK (which retries any
+    ``Exception``) lets it through instead of retrying."""
 
 
 def excerpt(data: bytes | str, limit: int = EXCERPT) -> str:
@@ -40,92 +45,92 @@ def excerpt(data: bytes | str, limit: int = EXCERPT) -> str:
     return quoted + (f" (+{len(text) - limit} more)" if len(text) > limit else "")
 
 
-class _Sockets:
-    """The sockets one attempt opened, so the caller can end the attempt at its deadline."""
+class Question:
+    """One question's attempts: the sockets they opened (shut at the deadline) and what each got (``tried``: one
+    line per attempt, ``None`` until a response or the final error says what happened)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.open: list[socket.socket] = []
+        self.sockets: list[socket.socket] = []
         self.closed = False
+        self.tried: list[str | None] = []
 
-    def add(self, sock: socket.socket) -> socket.socket:
+    def add(self, sock: Any) -> None:
+        if not isinstance(sock, socket.socket):
+            return
         with self.lock:
-            self.open.append(sock)
+            self.sockets.append(sock)
             closed = self.closed
         if closed:  # connected after the deadline: end it now
             _shut(sock)
-        return sock
 
     def close_all(self) -> None:
         with self.lock:
             self.closed = True
-            sockets = list(self.open)
+            sockets = list(self.sockets)
         for sock in sockets:
             _shut(sock)
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's ``trace`` extension: each new connection's (and TLS wrapper's) socket."""
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            if stream is not None:
+                self.add(stream.get_extra_info("socket"))
 
 
 def _shut(sock: socket.socket) -> None:
     try:  # shutdown (not close) wakes a read blocked in another thread
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
-        pass  # not connected, or detached by the TLS layer (its own socket is registered too)
+        pass  # not connected any more
 
 
-def _tracked(base: type, sockets: _Sockets) -> type:
-    """``base`` (an http.client connection class) registering its raw TCP socket and, after TLS, the wrapped one."""
-
-    class Tracked(base):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            create = self._create_connection
-            self._create_connection = lambda *a, **k: sockets.add(create(*a, **k))
-
-        def connect(self) -> None:
-            super().connect()
-            sockets.add(self.sock)
-
-    return Tracked
+_current = threading.local()  # the Question of the thread ``run`` started, if any
 
 
-class _Tracking:
-    sockets: _Sockets
-
-    def do_open(self, http_class: type, req: Any, **kwargs: Any) -> Any:
-        return super().do_open(_tracked(http_class, self.sockets), req, **kwargs)  # type: ignore[misc]
-
-
-class _HTTPHandler(_Tracking, urllib.request.HTTPHandler):
-    def __init__(self, sockets: _Sockets) -> None:
-        super().__init__()
-        self.sockets = sockets
+def _on_request(request: Any) -> None:
+    question: Question | None = getattr(_current, "question", None)
+    if question is None:
+        return
+    if question.closed:
+        raise Cancelled
+    question.tried.append(None)
+    request.extensions["trace"] = question.trace
 
 
-class _HTTPSHandler(_Tracking, urllib.request.HTTPSHandler):
-    def __init__(self, sockets: _Sockets) -> None:
-        super().__init__()
-        self.sockets = sockets
+def _on_response(response: Any) -> None:
+    question: Question | None = getattr(_current, "question", None)
+    if question is None:
+        return
+    stream = response.extensions.get("network_stream")
+    if stream is not None:
+        question.add(stream.get_extra_info("socket"))
+    if response.status_code >= 400 and question.tried:
+        response.read()  # small: an error's body, quoted in the report of a teacher given up on
+        question.tried[-1] = f"HTTP {response.status_code}: {excerpt(response.content)}"
 
 
-Opener = Callable[..., Any]  # urlopen's shape: (request, timeout=) -> a response to read; tests pass their own
+HOOKS: dict[str, list[Callable[[Any], None]]] = {"request": [_on_request], "response": [_on_response]}
 
 
-def post(url: str, data: bytes, headers: dict[str, str], seconds: float, opener: Opener | None = None) -> tuple:
-    """``(status, body)`` of one POST answered within ``seconds`` (an error status included: its body says why);
-    ``AttemptError`` when there is no complete answer in time."""
-    sockets = _Sockets()
-    open_url = opener or urllib.request.build_opener(_HTTPHandler(sockets), _HTTPSHandler(sockets)).open
-    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-    try:
-        return within(seconds, lambda: _exchange(open_url, request, seconds), cancel=sockets.close_all)
-    except (OSError, http.client.HTTPException) as err:  # urllib's and http.client's: said as what the server did
-        raise _classify(err, url) from None
+def run(seconds: float, call: Callable[[], Any], question: Question | None = None) -> Any:
+    """``call()``'s result within ``seconds`` of wall clock, its HTTP attempts tracked in ``question`` (through
+    ``HOOKS``); ``AttemptError("deadline")`` past it, the attempts' sockets then shut down."""
+    question = question or Question()
+
+    def tracked() -> Any:
+        _current.question = question
+        return call()
+
+    return within(seconds, tracked, cancel=question.close_all)
 
 
 def within(seconds: float, call: Callable[[], Any], cancel: Callable[[], None]) -> Any:
     """``call()``'s result (or its exception) when it ends within ``seconds`` of wall clock; otherwise ``cancel()``
     (which should make the call end soon: here it shuts the sockets down) and ``AttemptError("deadline")``. The call
     runs in a daemon thread, so the caller's wait is bounded whatever the call is blocked on (DNS, a TLS handshake,
-    a byte a second); any client library's call can be wrapped the same way."""
+    a byte a second, a retry's wait)."""
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
@@ -146,38 +151,4 @@ def within(seconds: float, call: Callable[[], Any], cancel: Callable[[], None]) 
     return outcome["answer"]
 
 
-def _exchange(open_url: Opener, request: urllib.request.Request, seconds: float) -> tuple[int, bytes]:
-    try:
-        with open_url(request, timeout=seconds) as response:  # per read too: a silent server ends the thread
-            return int(getattr(response, "status", None) or 200), response.read()
-    except urllib.error.HTTPError as err:
-        try:
-            body = err.read() or b""
-        except (OSError, http.client.HTTPException):
-            body = b""
-        return err.code, body
-
-
-def _classify(err: Exception, url: str) -> Exception:
-    """An exception of the attempt's thread -> ``AttemptError`` (what the server did), or itself (a bug)."""
-    reason = err.reason if isinstance(err, urllib.error.URLError) else err
-    if isinstance(reason, http.client.RemoteDisconnected):
-        return AttemptError("protocol", f"{url} closed the connection without an answer")
-    if isinstance(reason, http.client.BadStatusLine):
-        line = reason.args[0] if reason.args else ""
-        return AttemptError("protocol", f"{url} answered a bad status line {excerpt(line)}")
-    if isinstance(reason, http.client.IncompleteRead):
-        got = reason.partial or b""
-        missing = f", {reason.expected} more expected" if reason.expected is not None else ""
-        return AttemptError(
-            "protocol", f"{url} answered an incomplete body ({len(got)} bytes{missing}): {excerpt(got)}"
-        )
-    if isinstance(reason, http.client.HTTPException):
-        name = type(reason).__name__
-        return AttemptError("protocol", f"{url} answered something that is not HTTP ({name}): {excerpt(str(reason))}")
-    if isinstance(reason, (OSError, str)):
-        return AttemptError("unreachable", f"cannot reach {url}: {reason}")
-    return err
-
-
-__all__ = ["AttemptError", "excerpt", "post", "within"]
+__all__ = ["HOOKS", "AttemptError", "Cancelled", "Question", "excerpt", "run", "within"]
