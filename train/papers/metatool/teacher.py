@@ -16,9 +16,10 @@ from ``train.teacher.add_teacher_arguments``):
   the descriptions (a seeded choice of synonym and phrase substitutions). No model, no network: the
   tests and the tiny recipe use it, and a rebuild with the same seed is byte-identical.
 * ``http``: an OpenAI-compatible ``/chat/completions`` endpoint (``base_url``, ``model``; the key
-  is read from the environment variable named by ``api_key_env``, never from the config): each attempt within a
-  wall-clock deadline (``timeout``), retries bounded in count and time (``retries``, ``backoff``, ``max_time``), an
-  endpoint that keeps failing given up on with one error (``train.teacher.HttpBackend``, which ToolGT shares).
+  is read from the environment variable named by ``api_key_env``, never from the config), asked through the
+  ``openai`` client: each read within ``timeout``, the client's retries (``retries``; Retry-After honoured) and the
+  whole question within a wall-clock deadline (``max_time``), an endpoint that keeps failing given up on with one
+  error (``train.teacher.HttpBackend``, which ToolGT shares).
 * ``hf``: a local Hugging Face causal LM (``path``, ``chat_format``, ``tokenizer``), prompted through a tooltrain
   chat format and decoded greedily.
 
@@ -349,8 +350,8 @@ class _PromptedTeacher:
 
 
 class HttpTeacher(_PromptedTeacher):
-    """An OpenAI-compatible chat-completions endpoint (``train.teacher.HttpBackend``: a deadline per attempt,
-    bounded retries with backoff; ``TeacherUnavailable``, a ValueError, once it fails question after question),
+    """An OpenAI-compatible chat-completions endpoint (``train.teacher.HttpBackend``: the openai client's retries,
+    a wall-clock deadline per question; ``TeacherUnavailable``, a ValueError, once it fails question after question),
     sampled at ``temperature`` up to ``max_tokens``."""
 
     kind = "http"

@@ -91,7 +91,7 @@ class Settings:
     clean_queries: bool = False  # data.clean_query on every query (off: as published, as the released code)
     limit: int | None = None  # the first N test queries of each run (None: all)
     # stage 2's questions per batched generate call, and queries per prefetch chunk (a backbone with ask_many: hf,
-    # a run folder; 1: one question at a time, as before); offline / http answer one by one whatever it is
+    # a run folder, http: teacher.concurrency requests at once; 1: one question at a time); offline answers one by one
     batch_size: int = 8
     max_new_tokens: int | None = None  # stage 2's answer cap (None: the paper's max_tokens, 1024)
 

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm("--llm-base-url", metavar="URL", help="http: the OpenAI-compatible base URL (…/v1)")
     llm("--llm-model", metavar="NAME", help="http: the model name")
     llm("--llm-api-key-env", metavar="VAR", help="http: the environment variable holding the API key")
-    llm("--llm-timeout", type=float, metavar="S", help="http: seconds per attempt, the whole answer (60)")
+    llm("--llm-timeout", type=float, metavar="S", help="http: seconds to connect and for each read (60)")
     llm("--llm-path", metavar="DIR", help="hf: the local model folder")
     llm("--llm-chat-format", metavar="F", help="hf: the chat format to prompt it with (chatml)")
     llm("--batch-size", type=int, default=8, metavar="N",
