@@ -247,3 +247,13 @@ def test_score_v3_summary(capsys):
     live = 2 / (2 + 1053 + 16 + 24 + 884 + 16)  # unscored live categories count 0 over their full sizes
     assert f"overall               {(non_live + live) / 3:.4f}" in out
     assert "counted as 0 by the v3 summary: 14" in out
+
+
+def test_a_question_the_reader_refuses_counts_wrong_as_bfcl_counts_it(tmp_path):
+    # live_simple_106-63-0 and _112-68-0 expect a value from an empty list: wrong for every model on the leaderboard
+    # (xLAM-2-8b's 75.58% is 195/258), so the suite's total is the file's 258 questions, not the 256 it can prompt.
+    args = _suite_args(tmp_path, category=["live_simple"], limit=None)
+    model = (SimpleNamespace(description="fake model", tokenizer=None), "fake_format", None, None)
+    assert run_suite(args, lambda: model, _gold_generations, lambda generations: {}) == 0
+    report = json.loads(args.output.read_text(encoding="utf-8"))
+    assert report["metrics"]["by_category"]["live_simple"] == {"accuracy": 256 / 258, "correct": 256, "total": 258}

@@ -59,12 +59,20 @@ def run_category(args: argparse.Namespace, entry: Any, model: tuple, generate_it
     score = by_category.get(entry.name, outcome.metrics["overall"])
     return {
         "task": entry.task,
-        "score": {key: score[key] for key in ("accuracy", "correct", "total")},
+        "score": counted_as_bfcl(score, rejected, whole=args.limit is None),
         "metrics": outcome.metrics,
         "generation": summary(generations),
         "issues": {"skipped_references": prepared.skipped, "unreadable_references": rejected},
         "records": [{**row, "category": entry.name} for row in outcome.predictions],
     }
+
+
+def counted_as_bfcl(score: dict[str, Any], rejected: list[dict[str, str]], whole: bool) -> dict[str, Any]:
+    """The category's score over every question of its file, as BFCL counts it: a question the reader refused (a
+    possible answer no call can meet, e.g. live_simple_106-63-0's empty value list) is wrong for every model, so
+    it counts as wrong here too. With ``--limit`` only the evaluated prefix counts (refused rows are listed)."""
+    correct, total = score["correct"], score["total"] + (len(rejected) if whole else 0)
+    return {"accuracy": correct / total if total else 0.0, "correct": correct, "total": total}
 
 
 def category_lines(results: dict[str, dict[str, Any]], skipped: list[dict[str, str]]) -> list[str]:
