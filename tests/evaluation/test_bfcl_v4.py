@@ -257,3 +257,20 @@ def test_a_question_the_reader_refuses_counts_wrong_as_bfcl_counts_it(tmp_path):
     assert run_suite(args, lambda: model, _gold_generations, lambda generations: {}) == 0
     report = json.loads(args.output.read_text(encoding="utf-8"))
     assert report["metrics"]["by_category"]["live_simple"] == {"accuracy": 256 / 258, "correct": 256, "total": 258}
+
+
+def test_eval_run_arguments_for_the_suite():
+    from train.commands.eval.run import add_arguments, arguments_problem
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+
+    def problem(*argv: str) -> str | None:
+        return arguments_problem(parser.parse_args(list(argv)))
+
+    assert problem("bfcl_v4", "tiny", "--category", "live_simple") is None
+    assert problem("bfcl", "tiny", "--summary", "bfcl_v4") is None
+    assert problem("bfcl", "tiny", "--category", "live_simple") == (
+        "--category goes with bfcl_v4 (bfcl reads the category from its question file)"
+    )
+    assert problem("nexus", "tiny", "--summary", "bfcl_v4") == "--summary bfcl_v4 goes with bfcl or bfcl_v4"
