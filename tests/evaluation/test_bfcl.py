@@ -410,8 +410,8 @@ def test_v2_summary_by_hand_with_v2_names():
 def test_summary_accepts_score_bfcl_results_and_refuses_unknown_versions():
     scored = score_bfcl([{"id": "q", "result": []}], [{"id": "q", "function": F}], None, "live_relevance")
     assert summarize_bfcl({"live_relevance": scored})["relevance"] == 0.0
-    with pytest.raises(ValueError, match="unknown BFCL version 'v3'; valid versions: v2, v4"):
-        summarize_bfcl({}, version="v3")
+    with pytest.raises(ValueError, match="unknown BFCL version 'v5'; valid versions: v2, v3, v4"):
+        summarize_bfcl({}, version="v5")
 
 
 # ---- the real data: gold predictions score the references' own ceiling --------------------------------------

@@ -17,6 +17,10 @@ beside them. ``heldout`` on a run directory without
 ``--data`` evaluates the run's own eval split. BENCH comes first, as in ``tooltrain eval score BENCH``; the old
 order (MODEL BENCH) is an error that names the new one. Exit 0 when scoring ran, 2 when an input is unusable.
 
+``bfcl_v4`` as BENCH runs the BFCL v4 suite from the installed ``bfcl-eval`` package, one benchmark per category
+(``--category NAME``, repeatable, restricts it; ``--limit`` is per category; ``run_bfcl_v4``), and prints the
+leaderboard table. ``--summary bfcl_v4`` prints that table for ``bfcl`` too (over the categories scored).
+
 ``--summary NAME`` prints a paper's own numbers beside its table rows (``train.papers``: each paper's
 ``Summary``). A paper may add a form of this verb of its own, with its options (``PaperSpec.eval_run_form``, found
 through ``train.papers``): ``toolbench --verify tool,params`` runs a self-verification instead (its options are
@@ -35,6 +39,8 @@ from typing import Any
 from train.commands.arg_types import non_negative_number
 from train.commands.outputs import check_outputs, output_file, write_results
 from train.evaluation.tasks import task_names
+
+SUITE = "bfcl_v4"  # not a task: a suite of benchmarks (run_bfcl_v4), one per category of the official package
 
 
 class ModelError(ValueError):
@@ -59,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "bench",
         metavar="BENCH",
         help="benchmark: its task builds the prompts, its scorer scores "
-        f"({', '.join(task_names())}; or module:attr naming a ScorerSpec with a task)",
+        f"({', '.join(task_names())}; {SUITE}: the BFCL v4 suite from the bfcl-eval package; "
+        "or module:attr naming a ScorerSpec with a task)",
     )
     arg("model", metavar="MODEL", help="a run directory, a HF model directory, or a conf/model name (tiny, smollm2)")
     arg(
@@ -87,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a task option, repeatable (metabench: embedder=NAME, alpha=A, k=K for the retriever it calls)",
     )
-    arg("--limit", type=int, metavar="N", help="evaluate the first N usable references")
+    arg("--limit", type=int, metavar="N", help="evaluate the first N usable references (bfcl_v4: per category)")
+    arg("--category", action="append", metavar="NAME", help=f"{SUITE} only: run this category (repeatable)")
     arg("--max-new-tokens", type=int, default=256, metavar="N", help="tokens generated per turn (default 256)")
     arg("--batch-size", type=int, default=8, metavar="N", help="prompts per generate call (default 8)")
     arg("--temperature", type=non_negative_number, default=0.0, metavar="T", help="0 (default): greedy")
@@ -96,7 +104,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from train.papers import summaries
 
     papers = {name: summary for name, summary in summaries().items() if summary.run_benches}
-    arg("--summary", choices=tuple(papers), help="; ".join(summary.help for summary in papers.values()))
+    arg(
+        "--summary",
+        choices=(SUITE, *papers),
+        help=f"{SUITE}: BFCL v4 as the leaderboard reports it, beside reference models (bfcl, {SUITE}); "
+        + "; ".join(summary.help for summary in papers.values()),
+    )
     for form in paper_forms():
         form.add_arguments(parser)
     arg("-o", "--output", type=output_file, metavar="METRICS.json", help="write metrics, counts and issues as JSON")
@@ -274,7 +287,7 @@ def bench_problem(bench: str, model: str) -> str | None:
     task); the old order (MODEL BENCH) is named as such."""
     from train.evaluation import SCORERS
 
-    if SCORERS.known(bench):
+    if SCORERS.known(bench) or bench == SUITE:
         return None
     if model in task_names():
         return f"BENCH comes first, as in tooltrain eval score BENCH: tooltrain eval run {model} {bench} ..."
@@ -291,6 +304,10 @@ def arguments_problem(args: argparse.Namespace) -> str | None:
         return problem
     if args.max_new_tokens < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         return "--max-new-tokens, --batch-size and --limit must be >= 1"
+    if args.category and args.bench != SUITE:
+        return f"--category goes with {SUITE} (bfcl reads the category from its question file)"
+    if args.summary == SUITE:
+        return None if args.bench in ("bfcl", SUITE) else f"--summary {SUITE} goes with bfcl or {SUITE}"
     summary = summaries().get(args.summary)
     return None if summary is None else summary.problem(args.summary, args.bench, summary.run_benches)
 
@@ -352,16 +369,31 @@ def references(args: argparse.Namespace, task: Any, loaded: LoadedModel) -> tupl
     return prepared, rejected
 
 
-def generate_all(args: argparse.Namespace, task: Any) -> Generated:
-    """MODEL loaded, the references read and prepared, one generation per item."""
+def generate_items(task: Any, items: list[Any], fmt: Any, tokenizer: Any, backend: Any, max_new_tokens: int) -> list:
+    """One generation per item: the task's own loop when it has one (``generate``: a multi-turn task runs episodes),
+    else one turn per prompt."""
     from train.evaluation.generate import generate
 
+    own = getattr(task, "generate", None)
+    if own is not None:
+        return own(items, fmt, tokenizer, backend, max_new_tokens)
+    return generate([(item.conversation, item.target) for item in items], fmt, tokenizer, backend, max_new_tokens)
+
+
+def open_model(args: argparse.Namespace) -> tuple[LoadedModel, str, Any, Any]:
+    """MODEL loaded, its format name and format, and the generation backend (for a suite of benchmarks)."""
+    loaded = load(args.model, args.dtype, args.tokenizer)
+    format_name, fmt = chat_format_for(args, loaded)
+    return loaded, format_name, fmt, backend_for(args, loaded)
+
+
+def generate_all(args: argparse.Namespace, task: Any) -> Generated:
+    """MODEL loaded, the references read and prepared, one generation per item."""
     loaded = load(args.model, args.dtype, args.tokenizer)
     format_name, fmt = chat_format_for(args, loaded)
     prepared, rejected = references(args, task, loaded)
     backend = backend_for(args, loaded)
-    prompts = [(item.conversation, item.target) for item in prepared.items]
-    generations = generate(prompts, fmt, loaded.tokenizer, backend, args.max_new_tokens)
+    generations = generate_items(task, prepared.items, fmt, loaded.tokenizer, backend, args.max_new_tokens)
     return Generated(loaded, format_name, prepared, rejected, generations)
 
 
@@ -372,6 +404,12 @@ def paper_summary(args: argparse.Namespace, metrics: dict[str, Any], names: list
 
     if args.summary is None:
         return {}
+    if args.summary == SUITE:  # the leaderboard's table over the categories this run scored
+        from train.evaluation.bfcl.leaderboard import leaderboard, leaderboard_lines
+
+        board = leaderboard(metrics.get("by_category") or {})
+        print("\n" + "\n".join(leaderboard_lines(board, ours=names[0])))
+        return {f"{SUITE}_summary": board}
     lines, data = summaries()[args.summary].lines(args.bench, metrics, names)
     print("\n" + "\n".join(lines))
     return {f"{args.summary}_summary": data}
@@ -395,6 +433,10 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.bench == SUITE:
+        from train.commands.eval import run_bfcl_v4
+
+        return run_bfcl_v4.run(args, lambda: open_model(args), generate_items, generation_summary)
     chosen = next((form for form in paper_forms() if form.chosen(args)), None)
     if chosen is not None:  # a paper's own form of the verb (--verify): it loads MODEL when it is ready to
         return chosen.run(args, lambda: selector_model(args), read_paths(args))

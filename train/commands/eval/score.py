@@ -21,6 +21,7 @@ from typing import Any
 from train.base.records import SourceError
 from train.commands.eval.score_report import counts, issue_lines, metric_tables, read_rows, split_result
 from train.commands.outputs import check_outputs, output_file, write_results
+from train.evaluation.bfcl.summary import BFCL_SUMMARIES
 
 EPILOG_HEAD = """\
 Row layouts (one JSON object per line; every row has an "id"; predictions and references are joined by id):
@@ -76,8 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     papers = {name: summary for name, summary in summaries().items() if summary.score_benches}
     parser.add_argument(
         "--summary",
-        choices=("v4", "v2", *papers),
-        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files); or a paper's "
+        choices=(*BFCL_SUMMARIES, *papers),
+        help="bfcl folders only: BFCL's leaderboard formulas (default v4; v2 for BFCL_v2_* files; bfcl_v4: the "
+        "leaderboard's table beside reference models); or a paper's "
         "numbers beside its tables: "
         + "; ".join(f"{summary.help} ({' or '.join(summary.score_benches)})" for summary in papers.values()),
     )

@@ -5,9 +5,11 @@ BFCL keeps one file per category on both sides: ``bfcl generate`` writes ``resul
 of prediction files (BFCL's decoded ``{"id", "result": [{"func_name": {"arg": value}}]}`` lines, one file per
 category, named ``[BFCL_vN_]<category>[_result].json[l]``) and the BFCL data folder, this scores each category
 with ``score_bfcl`` and aggregates them with ``summarize_bfcl``: BFCL's weighted and unweighted summaries
-(``--summary v4``, the default, or ``v2``: the formulas of ``train/evaluation/bfcl/scorer.py``; v2 is chosen by
-itself when every prediction file is named ``BFCL_v2_*``), or a paper's (``--summary NAME``: the ``Summary`` of
-``train.papers``, which ``tooltrain eval run bfcl MODEL --summary NAME`` prints too).
+(``--summary v4``, the default, ``v3`` or ``v2``: the formulas of ``train/evaluation/bfcl/scorer.py``; v2 is chosen
+by itself when every prediction file is named ``BFCL_v2_*``), the leaderboard's table (``--summary bfcl_v4``: v4 and
+v3 overall and every leaderboard column, beside published reference models, ``bfcl.leaderboard``), or a paper's
+(``--summary NAME``: the ``Summary`` of ``train.papers``, which ``tooltrain eval run bfcl MODEL --summary NAME``
+prints too).
 ``--category`` (repeatable) restricts the categories scored.
 
 Prints one row per category (accuracy, correct, total), the summary numbers, the categories the summary
@@ -126,6 +128,12 @@ def score_folders(args: argparse.Namespace) -> dict[str, Any]:
             "where": {"predictions": pred_where, "references": ref_where},
         }
     scores = {category: entry["result"] for category, entry in results.items()}
+    if args.summary == "bfcl_v4":  # the leaderboard's table (v4 and v3 overall, reference models)
+        from train.evaluation.bfcl.leaderboard import leaderboard, leaderboard_lines
+
+        board = leaderboard(scores)
+        lines = leaderboard_lines(board, ours=str(args.predictions.name))
+        return {"categories": results, "summary": board, "paper_lines": lines, "not_scored": not_scored}
     paper = summaries().get(args.summary)
     if paper is not None:  # a paper's summary of the categories (--summary NAME, train.papers): its lines and data
         lines, summary = paper.lines("bfcl", {"by_category": scores}, [str(args.predictions)])

@@ -77,6 +77,10 @@ Leaderboard aggregation (``summary.summarize_bfcl``; BFCL's ``eval_runner_helper
   memory_rec_sum)); overall = 10% non-live + 10% live + 10% irrelevance + 30% multi-turn + 40% agentic.
   A category not scored counts as accuracy 0 with its full dataset size (BFCL shows "N/A" but still
   counts 0), so with only the AST categories here the overall is a lower bound; ``missing`` lists them.
+* v3 (gorilla cd9429cc, 2025-08-06, the last v3 before the v4 release; its executable categories were retired in
+  4ed459c0): non-live overall = unweighted(simple AST, multiple, parallel, parallel_multiple, irrelevance); live
+  overall = weighted(4 live AST, live_irrelevance, live_relevance); multi-turn = unweighted(4 multi_turn_*);
+  overall = unweighted(live overall, non-live overall, multi-turn). A missing category counts 0 over its full size.
 * v2 (gorilla commit 3f5ace7, the data in shared/data/bfcl_v2): non-live AST summary as in v4, exec summary
   = unweighted(unweighted(exec_simple, rest), exec_multiple, exec_parallel, exec_parallel_multiple),
   non-live overall = unweighted of those 8 groups + irrelevance; live AST summary = weighted(4 live AST),

@@ -1,4 +1,4 @@
-"""BFCL leaderboard aggregation of per-category accuracies (v4 and v2 formulas).
+"""BFCL leaderboard aggregation of per-category accuracies (v4, v3 and v2 formulas).
 
 The formulas, and how a category that was not scored counts, are documented in ``train/evaluation/bfcl/scorer.py``.
 """
@@ -9,9 +9,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-# v4 counts a missing category as accuracy 0 over its full dataset size; only the live AST categories'
-# sizes matter (they are the only count-weighted mean). Sizes of bfcl-eval 2026.3.23's data files.
-V4_DATASET_SIZES = {"live_simple": 258, "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24}
+# v4 and v3 count a missing category as accuracy 0 over its full dataset size; only the live categories' sizes
+# matter (theirs are the only count-weighted means). Sizes of bfcl-eval 2026.3.23's data files (test_bfcl_v4 counts).
+V4_DATASET_SIZES = {
+    "live_simple": 258, "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,
+    "live_irrelevance": 884, "live_relevance": 16,
+}  # fmt: skip
 _V2_NAMES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
 
 V4_CATEGORIES = (
@@ -20,6 +23,8 @@ V4_CATEGORIES = (
     "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
     "web_search_base", "web_search_no_snippet", "memory_kv", "memory_vector", "memory_rec_sum",
 )  # fmt: skip
+BFCL_SUMMARIES = ("v4", "v3", "v2", "bfcl_v4")  # eval score bfcl --summary: the formulas, and the leaderboard's table
+V3_CATEGORIES = V4_CATEGORIES[:17]  # v3 is v4 without the agentic categories
 V2_CATEGORIES = (
     "simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple", "irrelevance",
     "exec_simple", "exec_multiple", "exec_parallel", "exec_parallel_multiple", "rest",
@@ -134,15 +139,15 @@ def summarize_bfcl(scores: Mapping[str, Mapping[str, Any]], version: str = "v4")
     read = _read_scores(scores)
     if version == "toolgt":
         return summarize_toolgt(read)
-    if version == "v4":
-        names, default_count = V4_CATEGORIES, V4_DATASET_SIZES
+    if version in ("v4", "v3"):
+        names, default_count = (V4_CATEGORIES if version == "v4" else V3_CATEGORIES), V4_DATASET_SIZES
     elif version == "v2":
         names, default_count = V2_CATEGORIES, {}
     else:
-        raise ValueError(f"unknown BFCL version {version!r}; valid versions: v2, v4, toolgt")
+        raise ValueError(f"unknown BFCL version {version!r}; valid versions: v2, v3, v4, toolgt")
     missing = [name for name in names if name not in read]
     score = {name: read.get(name, (0.0, default_count.get(name, 0))) for name in names}
-    summary = _summarize_v4(score) if version == "v4" else _summarize_v2(score)
+    summary = {"v4": _summarize_v4, "v3": _summarize_v3, "v2": _summarize_v2}[version](score)
     return {
         "version": version,
         **{key: value[0] for key, value in summary.items()},
@@ -178,6 +183,29 @@ def _summarize_v4(s: dict[str, tuple[float, int]]) -> dict[str, tuple[float, int
         "web_search_summary": web_search,
         "memory_summary": memory,
         "agentic_overall": agentic,
+    }
+
+
+def _summarize_v3(s: dict[str, tuple[float, int]]) -> dict[str, tuple[float, int]]:
+    # gorilla cd9429cc (2025-08-06, the last v3 before the v4 release; executable categories retired in 4ed459c0)
+    simple_ast = _unweighted(s["simple_python"], s["simple_java"], s["simple_javascript"])
+    non_live_ast = _unweighted(simple_ast, s["multiple"], s["parallel"], s["parallel_multiple"])
+    non_live = _unweighted(simple_ast, s["multiple"], s["parallel"], s["parallel_multiple"], s["irrelevance"])
+    live_ast = (s["live_simple"], s["live_multiple"], s["live_parallel"], s["live_parallel_multiple"])
+    live = _weighted(*live_ast, s["live_irrelevance"], s["live_relevance"])
+    multi_turn = _unweighted(
+        s["multi_turn_base"], s["multi_turn_miss_func"], s["multi_turn_miss_param"], s["multi_turn_long_context"]
+    )
+    return {
+        "overall": _unweighted(live, non_live, multi_turn),
+        "non_live_overall": non_live,
+        "non_live_ast_summary": non_live_ast,
+        "non_live_simple_ast": simple_ast,
+        "live_overall": live,
+        "live_ast_summary": _weighted(*live_ast),
+        "irrelevance": _unweighted(s["irrelevance"], s["live_irrelevance"]),
+        "relevance": s["live_relevance"],
+        "multi_turn_overall": multi_turn,
     }
 
 
