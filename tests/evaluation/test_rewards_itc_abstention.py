@@ -136,3 +136,11 @@ def test_parse_completion_is_the_formats_parse():
     assert bad.error is not None and bad.tool_calls == []
     gold = reference([call("f", a=1)])
     assert invocation_f1(good, gold) == 1.0 and invocation_f1(bad, gold) == 0.0
+
+
+def test_the_doc_lists_every_reward_with_its_range():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rewards.md").read_text(encoding="utf-8")
+    for name in REWARDS:
+        assert f"| `{name}` |" in doc, name
