@@ -132,7 +132,10 @@ def test_the_front_matter_is_what_the_hub_reads_and_parses_with_huggingface_hub(
         "pipeline_tag": "text-generation",
         "tags": ["tooltrain", "tool-use", "function-calling", "itc_qwen2_5_7b", "qwen2_5"],
     }
-    assert parsed.text.startswith("\n# tool-model\n\nA tool-calling model trained with tooltrain (recipe `itc_qwen2_5")
+    assert parsed.text.startswith(
+        "\n# r\n\nA tool-calling model trained with tooltrain (recipe `itc_qwen2_5_7b`) from "
+        "[Qwen/Qwen2.5-7B-Instruct](https://huggingface.co/Qwen/Qwen2.5-7B-Instruct).\n"
+    )
 
 
 def test_a_license_goes_in_only_when_the_config_carries_one():
@@ -192,6 +195,7 @@ def test_the_serving_text_stays_and_a_card_needs_no_config_or_summary():
     card = model_card(metadata(), None, None, OUT)
     head, body = split(card)
     assert head.startswith("library_name: transformers\npipeline_tag: text-generation\ntags:\n- tooltrain\n")
+    assert body.startswith("\n# tool-model\n\nA tool-calling model trained with tooltrain.\n")  # no run name
     assert "## Training" in body and "- Recipe: not recorded\n" in body and "## Data" not in body
     assert "## Evaluation" not in body and "## Paper tables" not in body
     assert "## Chat format\n\nExported by `tooltrain export` from `runs/x` (final). Chat format: `qwen2_5`." in body
@@ -207,6 +211,9 @@ def test_a_run_without_evaluations_and_a_full_fine_tune_say_so():
     assert "- Method: full fine-tune (peft=none): every weight trained\n" in body
     _, body = split(model_card(metadata(), config(source="config", path=None, name="tiny_llama"), summary, OUT))
     assert "- Base model: none: `tiny_llama` built from its config with random weights (model.source=config)\n" in body
+    head, body = split(model_card(metadata(), config(path="/data/models/qwen"), summary, OUT, None))
+    assert "- Base model: `/data/models/qwen` (a local folder)\n" in body and "base_model" not in head
+    assert "from `/data/models/qwen`.\n" in body
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``tooltrain export RUN_DIR [--out-dir DIR] [--dtype auto|float32|bfloat16|float16]``.
+"""``tooltrain export RUN_DIR [--out-dir DIR] [--dtype auto|float32|...] [--push-to-hub REPO [--private]]``.
 
 Merges the LoRA adapter a training run saved (RUN_DIR/final, or its newest complete checkpoint
 when the run did not finish) into the base model and writes safetensors weights, the model config

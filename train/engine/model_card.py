@@ -121,15 +121,29 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|")
 
 
-def base_model_line(cfg: dict[str, Any], base_model: str | None) -> str:
+def base_model_name(cfg: dict[str, Any], base_model: str | None) -> str:
+    """The base model in a few words, for the card's first sentence."""
     model = cfg.get("model") or {}
     if base_model:
         return f"[{base_model}](https://huggingface.co/{base_model})"
     if model.get("source") == "pretrained" and model.get("path"):
-        return f"`{model['path']}` (a local folder)"
+        return f"`{model['path']}`"
+    return f"`{model.get('name')}`" + (" (random weights)" if model.get("source") == "config" else "")
+
+
+def base_model_line(cfg: dict[str, Any], base_model: str | None) -> str:
+    """The base model and where it came from, for the Training list."""
+    model = cfg.get("model") or {}
+    if not model:
+        return "unknown"
+    name = base_model_name(cfg, base_model)
+    if base_model:
+        return name
+    if model.get("source") == "pretrained" and model.get("path"):
+        return f"{name} (a local folder)"
     if model.get("source") == "config":
         return f"none: `{model.get('name')}` built from its config with random weights (model.source=config)"
-    return f"`{model.get('name', 'unknown')}` (model.source={model.get('source', 'unknown')})" if model else "unknown"
+    return f"{name} (model.source={model.get('source')})"
 
 
 def method_line(cfg: dict[str, Any], metadata: dict[str, Any]) -> str:
@@ -330,16 +344,18 @@ def model_card(
     output_dir: Path | None = None,
     base_model: str | None = None,
 ) -> str:
-    """README.md of the export at ``output_dir`` (for its paths; default: the run's merged/), from its
-    ``tooltrain_export.json`` (``metadata``), the run's config and summary.json; ``base_model``: the Hub id of the
-    base model (``hub_model_id``), None when it has none."""
+    """README.md of the export at ``output_dir`` (for its paths, and its title when the run has no name; default:
+    the run's merged/), from its ``tooltrain_export.json`` (``metadata``), the run's config and summary.json;
+    ``base_model``: the Hub id of the base model (``hub_model_id``), None when it has none."""
     cfg, summary = _plain(run_config), summary or {}
     output_dir = Path(output_dir) if output_dir is not None else Path(metadata["run_dir"]) / "merged"
-    recipe = (summary.get("run") or {}).get("recipe")
-    intro = "A tool-calling model trained with tooltrain" + (f" (recipe `{recipe}`)" if recipe else "")
-    intro += (f" from {base_model_line(cfg, base_model)}" if cfg else "") + "."
+    run = summary.get("run") or {}
+    intro = "A tool-calling model trained with tooltrain"
+    intro += (f" (recipe `{run['recipe']}`)" if run.get("recipe") else "") + (
+        f" from {base_model_name(cfg, base_model)}." if cfg else "."
+    )
     sections = [
-        f"# {output_dir.name}\n\n{intro}\n",
+        f"# {run.get('name') or output_dir.name}\n\n{intro}\n",  # the run's name: an export is often merged/
         training_section(metadata, cfg, summary, base_model),
         data_section(cfg, summary),
         eval_section(summary, exported_step(metadata["weights"], summary)),
