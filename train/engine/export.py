@@ -11,7 +11,8 @@ The train/serve contract: the tokenizer is saved with the chat template of the r
 trained on them), checked on a probe conversation before anything is written; the generation config
 stops at every token that ends an assistant turn in that format; ``tooltrain_export.json`` and
 ``README.md`` name the vLLM / SGLang tool-call parser that reads the format's calls and the command
-that serves the model.
+that serves the model. README.md is a Hugging Face model card (``train.engine.model_card``): base model, recipe,
+data, evaluations before and after training, paper tables, then the serving text.
 
 What it writes goes to a temporary folder beside OUT, renamed onto OUT only when everything is written
 (``export_folder``): a full disk leaves no partial model, and OUT is never the run folder it reads nor inside it.
@@ -184,82 +185,42 @@ def serving_metadata(fmt: ChatFormat, output_dir: Path, stop_ids: list[int], tok
     }
 
 
-README = """# {folder_name}
+def write_serving_readme(
+    folder: Path,
+    metadata: dict[str, Any],
+    output_dir: Path | None = None,
+    run: RunFolder | None = None,
+) -> None:
+    """README.md in ``folder``: the model card (``train.engine.model_card``) of the export that will be at
+    ``output_dir`` (default: ``folder`` itself), from its metadata and, given ``run``, the run's config and summary."""
+    from train.engine.model_card import model_card
 
-Exported by `tooltrain export` from `{run_dir}` ({weights}). Chat format: `{chat_format}`{options}.
-
-`chat_template.jinja` (also loaded by `AutoTokenizer.from_pretrained`) renders system prompts, tools, tool
-calls and tool results exactly as this model was trained on them, and raises where the format refuses a
-conversation. Generation stops at {stop_tokens} (`generation_config.json`).
-
-## Serve
-
-vLLM:
-
-    {vllm}
-
-SGLang:
-
-    {sglang}
-
-{parsers}
-{notes}
-
-## Control tokens typed as text
-
-{control_text}
-
-## Render a prompt yourself
-
-    from transformers import AutoTokenizer
-    tokenizer = AutoTokenizer.from_pretrained("{folder}")
-    prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
-
-What a Jinja template cannot reproduce of tooltrain's rendering (e.g. numbers in JSON tool results are kept
-as written) is listed in tooltrain's docs/formats.md, "Serving an exported model".
-"""
-
-
-def parsers_line(parser: dict[str, Any]) -> str:
-    if not parser["vllm"]:  # no server parser reads the format's answers (deepseek_coder, toolselect_text)
-        return "Tool-call parser: none: no server parser reads this format's answers, so the servers run as plain chat."
-    fit = "they read this format's calls as tooltrain's own parser does" if parser["exact"] else "an approximate fit"
-    return f"Tool-call parser: `{parser['vllm']}` (vLLM), `{parser['sglang']}` (SGLang); {fit}."
-
-
-def control_text_section(metadata: dict[str, Any]) -> str:
-    """The README's warning and the requests that avoid it."""
-    control = metadata["control_text"]
-    lines = [control["warning"], ""]
-    for server, request in (
-        ("vLLM", control["token_id_requests"]["vllm"]),
-        ("SGLang", control["token_id_requests"]["sglang"]),
-    ):
-        lines.append(f"- {server}: `POST {request['endpoint']}` with `{request['field']}`: {request['value']}")
-    lines.append(f"- the ids, encoded as training encoded them: `{control['encode_as_trained']}`")
-    return "\n".join(lines)
-
-
-def write_serving_readme(folder: Path, metadata: dict[str, Any], output_dir: Path | None = None) -> None:
-    """README.md in ``folder``, about the export that will be at ``output_dir`` (default: ``folder`` itself)."""
     output_dir = output_dir or folder
-    parser = metadata["tool_call_parser"]
-    options = ", ".join(f"{k}={v!r}" for k, v in metadata["format_options"].items())
-    text = README.format(
-        folder_name=output_dir.name,
-        run_dir=metadata["run_dir"],
-        weights=metadata["weights"],
-        chat_format=metadata["chat_format"],
-        options=f" ({options})" if options else "",
-        stop_tokens=", ".join(f"`{token}`" for token in metadata["stop_tokens"]),
-        vllm=metadata["serve"]["vllm"],
-        sglang=metadata["serve"]["sglang"],
-        parsers=parsers_line(parser),
-        notes=parser["notes"],
-        control_text=control_text_section(metadata),
-        folder=str(output_dir),
-    )
+    config, summary, base = None, None, None
+    if run is not None:
+        config, summary, base = run.config, run_summary(run), base_model_id(run)
+    text = model_card(metadata, config, summary, output_dir, base)
     (folder / "README.md").write_text(text, encoding="utf-8")
+
+
+def run_summary(run: RunFolder) -> dict[str, Any] | None:
+    """The run's summary.json, None when it wrote none (a run killed before its end); a damaged one is named."""
+    from train.engine.run_folder import read_json
+
+    path = run.path / "summary.json"
+    summary = read_json(path) if path.is_file() else None
+    return summary if isinstance(summary, dict) else None
+
+
+def base_model_id(run: RunFolder) -> str | None:
+    """The Hub id of the run's base model (``model.path`` when it is not a folder here), else None."""
+    from train.base.errors import choice
+    from train.engine.model_card import hub_model_id
+
+    model = run.config.model
+    if choice(model.source) != "pretrained" or not model.get("path"):
+        return None
+    return hub_model_id(str(model.path), Path(str(model.path)).expanduser().is_dir())
 
 
 def generation_settings(model: Any, tokenizer: Any, fmt: ChatFormat, random_init: bool) -> None:
@@ -409,7 +370,7 @@ def export_run(run_dir: Path, output_dir: Path | None = None, dtype: str = "auto
         model.save_pretrained(str(staging), safe_serialization=True)
         tokenizer.save_pretrained(str(staging))
         (staging / "tooltrain_export.json").write_text(json.dumps(metadata, indent=1), encoding="utf-8")
-        write_serving_readme(staging, metadata, output_dir)
+        write_serving_readme(staging, metadata, output_dir, run)
     return ExportResult(
         output_dir=output_dir,
         source=weights,
