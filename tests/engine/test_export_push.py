@@ -30,6 +30,7 @@ class StubHub:
 
     def __init__(self, refuse: int | None = None, hang: float = 0.0):
         self.refuse, self.hang = refuse, hang
+        self.released = threading.Event()  # set by close: a hanging answer ends with the test, leaving no thread
         self.requests: list[tuple[str, str]] = []
         self.created: list[dict] = []
         self.files: dict[str, bytes] = {}
@@ -45,8 +46,8 @@ class StubHub:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 stub.requests.append(("POST", self.path))
                 stub.authorized.append(self.headers.get("authorization", ""))
-                if stub.hang:
-                    time.sleep(stub.hang)
+                if stub.hang and stub.released.wait(stub.hang):
+                    return None  # the test is over: no answer
                 if stub.refuse or self.headers.get("authorization") != f"Bearer {TOKEN}":
                     return self.answer(stub.refuse or 401, {"error": "Invalid credentials in Authorization header"})
                 path = self.path.split("?")[0]
@@ -78,7 +79,10 @@ class StubHub:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: nothing to answer
+                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -86,6 +90,7 @@ class StubHub:
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
 
