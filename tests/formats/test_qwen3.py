@@ -8,7 +8,10 @@ the template's tokenization makes a user's literal ``<|im_end|>``/``<tool_respon
 format keeps it text; those are compared with the template's text where only the template's own control
 tokens are control ids. The real glaive and BFCL conversations follow (when ../shared/data is present).
 
-``official_qwen3_ids`` is the reference render, for tests of other modules (the per-turn expansion).
+``official_qwen3_ids`` is the reference render, for tests of other modules (the per-turn expansion). The
+templates are given each conversation as the format writes it (``with_hermes_text``): a call turn's text less one
+trailing newline, which the official templates keep (whitespace_only_text_with_call,
+r_content_newline_only_with_call).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from train.formats import MaskPolicy, get_format
+from train.formats.hermes import with_hermes_text
 from train.formats.hf import to_hf_messages
 from train.formats.qwen3 import Qwen3Format, last_query_index
 from train.formats.tokenize import IGNORE_INDEX, tokenize, tokenize_prompt
@@ -73,13 +77,13 @@ def official_qwen3_ids(messages, tools, tokenizer, template: str = "qwen3", **kw
 
 
 def official_text(conv: Conversation, tokenizer, template: str = "qwen3", **kw) -> str:
-    messages, tools = to_hf_messages(conv)
+    messages, tools = to_hf_messages(with_hermes_text(conv))
     text = (TEMPLATES / f"{template}.jinja").read_text(encoding="utf-8")
     return tokenizer.apply_chat_template(messages, tools=tools, chat_template=text, tokenize=False, **kw)
 
 
 def reference_ids(conv: Conversation, tokenizer, template: str = "qwen3", **kw) -> list[int]:
-    return official_qwen3_ids(*to_hf_messages(conv), tokenizer, template, **kw)
+    return official_qwen3_ids(*to_hf_messages(with_hermes_text(conv)), tokenizer, template, **kw)
 
 
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
@@ -106,7 +110,7 @@ def content_as_text_reference(tok, conv: Conversation, encode_text, template: st
     result (the template tests its first and last characters): that one is marked in the rendered text."""
     names = sorted(tok.added_tokens_encoder, key=len, reverse=True)
     controls = re.compile("|".join(map(re.escape, names)))
-    messages, tools = to_hf_messages(conv)
+    messages, tools = to_hf_messages(with_hermes_text(conv))
     wrapped = [m["content"] for m in messages if m["role"] == "user" and is_wrapped(m["content"])]
     marked = [m if m["role"] == "user" and m["content"] in wrapped else _mark(m, controls) for m in messages]
     source = (TEMPLATES / f"{template}.jinja").read_text(encoding="utf-8")
@@ -170,12 +174,12 @@ def test_generation_prompts_match_the_template(tok, case):
     for index, message in enumerate(conv.messages):
         if message.role != "assistant" or index == 0:  # transformers refuses an empty conversation
             continue
-        messages, tools = to_hf_messages(conv)
+        messages, tools = to_hf_messages(with_hermes_text(conv))
         assert tokenize_prompt(thinking, conv, index, tok) == official_qwen3_ids(
             messages[:index], tools, tok, add_generation_prompt=True
         )
         plain = without_reasoning(conv)
-        messages, tools = to_hf_messages(plain)
+        messages, tools = to_hf_messages(with_hermes_text(plain))
         assert tokenize_prompt(non_thinking, plain, index, tok) == official_qwen3_ids(
             messages[:index], tools, tok, add_generation_prompt=True, enable_thinking=False
         )

@@ -10,7 +10,8 @@ Tools follow the Hermes convention (NousResearch Hermes 2 Pro; Qwen2.5 uses the 
 * the definitions go at the end of the system turn, one JSON object per line between ``<tools>``
   and ``</tools>``, followed by an instruction showing the call syntax (our own wording);
 * a call is ``<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>``; several calls are
-  separated by ``\\n`` and follow the assistant's text (if any) after a ``\\n``;
+  separated by ``\\n`` and follow the assistant's text (if any) after a ``\\n``; a text that ends with
+  ``\\n`` is written less that newline (``train.formats.hermes.hermes_text``: vLLM's hermes parser hands it back);
 * tool results go in a ``tool`` turn, as Hermes 2 Pro does (Qwen2.5 uses ``user`` instead): one turn
   per run of consecutive tool messages, each result as ``<tool_response>\\nCONTENT\\n</tool_response>``,
   joined by ``\\n``. Only the content is written, as both references do; results follow call order.
@@ -31,7 +32,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
-from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
+from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, hermes_text, parse_hermes
 from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
@@ -123,10 +124,12 @@ def plain_turn(role: str, text: str, part: str, index: int) -> list[Segment]:
 
 def assistant_turn(message: Message, index: int) -> list[Segment]:
     segments = [Segment(START, "header", index, special=True), Segment("assistant\n", "header", index)]
-    if message.content:
-        segments.append(Segment(message.content, "text", index))
+    # less the newline before a call that vLLM's hermes parser hands back in the content (hermes_text)
+    text = hermes_text(message.content, bool(message.tool_calls))
+    if text:
+        segments.append(Segment(text, "text", index))
     for n, call in enumerate(message.tool_calls):
-        separator = "\n" if (n or message.content) else ""
+        separator = "\n" if (n or text) else ""
         name = to_json(call.name)  # a quoted JSON string: valid JSON whatever the name holds
         segments += [
             Segment(separator + CALL_OPEN + '\n{"name": "', "call_syntax", index),

@@ -11,15 +11,48 @@ only whitespace and further blocks may follow; each block holds exactly one JSON
 non-empty string ``name`` and an object ``arguments``, whitespace around it free. Anything else
 raises ``ToolCallParseError`` naming the problem, rather than guessing: a malformed call is
 counted wrong, not repaired. JSON is read with ``json``, never evaluated.
+
+``hermes_text`` is the other direction: the text a call turn writes before its calls (the rendering and the
+exported chat templates follow it), its content less one trailing newline, so that the content vLLM's
+hermes parser gives back (the text *with* that newline) renders in history as the turn was trained; a call
+turn is written as if its content were that text. ``with_hermes_text`` applies it to a whole conversation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
-from train.schema import ToolCall
+from train.schema import Conversation, ToolCall
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+
+def hermes_text(content: str | None, has_calls: bool) -> str:
+    """The text an assistant turn writes before its calls (``has_calls``), or its whole text (no calls).
+
+    vLLM's hermes parser returns as ``content`` everything before the first ``<tool_call>``, verbatim: the text
+    *and* the newline the format writes before a call. A client sends that back as history, so a call turn's
+    content is written less one trailing ``\\n``: ``text\\n`` is written as ``text`` is, ``text\\n<tool_call>``.
+    Exactly one newline, the one the parser adds, and nothing else: whatever the text, what the parser returns
+    renders as it was trained (``text\\n\\n`` is written ``text\\n\\n<tool_call>`` and comes back as
+    ``text\\n\\n``); trailing spaces, or a ``\\r`` before the newline, are the author's and kept. The ambiguity
+    this leaves: a call turn whose own text ends with a newline is written, and trained, with one newline
+    fewer, and ``parse`` reads it back so. A call turn is written as if its content were this text (so the newline
+    before the first call is there when the text is not empty); text without calls is written verbatim.
+    """
+    text = content or ""
+    return text.removesuffix("\n") if has_calls else text
+
+
+def with_hermes_text(conv: Conversation) -> Conversation:
+    """``conv`` with each call turn's content as the Hermes formats write it (``hermes_text``): what an official
+    template (Qwen2.5's, Qwen3's, which keep the newline) renders as tooltrain does."""
+    messages = [
+        dataclasses.replace(m, content=hermes_text(m.content, True)) if m.tool_calls and m.content else m
+        for m in conv.messages
+    ]
+    return dataclasses.replace(conv, messages=messages)
 
 
 class ToolCallParseError(ValueError):

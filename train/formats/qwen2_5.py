@@ -6,7 +6,8 @@
   ``# Tools`` block: one ``json.dumps(tool)`` line per tool inside ``<tools></tools>`` and the
   instructions for ``<tool_call>`` tags (the literal ``<tool_call>``/``</tool_call>`` in that
   text are Qwen2.5's added tokens, so they are control ids there too, as in the reference).
-* An assistant turn is its text, then per call ``\\n<tool_call>\\n{"name": ..., "arguments":
+* An assistant turn is its text (less one trailing ``\\n`` when calls follow: ``train.formats.hermes.hermes_text``;
+  the official template keeps it), then per call ``\\n<tool_call>\\n{"name": ..., "arguments":
   ...}\\n</tool_call>`` (parallel calls are several blocks), then ``<|im_end|>``. The ``\\n``
   right after ``assistant`` is the header (the generation prompt ends with it).
 * Tool results are ``\\n<tool_response>\\n{content}\\n</tool_response>`` blocks; a run of
@@ -27,7 +28,7 @@ from typing import ClassVar
 from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
 from train.formats.hermes import CALL_CLOSE as TOOL_CALL_END
 from train.formats.hermes import CALL_OPEN as TOOL_CALL
-from train.formats.hermes import parse_hermes
+from train.formats.hermes import hermes_text, parse_hermes
 from train.formats.serving import HERMES_NOTES, Serving
 from train.schema import Conversation, Message, ToolCall
 
@@ -110,7 +111,8 @@ class Qwen25Format(ChatFormat):
 
     def _assistant_turn(self, index: int, message: Message) -> list[Segment]:
         segments = [*turn_start("assistant", index)]
-        text = message.content or ""
+        # less the newline before a call that vLLM's hermes parser hands back in the content (hermes_text)
+        text = hermes_text(message.content, bool(message.tool_calls))
         segments.append(Segment(text, "text", index))
         for position, call in enumerate(message.tool_calls):
             if position or text:

@@ -12,6 +12,8 @@ ChatML turns (``<|im_start|>{role}\\n{content}<|im_end|>\\n``) as Qwen2.5, with 
   is written ``<think>\\n{reasoning, newlines stripped}\\n</think>\\n\\n{content, leading newlines stripped}``
   when it has reasoning or is the conversation's last message (an empty block then); every other assistant
   turn is its content alone: reasoning before the last query is dropped, exactly as the template drops it.
+* A call turn's content is written less one trailing ``\\n`` (``train.formats.hermes.hermes_text``: vLLM's hermes
+  parser hands it back in the content); the official templates keep it.
 
 ``mode`` picks the reference:
 
@@ -36,7 +38,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from train.formats.base import NATIVE, ChatFormat, Segment, message_groups, to_json
-from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, parse_hermes
+from train.formats.hermes import CALL_CLOSE, CALL_OPEN, ToolCallParseError, hermes_text, parse_hermes
 from train.formats.qwen2_5 import (
     CALL_EXAMPLE,
     IM_END,
@@ -163,7 +165,8 @@ class Qwen3Format(ChatFormat):
 
     def _assistant_turn(self, index: int, message: Message, think: bool) -> list[Segment]:
         segments = turn_start("assistant", index)
-        content = message.content or ""
+        # less the newline before a call that vLLM's hermes parser hands back in the content (hermes_text)
+        content = hermes_text(message.content, bool(message.tool_calls))
         if think:
             # trained in thinking mode (the model writes the block); in non_thinking mode the generation
             # prompt ends with the (empty) block, so it is prompt

@@ -52,8 +52,10 @@ class Serving:
 # What the formats that share a server parser say about it (their own modules hold their Serving).
 HERMES_NOTES = (
     "vLLM's hermes and SGLang's qwen25 parsers read each <tool_call> block as JSON with name and arguments, as "
-    "the format writes it; parallel calls are several blocks. The text before the first call comes back with "
-    "the newline the format puts before a call (tooltrain's parse drops it)."
+    "the format writes it; parallel calls are several blocks. vLLM's hermes returns the text before the first call "
+    "with the newline the format puts before a call (tooltrain's parse drops it); sent back as history, it renders "
+    "as trained: the format and its template write a call turn's text less one trailing newline, so a call turn "
+    "whose own text ends with a newline trains with one fewer."
 )
 MISTRAL_NOTES = (
     "vLLM's mistral parser (with this Hugging Face tokenizer, not --tokenizer-mode mistral) keeps special tokens "
