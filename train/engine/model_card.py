@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from train.engine.paper_table import table_lines
-from train.engine.summary import METRIC_NAMES, _rate, data_line
+from train.engine.summary import METRIC_NAMES, data_line, rate_text
 
 TAGS = ("tooltrain", "tool-use", "function-calling")
 
@@ -227,7 +227,7 @@ def eval_section(summary: dict[str, Any], exported_step: int | None) -> str:
             "|---|" + "---:|" * len(shown),
         ]
         table += [
-            f"| {METRIC_NAMES.get(key, key)} | " + " | ".join(_rate(point.get(key)) for point, _ in shown) + " |"
+            f"| {METRIC_NAMES.get(key, key)} | " + " | ".join(rate_text(point.get(key)) for point, _ in shown) + " |"
             for key in rates
         ]
         blocks.append("\n".join([head, "", *table]))

@@ -164,7 +164,7 @@ def _summarised_section(path: list[str]) -> bool:
     return averages or language_rates
 
 
-def _rate(value: Any) -> str:
+def rate_text(value: Any) -> str:
     if value is None:
         return "-"
     return f"{value:.1%}" if 0 <= value <= 1 else f"{value:.4g}"
@@ -189,7 +189,7 @@ def eval_lines(evals: dict[str, dict[str, Any]]) -> list[str]:
         rates += [key for key in shown[-1] if key not in METRIC_NAMES and isinstance(shown[-1][key], float)]
         width = max((len(METRIC_NAMES.get(key, key)) for key in rates), default=0)
         for key in rates:
-            values = " -> ".join(f"{_rate(point.get(key)):>6}" for point in shown)
+            values = " -> ".join(f"{rate_text(point.get(key)):>6}" for point in shown)
             lines.append(f"              {METRIC_NAMES.get(key, key):<{width}}  {values}")
     return lines
 
