@@ -233,3 +233,14 @@ def test_a_finished_run_rerun_with_eval_says_how_to_evaluate_it(tmp_path):
         "its data.eval_fraction was 0)"
     )
     assert evaluation_hint(tmp_path, compose(["recipe=tiny"])) == ""
+
+
+def test_an_input_in_a_package_that_is_not_installed_is_named_not_a_traceback():
+    from train.engine.config import compose
+
+    bench = '[{name: bfcl, data: ["pkg://nosuchpkg/data/x.json"], source: bfcl}]'
+    with pytest.raises(RunSetupError) as refused:
+        check_inputs(compose(["recipe=tiny", f"eval.benchmarks={bench}"]))
+    assert str(refused.value).startswith(
+        "eval.benchmarks.0.data: pkg://nosuchpkg/data/x.json: no installed package 'nosuchpkg' ships it"
+    )

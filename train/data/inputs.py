@@ -14,6 +14,7 @@ from typing import Any
 
 from train.base.records import file_sha256, input_files
 from train.formats import FALLBACK
+from train.sources import SourceError
 
 # Bump when rendering, masking or the row layout change in a way the cache key cannot see.
 # 2: the build also keeps the eval split's conversations (eval_conversations.jsonl).
@@ -76,8 +77,15 @@ def _keyed(data_cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_input(path: str) -> Path:
-    """``pkg://train/assets/x.json`` -> the file inside the installed package; anything else as is."""
+    """``pkg://train/assets/x.json`` -> the file inside the installed package; anything else as is. A package that
+    is not installed (``pkg://bfcl_eval/...`` without bfcl-eval) is a SourceError naming it."""
     if path.startswith("pkg://"):
         package, _, inner = path[len("pkg://") :].partition("/")
-        return Path(str(resources.files(package) / inner))
+        try:
+            return Path(str(resources.files(package) / inner))
+        except ModuleNotFoundError:
+            raise SourceError(
+                f"{path}: no installed package {package!r} ships it (install it: docs/evaluation.md names the "
+                "benchmark packages and how to install them)"
+            ) from None
     return Path(path).expanduser()

@@ -98,6 +98,7 @@ def check_inputs(cfg: Any) -> None:
     be opened (files or folders: which a reader takes is the reader's business). All problems in one error."""
     from train.data.inputs import resolve_input
     from train.papers import active
+    from train.sources import SourceError
 
     named: list[tuple[str, str]] = []
     for index, spec in enumerate(cfg.data.sources):
@@ -109,7 +110,11 @@ def check_inputs(cfg: Any) -> None:
         named += spec.inputs(cfg) if spec.inputs is not None else []
     problems = []
     for key, name in named:
-        path = resolve_input(name)
+        try:
+            path = resolve_input(name)
+        except SourceError as err:  # pkg:// of a package that is not installed
+            problems.append(f"{key}: {err}")
+            continue
         problem = _path_problem(path)
         if problem:
             problems.append(f"{key}: {path}: {problem}")
