@@ -150,6 +150,10 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/engine/run_dir.py)
         env = set_up(cfg, world, out)
         EarlySignals.stop_if_interrupted()  # Ctrl-C before training: nothing to save, stop between stages
+        if choice(cfg.train.objective) == "dpo":  # the same stages around TRL's DPOTrainer on preference pairs
+            from train.engine.preference_run import run_preference
+
+            return run_preference(cfg, env, extra_callbacks)
         data = prepare_data(cfg, env)
         EarlySignals.stop_if_interrupted()
         args = training_args(cfg, env)  # before the model, kept to the end: ZeRO-3 builds it under zero.Init
@@ -419,20 +423,7 @@ def train_model(
     if evaluation is not None:
         trainer.add_callback(evaluation)
 
-    # The newest intact checkpoint with everything a resume reads (set_up refused a run where none is); every
-    # rank finds it before rank 0 moves anything (a damaged one set aside is skipped either way).
-    resume, damaged = resumable_checkpoint(out)
-    if world.is_main:
-        for partial in incomplete_checkpoints(out):
-            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
-        for folder, problem in damaged:
-            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
-            print(
-                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
-                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
-                flush=True,
-            )
-    distributed.barrier()
+    resume = resume_point(out, world)
     pack_info = data.pack_info
     rank_zero_print(
         world,
@@ -445,6 +436,24 @@ def train_model(
     started = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return Trained(trainer, preemption, started)
+
+
+def resume_point(out: Path, world: distributed.World) -> Path | None:
+    """The newest intact checkpoint with everything a resume reads (set_up refused a run where none is), None for
+    step 0. Every rank finds it before rank 0 removes partial saves and sets damaged ones aside (skipped either way)."""
+    resume, damaged = resumable_checkpoint(out)
+    if world.is_main:
+        for partial in incomplete_checkpoints(out):
+            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
+        for folder, problem in damaged:
+            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
+            print(
+                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
+                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
+                flush=True,
+            )
+    distributed.barrier()
+    return resume
 
 
 def eval_rows(built: BuiltDataset, cfg: DictConfig) -> PackedRows | SampleRows | None:

@@ -1,0 +1,269 @@
+"""``train.objective=dpo``: preference training on tool calls through TRL's ``DPOTrainer`` (issue #30 item 3).
+
+The stages of ``train.engine.run`` with the trainer swapped: the run's sources (and its data builder) give canonical
+conversations, ``train.data.preference`` pairs each gold assistant turn with wrong ones, and
+``train.data.preference_tokens`` tokenizes every pair in the run's exact chat format (the prompt as inference shows
+it, each turn as the format trains it). TRL's ``DPOTrainer`` trains on those ids as they are: ``IdsDPOTrainer``
+only skips TRL's own tokenization (which would render the prompt again with the tokenizer's chat template). The
+model, LoRA, run folder, checkpoints, resume, signals, callbacks and the generation-based evaluation are the SFT
+run's own pieces.
+
+The reference model: with LoRA, the policy with its adapter disabled (the base model: no second copy); with full
+fine-tuning, the base model built a second time, as the run built the first (the same weights, the same seed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from transformers import TrainerCallback
+
+from train.base.errors import choice
+from train.data.dataset import BuildReport, read_conversations
+from train.data.ids import is_eval
+from train.data.preference_tokens import preference_rows
+from train.engine import distributed
+from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, TokenMeter, early_stopping
+from train.engine.model import build_model
+from train.engine.run import (
+    Environment,
+    RunResult,
+    RunSetupError,
+    check_saved_adapter,
+    data_builder,
+    prepare_model,
+    resume_point,
+    trainer_arguments,
+)
+from train.engine.summary import eval_before_after, run_identity
+from train.engine.tracking import rank_zero_print, use_trackers
+from train.formats import get_format
+
+# TRL's per-step DPO numbers: what the console line and summary.json show (metrics.jsonl keeps every logged key)
+SHOWN = {
+    "rewards/margins": "margin",
+    "rewards/accuracies": "acc",
+    "logps/chosen": "logp chosen",
+    "logps/rejected": "logp rejected",
+}
+
+
+@dataclass
+class PreferenceData:
+    tokenizer: Any
+    rows: Any  # a datasets.Dataset of {id, kind, prompt_ids, chosen_ids, rejected_ids}
+    counts: dict[str, int]  # read = paired + skipped, pairs per kind, rows, dropped: <why>
+    eval_conversations: list = field(default_factory=list)  # held out (data.eval_fraction): the heldout benchmark
+    meter: TokenMeter = field(default_factory=TokenMeter)  # prepare_model attaches one; DPO does not fill it
+
+
+def prepare_pairs(cfg: DictConfig, env: Environment) -> PreferenceData:
+    """The tokenizer and the tokenized pairs of the run's sources (after its data builder, when it has one), the
+    held-out conversations apart. Built in memory on every rank (the same on each: pairs are seeded by id)."""
+    from datasets import Dataset
+
+    from train.engine.model import check_model_tokenizer
+    from train.engine.run_folder import run_tokenizer
+
+    tokenizer = run_tokenizer(cfg)
+    check_model_tokenizer(cfg, tokenizer)
+    data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
+    report = BuildReport()
+    conversations = read_conversations(data_cfg["sources"], report)
+    transform, _ = data_builder(cfg)
+    if transform is not None:
+        conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
+    fraction = float(data_cfg.get("eval_fraction") or 0.0)
+    training, held_out = [], []
+    for conv in conversations:  # the SFT build's split rule: the same conversations are held out
+        (held_out if is_eval(conv.id, fraction) else training).append(conv)
+    counts: Counter = Counter()
+    fmt = get_format(cfg.model.chat_format, data_cfg.get("format_options"))
+    rows = preference_rows(
+        training,
+        fmt,
+        tokenizer,
+        int(cfg.data.max_seq_len),
+        kinds=list(cfg.dpo.pair_kinds),
+        seed=int(cfg.seed),
+        counts=counts,
+    )
+    counts.update({"rejected_by_reader": report.rejected_by_reader, "dropped_by_builder": report.dropped_by_builder})
+    if not rows:
+        why = "; ".join(f"{n} x {key}" for key, n in counts.most_common() if key.startswith(("skipped", "dropped")))
+        raise RunSetupError(f"no preference pairs: {counts['read']} conversations read ({why or 'none paired'})")
+    return PreferenceData(tokenizer, Dataset.from_list(rows), dict(counts), held_out)
+
+
+def dpo_config(cfg: DictConfig, env: Environment) -> Any:
+    """TRL's ``DPOConfig`` (a ``TrainingArguments``) from the run's arguments and the ``dpo`` section. ``max_length``
+    is off: every pair fits ``data.max_seq_len`` already (``preference_tokens`` drops one that does not, never cut)."""
+    from trl import DPOConfig
+
+    return DPOConfig(
+        **trainer_arguments(cfg, env),
+        beta=float(cfg.dpo.beta),
+        loss_type=[choice(cfg.dpo.loss_type)],
+        max_length=None,
+    )
+
+
+def _ids_dpo_trainer() -> type:
+    from trl import DPOTrainer
+
+    class IdsDPOTrainer(DPOTrainer):
+        """TRL's DPOTrainer fed tooltrain's ids: ``_prepare_dataset`` (which renders prompts again with the
+        tokenizer's chat template) returns the dataset as it is. A hook on one data method, not a trainer of our own:
+        the collator, loss, reference model and logging are TRL's."""
+
+        def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
+            return dataset
+
+    return IdsDPOTrainer
+
+
+def reference_model(cfg: DictConfig, env: Environment, model: Any, tokenizer: Any, args: Any) -> Any:
+    """None with LoRA (TRL disables the adapter); with full fine-tuning the base model built again, as the run
+    built the policy (same config, same seed), in eval mode."""
+    if choice(cfg.peft.kind) == "lora":
+        return None
+    placement = distributed.model_placement(cfg.distributed, env.gpu, choice(cfg.model.source) == "config", False)
+    with distributed.build_context(placement, args):
+        reference = build_model(cfg.model, len(tokenizer), env.dtype, env.attn, seed=cfg.seed)
+    return reference.eval()
+
+
+class PreferenceLines(TrainerCallback):
+    """TRL's reward margin, reward accuracy and chosen/rejected log-probabilities under each step line (rank 0)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs and "loss" in logs:
+            shown = [f"{name} {logs[key]:.4f}" for key, name in SHOWN.items() if key in logs]
+            if shown:
+                print("  dpo  " + "  ".join(shown), flush=True)
+
+
+def run_preference(cfg: DictConfig, env: Environment, extra_callbacks: list | None) -> RunResult:
+    """data (pairs) -> model -> DPOTrainer -> finish, inside ``run``'s hold on the run folder."""
+    from train.engine.eval_callback import build_eval_callback
+    from train.engine.signals import EarlySignals
+    from train.engine.step_lines import use_step_lines
+
+    world, out = env.world, env.out
+    data = prepare_pairs(cfg, env)
+    EarlySignals.stop_if_interrupted()
+    args = dpo_config(cfg, env)  # before the model: ZeRO-3 builds it under zero.Init while they live
+    model = prepare_model(cfg, env, data, args)
+    EarlySignals.stop_if_interrupted()
+    preemption = Preemption(distributed.any_rank)
+    callbacks = [
+        MetricsFile(out / "metrics.jsonl"),
+        CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit),
+        preemption,
+        *(extra_callbacks or []),
+    ]
+    stop = early_stopping(cfg.train)
+    if stop is not None:
+        callbacks.append(stop)
+    trainer = _ids_dpo_trainer()(
+        model=model.model,
+        ref_model=reference_model(cfg, env, model.model, data.tokenizer, args),
+        args=args,
+        train_dataset=data.rows,
+        processing_class=data.tokenizer,
+        callbacks=callbacks,
+    )
+    drop_reference_adapter(trainer.model)
+    use_step_lines(trainer)
+    trainer.add_callback(PreferenceLines())
+    use_trackers(trainer, cfg)
+    evaluation = build_eval_callback(cfg, data, data.tokenizer, world, log=trainer.log)
+    if evaluation is not None:
+        trainer.add_callback(evaluation)
+    resume = resume_point(out, world)
+    counts = data.counts
+    rank_zero_print(
+        world,
+        f"tooltrain: {cfg.run_name} (dpo, beta {cfg.dpo.beta}, {choice(cfg.dpo.loss_type)}) on {world.world_size} "
+        f"rank(s), {env.strategy}; {len(data.rows)} pairs from {counts.get('paired', 0)} of {counts.get('read', 0)} "
+        f"conversations; {model.trainable:,} of {model.total:,} parameters trainable"
+        + (f"; resuming from {resume.name}" if resume else ""),
+    )
+    started = time.time()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return finish_preference(cfg, env, data, model, trainer, preemption, started)
+
+
+def drop_reference_adapter(model: Any) -> None:
+    """TRL copies a PEFT model's adapter into a frozen "ref" adapter, for an adapter that was trained before; the
+    run's adapter is new (LoRA's B is zero: the adapter changes nothing yet), so the reference is the model with
+    adapters disabled, which TRL uses when there is no "ref" adapter. Dropping the copy keeps it out of memory and
+    out of every checkpoint and the final adapter."""
+    if "ref" in (getattr(model, "peft_config", None) or {}):
+        model.delete_adapter("ref")
+        model.set_adapter("default")
+
+
+def finish_preference(
+    cfg: DictConfig, env: Environment, data: PreferenceData, model: Any, trainer: Any, preemption: Any, started: float
+) -> RunResult:
+    """The final model (a completed run), summary.json and the report, as ``run.finish`` writes them for SFT, with
+    the pair counts and the last logged DPO numbers."""
+    world, out, state = env.world, env.out, trainer.state
+    if preemption.stopped_by_signal:
+        status = "preempted"
+    else:
+        status = "completed" if state.global_step >= state.max_steps else "stopped"
+    adapter_dir = None
+    if status == "completed":
+        adapter_dir = out / "final"
+        trainer.save_model(str(adapter_dir))
+        if world.is_main:
+            data.tokenizer.save_pretrained(str(adapter_dir))
+        if model.lora and state.global_step > 0:
+            check_saved_adapter(adapter_dir, model.adapter_shapes, world)
+    history = state.log_history
+    losses = [h["loss"] for h in history if "loss" in h]
+    last = next((h for h in reversed(history) if "rewards/margins" in h), {})
+    summary = {
+        "status": status,
+        "objective": "dpo",
+        "steps": state.global_step,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "dpo": {"beta": float(cfg.dpo.beta), "loss_type": choice(cfg.dpo.loss_type), **_last(last)},
+        "pairs": data.counts,
+        "parameters": {"trainable": model.trainable, "total": model.total},
+        "seconds": round(time.time() - started, 1),
+        "final": adapter_dir.name if adapter_dir else None,
+        "dtype": str(env.dtype).removeprefix("torch."),
+        "run": run_identity(cfg),
+        "eval": eval_before_after(history),
+    }
+    if world.is_main:
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        from train.engine.report import write_report
+
+        write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
+    distributed.barrier()
+    return RunResult(
+        output_dir=out,
+        status=status,
+        global_step=state.global_step,
+        losses=losses,
+        adapter_dir=adapter_dir,
+        summary=summary,
+        stop_signal=preemption.received if preemption.stopped_by_signal else None,
+    )
+
+
+def _last(logged: dict[str, Any]) -> dict[str, float]:
+    return {key: logged[key] for key in SHOWN if key in logged}
+
+
+__all__ = ["PreferenceData", "dpo_config", "prepare_pairs", "run_preference"]
