@@ -58,7 +58,7 @@ def test_prompt_plus_turn_is_the_formats_tokenization_and_the_rejected_turn_pars
                 assert all(label == token for label, token in zip(tokens.labels[len(row["prompt_ids"]) : cut], ids))
                 assert all(label == IGNORE_INDEX for label in tokens.labels[cut:])  # nothing trained is left out
                 assert ids[-1] in stops  # the turn ends with the format's end-of-turn token, trained
-            content, calls = fmt.parse(tokenizer.decode(row["rejected_ids"][:-1], skip_special_tokens=False))
+            _content, calls = fmt.parse(tokenizer.decode(row["rejected_ids"][:-1], skip_special_tokens=False))
             assert [(call.name, call.arguments) for call in calls] == [
                 (call.name, call.arguments) for call in pair.rejected.tool_calls
             ]

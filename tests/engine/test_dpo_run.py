@@ -21,7 +21,7 @@ DPO_KEYS = ("rewards/margins", "rewards/accuracies", "rewards/chosen", "logps/ch
 @pytest.fixture(scope="module")
 def cli_run(engine, tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("dpo") / "run"
-    result = subprocess.run(
+    result = subprocess.run(  # noqa: PLW1510 (the return code is asserted with the output)
         [sys.executable, "-m", "train", "train", "recipe=dpo_tiny", f"output_dir={out}"],
         cwd=engine.repo,
         env=engine.env,

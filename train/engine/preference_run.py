@@ -93,7 +93,9 @@ def prepare_pairs(cfg: DictConfig, env: Environment) -> PreferenceData:
         seed=int(cfg.seed),
         counts=counts,
     )
-    counts.update({"rejected_by_reader": report.rejected_by_reader, "dropped_by_builder": report.dropped_by_builder})
+    for key in ("rejected_by_reader", "dropped_by_builder"):  # before pairing: what the reader and builder left out
+        if getattr(report, key):
+            counts[key] = getattr(report, key)
     if not rows:
         why = "; ".join(f"{n} x {key}" for key, n in counts.most_common() if key.startswith(("skipped", "dropped")))
         raise RunSetupError(f"no preference pairs: {counts['read']} conversations read ({why or 'none paired'})")
@@ -236,6 +238,9 @@ def finish_preference(
         "steps": state.global_step,
         "loss_first": losses[0] if losses else None,
         "loss_last": losses[-1] if losses else None,
+        # over the pairs, as an SFT build counts them: the turns' tokens carry loss, both copies of the prompt do not
+        "trained_tokens": sum(len(row["chosen_ids"]) + len(row["rejected_ids"]) for row in data.rows),
+        "masked_tokens": 2 * sum(len(row["prompt_ids"]) for row in data.rows),
         "dpo": {"beta": float(cfg.dpo.beta), "loss_type": choice(cfg.dpo.loss_type), **_last(last)},
         "pairs": data.counts,
         "parameters": {"trainable": model.trainable, "total": model.total},
