@@ -47,10 +47,10 @@ def test_an_sft_run_ignores_the_dpo_section():
 def test_dpo_config_carries_the_runs_arguments_and_the_dpo_knobs(tmp_path):
     from train.engine import distributed
     from train.engine.preference_run import dpo_config
-    from train.engine.run import set_up
+    from train.engine.run import set_up, trainer_arguments
 
     cfg = compose(["recipe=dpo_tiny", f"output_dir={tmp_path}", "dpo.beta=0.25", "dpo.loss_type=ipo"])
-    args = dpo_config(cfg, set_up(cfg, distributed.World.from_env(), tmp_path))
+    args = dpo_config(cfg, trainer_arguments(cfg, set_up(cfg, distributed.World.from_env(), tmp_path)))
     assert (args.beta, args.loss_type, args.max_length) == (0.25, ["ipo"], None)
     assert (args.learning_rate, args.per_device_train_batch_size, args.gradient_accumulation_steps) == (1e-3, 2, 2)
     assert (args.gradient_checkpointing, args.remove_unused_columns, args.save_steps) == (False, False, 2)

@@ -41,7 +41,7 @@ def test_dpo_tiny_trains_logs_the_dpo_numbers_and_counts_its_pairs(engine, cli_r
     # the reference is the policy with its new adapter disabled: the same model at step 1, so no reward yet
     assert rows[0]["rewards/chosen"] == rows[0]["rewards/rejected"] == rows[0]["rewards/margins"] == 0.0
     assert rows[0]["loss"] == pytest.approx(0.6931, abs=1e-4)  # -log sigmoid(0)
-    assert stdout.count("  dpo  margin ") == STEPS and "(dpo, beta 0.1, sigmoid)" in stdout
+    assert stdout.count("  dpo  margin ") == STEPS and "(dpo, beta 0.1, sigmoid; " in stdout
 
     summary = engine.summary(out)
     assert (summary["status"], summary["objective"], summary["steps"]) == ("completed", "dpo", STEPS)
@@ -70,3 +70,15 @@ def test_an_interrupted_dpo_run_resumes_to_the_same_final_state(engine, cli_run,
     resumed = {row["step"]: row["rewards/margins"] for row in engine.metrics(run_dir) if "loss" in row}
     assert resumed == {row["step"]: row["rewards/margins"] for row in engine.metrics(reference) if "loss" in row}
     assert json.loads((run_dir / "summary.json").read_text())["pairs"] == engine.summary(reference)["pairs"]
+
+
+def test_full_fine_tuning_trains_against_the_base_model_built_again(engine, tmp_path):
+    from train.engine.config import compose
+    from train.engine.run import run
+
+    with engine.in_process():
+        result = run(compose(["recipe=dpo_tiny", "peft=none", "train.max_steps=2", f"output_dir={tmp_path / 'run'}"]))
+    first, second = [row for row in engine.metrics(tmp_path / "run") if "loss" in row]
+    # the reference is the policy's initial weights (the same config and seed): no reward before the first update
+    assert first["rewards/chosen"] == first["rewards/rejected"] == 0.0 and second["rewards/margins"] != 0.0
+    assert result.status == "completed" and (tmp_path / "run" / "final" / "model.safetensors").is_file()

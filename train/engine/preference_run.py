@@ -14,8 +14,6 @@ fine-tuning, the base model built a second time, as the run built the first (the
 
 from __future__ import annotations
 
-import json
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,20 +26,10 @@ from train.data.dataset import BuildReport, read_conversations
 from train.data.ids import is_eval
 from train.data.preference_tokens import preference_rows
 from train.engine import distributed
-from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, TokenMeter, early_stopping
+from train.engine.callbacks import TokenMeter
 from train.engine.model import build_model
-from train.engine.run import (
-    Environment,
-    RunResult,
-    RunSetupError,
-    check_saved_adapter,
-    data_builder,
-    prepare_model,
-    resume_point,
-    trainer_arguments,
-)
-from train.engine.summary import eval_before_after, run_identity
-from train.engine.tracking import rank_zero_print, use_trackers
+from train.engine.run_dir import RunSetupError
+from train.engine.tracking import use_trackers
 from train.formats import get_format
 
 # TRL's per-step DPO numbers: what the console line and summary.json show (metrics.jsonl keeps every logged key)
@@ -61,10 +49,34 @@ class PreferenceData:
     eval_conversations: list = field(default_factory=list)  # held out (data.eval_fraction): the heldout benchmark
     meter: TokenMeter = field(default_factory=TokenMeter)  # prepare_model attaches one; DPO does not fill it
 
+    def summary_fields(self, cfg: DictConfig, history: list[dict[str, Any]]) -> dict[str, Any]:
+        """What summary.json says of the data and the objective: the pair counts, the tokens that carry loss (as an
+        SFT build counts them: the turns' tokens do, both copies of the prompt do not) and the last DPO numbers."""
+        last = next((logged for logged in reversed(history) if "rewards/margins" in logged), {})
+        return {
+            "objective": "dpo",
+            "trained_tokens": sum(len(row["chosen_ids"]) + len(row["rejected_ids"]) for row in self.rows),
+            "masked_tokens": 2 * sum(len(row["prompt_ids"]) for row in self.rows),
+            "dpo": {
+                "beta": float(cfg.dpo.beta),
+                "loss_type": choice(cfg.dpo.loss_type),
+                **{key: last[key] for key in SHOWN if key in last},
+            },
+            "pairs": self.counts,
+        }
 
-def prepare_pairs(cfg: DictConfig, env: Environment) -> PreferenceData:
-    """The tokenizer and the tokenized pairs of the run's sources (after its data builder, when it has one), the
-    held-out conversations apart. Built in memory on every rank (the same on each: pairs are seeded by id)."""
+    def start_line(self, cfg: DictConfig) -> str:
+        counts = self.counts
+        return (
+            f"dpo, beta {cfg.dpo.beta}, {choice(cfg.dpo.loss_type)}; {len(self.rows)} pairs from "
+            f"{counts.get('paired', 0)} of {counts.get('read', 0)} conversations"
+        )
+
+
+def prepare_pairs(cfg: DictConfig, transform: Any) -> PreferenceData:
+    """The tokenizer and the tokenized pairs of the run's sources (after ``transform``: the run's data builder, when
+    it has one), the held-out conversations apart. Built in memory on every rank (the same on each: pairs are seeded
+    by id); no cache: tokenizing pairs is cheap next to the two forward passes DPO makes on each."""
     from datasets import Dataset
 
     from train.engine.model import check_model_tokenizer
@@ -75,7 +87,6 @@ def prepare_pairs(cfg: DictConfig, env: Environment) -> PreferenceData:
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
     report = BuildReport()
     conversations = read_conversations(data_cfg["sources"], report)
-    transform, _ = data_builder(cfg)
     if transform is not None:
         conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
     fraction = float(data_cfg.get("eval_fraction") or 0.0)
@@ -102,13 +113,14 @@ def prepare_pairs(cfg: DictConfig, env: Environment) -> PreferenceData:
     return PreferenceData(tokenizer, Dataset.from_list(rows), dict(counts), held_out)
 
 
-def dpo_config(cfg: DictConfig, env: Environment) -> Any:
-    """TRL's ``DPOConfig`` (a ``TrainingArguments``) from the run's arguments and the ``dpo`` section. ``max_length``
-    is off: every pair fits ``data.max_seq_len`` already (``preference_tokens`` drops one that does not, never cut)."""
+def dpo_config(cfg: DictConfig, arguments: dict[str, Any]) -> Any:
+    """TRL's ``DPOConfig`` (a ``TrainingArguments``) from the run's ``arguments`` (``run.trainer_arguments``) and
+    the ``dpo`` section. ``max_length`` is off: every pair fits ``data.max_seq_len`` already (``preference_tokens``
+    drops one that does not, never cuts it)."""
     from trl import DPOConfig
 
     return DPOConfig(
-        **trainer_arguments(cfg, env),
+        **arguments,
         beta=float(cfg.dpo.beta),
         loss_type=[choice(cfg.dpo.loss_type)],
         max_length=None,
@@ -129,7 +141,7 @@ def _ids_dpo_trainer() -> type:
     return IdsDPOTrainer
 
 
-def reference_model(cfg: DictConfig, env: Environment, model: Any, tokenizer: Any, args: Any) -> Any:
+def reference_model(cfg: DictConfig, env: Any, tokenizer: Any, args: Any) -> Any:
     """None with LoRA (TRL disables the adapter); with full fine-tuning the base model built again, as the run
     built the policy (same config, same seed), in eval mode."""
     if choice(cfg.peft.kind) == "lora":
@@ -150,31 +162,16 @@ class PreferenceLines(TrainerCallback):
                 print("  dpo  " + "  ".join(shown), flush=True)
 
 
-def run_preference(cfg: DictConfig, env: Environment, extra_callbacks: list | None) -> RunResult:
-    """data (pairs) -> model -> DPOTrainer -> finish, inside ``run``'s hold on the run folder."""
+def dpo_trainer(cfg: DictConfig, env: Any, data: PreferenceData, model: Any, args: Any, callbacks: list) -> Any:
+    """TRL's DPOTrainer on the pairs' ids (``IdsDPOTrainer``) with the run's model (``env``, ``model``: the run's
+    ``Environment`` and ``Model``), arguments and callbacks, printing the run's step lines with the DPO numbers, and
+    the run's generation-based evaluation (``eval``; heldout reads ``PreferenceData.eval_conversations``)."""
     from train.engine.eval_callback import build_eval_callback
-    from train.engine.signals import EarlySignals
     from train.engine.step_lines import use_step_lines
 
-    world, out = env.world, env.out
-    data = prepare_pairs(cfg, env)
-    EarlySignals.stop_if_interrupted()
-    args = dpo_config(cfg, env)  # before the model: ZeRO-3 builds it under zero.Init while they live
-    model = prepare_model(cfg, env, data, args)
-    EarlySignals.stop_if_interrupted()
-    preemption = Preemption(distributed.any_rank)
-    callbacks = [
-        MetricsFile(out / "metrics.jsonl"),
-        CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit),
-        preemption,
-        *(extra_callbacks or []),
-    ]
-    stop = early_stopping(cfg.train)
-    if stop is not None:
-        callbacks.append(stop)
     trainer = _ids_dpo_trainer()(
         model=model.model,
-        ref_model=reference_model(cfg, env, model.model, data.tokenizer, args),
+        ref_model=reference_model(cfg, env, data.tokenizer, args),
         args=args,
         train_dataset=data.rows,
         processing_class=data.tokenizer,
@@ -184,21 +181,10 @@ def run_preference(cfg: DictConfig, env: Environment, extra_callbacks: list | No
     use_step_lines(trainer)
     trainer.add_callback(PreferenceLines())
     use_trackers(trainer, cfg)
-    evaluation = build_eval_callback(cfg, data, data.tokenizer, world, log=trainer.log)
+    evaluation = build_eval_callback(cfg, data, data.tokenizer, env.world, log=trainer.log)  # the heldout split: ours
     if evaluation is not None:
         trainer.add_callback(evaluation)
-    resume = resume_point(out, world)
-    counts = data.counts
-    rank_zero_print(
-        world,
-        f"tooltrain: {cfg.run_name} (dpo, beta {cfg.dpo.beta}, {choice(cfg.dpo.loss_type)}) on {world.world_size} "
-        f"rank(s), {env.strategy}; {len(data.rows)} pairs from {counts.get('paired', 0)} of {counts.get('read', 0)} "
-        f"conversations; {model.trainable:,} of {model.total:,} parameters trainable"
-        + (f"; resuming from {resume.name}" if resume else ""),
-    )
-    started = time.time()
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    return finish_preference(cfg, env, data, model, trainer, preemption, started)
+    return trainer
 
 
 def drop_reference_adapter(model: Any) -> None:
@@ -211,64 +197,4 @@ def drop_reference_adapter(model: Any) -> None:
         model.set_adapter("default")
 
 
-def finish_preference(
-    cfg: DictConfig, env: Environment, data: PreferenceData, model: Any, trainer: Any, preemption: Any, started: float
-) -> RunResult:
-    """The final model (a completed run), summary.json and the report, as ``run.finish`` writes them for SFT, with
-    the pair counts and the last logged DPO numbers."""
-    world, out, state = env.world, env.out, trainer.state
-    if preemption.stopped_by_signal:
-        status = "preempted"
-    else:
-        status = "completed" if state.global_step >= state.max_steps else "stopped"
-    adapter_dir = None
-    if status == "completed":
-        adapter_dir = out / "final"
-        trainer.save_model(str(adapter_dir))
-        if world.is_main:
-            data.tokenizer.save_pretrained(str(adapter_dir))
-        if model.lora and state.global_step > 0:
-            check_saved_adapter(adapter_dir, model.adapter_shapes, world)
-    history = state.log_history
-    losses = [h["loss"] for h in history if "loss" in h]
-    last = next((h for h in reversed(history) if "rewards/margins" in h), {})
-    summary = {
-        "status": status,
-        "objective": "dpo",
-        "steps": state.global_step,
-        "loss_first": losses[0] if losses else None,
-        "loss_last": losses[-1] if losses else None,
-        # over the pairs, as an SFT build counts them: the turns' tokens carry loss, both copies of the prompt do not
-        "trained_tokens": sum(len(row["chosen_ids"]) + len(row["rejected_ids"]) for row in data.rows),
-        "masked_tokens": 2 * sum(len(row["prompt_ids"]) for row in data.rows),
-        "dpo": {"beta": float(cfg.dpo.beta), "loss_type": choice(cfg.dpo.loss_type), **_last(last)},
-        "pairs": data.counts,
-        "parameters": {"trainable": model.trainable, "total": model.total},
-        "seconds": round(time.time() - started, 1),
-        "final": adapter_dir.name if adapter_dir else None,
-        "dtype": str(env.dtype).removeprefix("torch."),
-        "run": run_identity(cfg),
-        "eval": eval_before_after(history),
-    }
-    if world.is_main:
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
-        from train.engine.report import write_report
-
-        write_report(out / "metrics.jsonl", out / "report.png", summary["run"])
-    distributed.barrier()
-    return RunResult(
-        output_dir=out,
-        status=status,
-        global_step=state.global_step,
-        losses=losses,
-        adapter_dir=adapter_dir,
-        summary=summary,
-        stop_signal=preemption.received if preemption.stopped_by_signal else None,
-    )
-
-
-def _last(logged: dict[str, Any]) -> dict[str, float]:
-    return {key: logged[key] for key in SHOWN if key in logged}
-
-
-__all__ = ["PreferenceData", "dpo_config", "prepare_pairs", "run_preference"]
+__all__ = ["PreferenceData", "dpo_config", "dpo_trainer", "prepare_pairs"]
