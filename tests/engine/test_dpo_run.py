@@ -6,11 +6,14 @@ loss for loss and tensor for tensor. Slow tier: each run trains for ~20 s."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from train.engine.callbacks import COMPLETE_MARKER, REQUEUE_EXIT_CODE
 
 pytestmark = pytest.mark.slow
 
@@ -18,19 +21,22 @@ STEPS = 6  # recipes/dpo_tiny.yaml: 6 steps, a checkpoint every 2
 DPO_KEYS = ("rewards/margins", "rewards/accuracies", "rewards/chosen", "logps/chosen", "logps/rejected")
 
 
+def command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "train", "train", "recipe=dpo_tiny", f"output_dir={out}"]
+
+
+def launch(engine, out: Path) -> str:
+    result = subprocess.run(  # noqa: PLW1510 (the return code is asserted with the output)
+        command(out), cwd=engine.repo, env=engine.env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
 def cli_run(engine, tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("dpo") / "run"
-    result = subprocess.run(  # noqa: PLW1510 (the return code is asserted with the output)
-        [sys.executable, "-m", "train", "train", "recipe=dpo_tiny", f"output_dir={out}"],
-        cwd=engine.repo,
-        env=engine.env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out, result.stdout
+    return out, launch(engine, out)
 
 
 def test_dpo_tiny_trains_logs_the_dpo_numbers_and_counts_its_pairs(engine, cli_run):
@@ -82,3 +88,22 @@ def test_full_fine_tuning_trains_against_the_base_model_built_again(engine, tmp_
     # the reference is the policy's initial weights (the same config and seed): no reward before the first update
     assert first["rewards/chosen"] == first["rewards/rejected"] == 0.0 and second["rewards/margins"] != 0.0
     assert result.status == "completed" and (tmp_path / "run" / "final" / "model.safetensors").is_file()
+
+
+def test_a_preempted_dpo_run_saves_exits_75_and_the_rerun_completes_the_same_run(engine, cli_run, tmp_path):
+    reference, _ = cli_run
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        command(run_dir), cwd=engine.repo, env=engine.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    engine.wait_for_step(run_dir, process, 2)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == REQUEUE_EXIT_CODE
+    stopped = engine.summary(run_dir)["steps"]
+    assert engine.summary(run_dir)["status"] == "preempted" and 2 <= stopped < STEPS
+    assert (run_dir / f"checkpoint-{stopped}" / COMPLETE_MARKER).is_file()
+
+    assert f"resuming from checkpoint-{stopped}" in launch(engine, run_dir)
+    assert engine.summary(run_dir)["status"] == "completed"
+    assert engine.losses(run_dir) == engine.losses(reference)
+    engine.assert_same_tensors(engine.adapter(run_dir / "final"), engine.adapter(reference / "final"))
