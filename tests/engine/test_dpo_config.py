@@ -32,6 +32,8 @@ def test_an_unknown_loss_type_lists_the_valid_ones():
         ("dpo.pair_kinds=[]", "dpo.pair_kinds=[]: valid kinds are"),
         ("+data.part_weights.call_args=2", "train.objective=dpo does not support data.part_weights"),
         ("train.neftune_noise_alpha=5", "train.objective=dpo does not support train.neftune_noise_alpha"),
+        ("data.last_turn_only=true", "train.objective=dpo does not support data.last_turn_only"),
+        ("train.eval_strategy=steps", "train.objective=dpo does not support train.eval_strategy"),
     ],
 )
 def test_absurd_dpo_settings_fail_at_compose(override, message):

@@ -626,6 +626,7 @@ def objective_problems(cfg: DictConfig) -> list[str]:
         problems.append(f"dpo.pair_kinds={list(cfg.dpo.pair_kinds)}: valid kinds are {', '.join(KINDS)} (one or more)")
     ignored = {
         "data.part_weights": bool(cfg.data.part_weights),  # DPO sums a turn's log-probabilities, unweighted
+        "data.last_turn_only": cfg.data.last_turn_only,  # every assistant turn is paired
         "train.eval_strategy": cfg.train.eval_strategy != EvalStrategy.no,  # the eval loss is the SFT loss
         "train.neftune_noise_alpha": cfg.train.neftune_noise_alpha is not None,
         "kernels=liger": cfg.kernels == Kernels.liger,  # TRL's fused LM head replaces Liger's

@@ -107,6 +107,8 @@ def prepare_pairs(cfg: DictConfig, transform: Any) -> PreferenceData:
     for key in ("rejected_by_reader", "dropped_by_builder"):  # before pairing: what the reader and builder left out
         if getattr(report, key):
             counts[key] = getattr(report, key)
+    if held_out:
+        counts["held_out"] = len(held_out)  # not paired, not among read: the heldout benchmark's conversations
     if not rows:
         why = "; ".join(f"{n} x {key}" for key, n in counts.most_common() if key.startswith(("skipped", "dropped")))
         raise RunSetupError(f"no preference pairs: {counts['read']} conversations read ({why or 'none paired'})")
