@@ -202,6 +202,18 @@ GOLDEN: dict[str, dict] = {
         "losses": [6.9482, 6.9421, 6.9414],
         "trained_tokens": 1925,
     },
+    "dpo_tiny": {
+        # TRL's DPOTrainer on the pairs of 16 glaive conversations (train.objective=dpo), a pair a step: step 1's loss
+        # is log 2 (the policy is its reference); trained tokens are the pairs' chosen and rejected turns
+        "overrides": [
+            "data.sources.0.limit=16",
+            "data.max_seq_len=512",
+            "train.micro_batch_size=1",
+            "train.global_batch_size=1",
+        ],
+        "losses": [0.6931, 0.6937, 0.6873],
+        "trained_tokens": 881,
+    },
     "tiny": {
         "overrides": ["data.sources.0.limit=16", "data.max_seq_len=256"],
         "losses": [6.951, 6.9485, 6.9345],

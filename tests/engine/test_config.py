@@ -118,7 +118,7 @@ def test_an_unknown_key_appended_with_plus_fails_too():
     message = str(err.value)
     assert "unknown key train.max_step (added with '+'); train has: " in message
     assert ", max_steps, " in message
-    assert "unknown key nope (added with '+'); the config has: data, distributed, eval, " in message
+    assert "unknown key nope (added with '+'); the config has: data, distributed, dpo, eval, " in message
     assert "unknown key data.sources[0].limt (added with '+'); data.sources[0] has: " in message
 
 

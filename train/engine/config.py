@@ -178,6 +178,41 @@ class OptimConfig:
     max_grad_norm: float = 1.0
 
 
+class Objective(str, Enum):
+    sft = "sft"  # the HF Trainer on the tokenized, masked conversations
+    dpo = "dpo"  # TRL's DPOTrainer on preference pairs built from them (train.engine.preference_run)
+
+
+class DpoLoss(str, Enum):
+    """TRL's DPOConfig.loss_type values tooltrain runs (exo_pair needs label smoothing, which it does not set)."""
+
+    sigmoid = "sigmoid"
+    hinge = "hinge"
+    ipo = "ipo"
+    nca_pair = "nca_pair"
+    robust = "robust"
+    bco_pair = "bco_pair"
+    sppo_hard = "sppo_hard"
+    aot = "aot"
+    aot_unpaired = "aot_unpaired"
+    apo_zero = "apo_zero"
+    apo_down = "apo_down"
+    discopop = "discopop"
+    sigmoid_norm = "sigmoid_norm"
+
+
+@dataclass
+class DpoSection:
+    """train.objective=dpo: preference pairs on tool calls (train.data.preference) trained by TRL's DPOTrainer."""
+
+    beta: float = 0.1  # how far the policy may move from the reference (TRL's DPOConfig.beta)
+    loss_type: DpoLoss = DpoLoss.sigmoid
+    # which wrong turns each gold turn is paired against (train.data.preference.KINDS)
+    pair_kinds: list[str] = field(
+        default_factory=lambda: ["wrong_tool", "wrong_argument", "missing_argument", "spurious_call"]
+    )
+
+
 class EvalStrategy(str, Enum):
     no = "no"
     steps = "steps"
@@ -194,6 +229,7 @@ class EarlyStoppingConfig:
 
 @dataclass
 class TrainLoopConfig:
+    objective: Objective = Objective.sft  # dpo: TRL's DPOTrainer on preference pairs, knobs in the dpo section
     epochs: float = 1.0
     max_steps: int = -1  # > 0 overrides epochs
     micro_batch_size: int = 1  # rows per device per step (packed rows when data.packing)
@@ -300,6 +336,7 @@ class Config:
     train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    dpo: DpoSection = field(default_factory=DpoSection)  # read when train.objective=dpo
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     # each paper's node (train.papers.PAPERS: PaperSpec.node) is added by ``schema()``, null outside its recipes
 
@@ -418,6 +455,7 @@ def check(cfg: DictConfig) -> None:
     problems += paper_problems(cfg)
     problems += knob_problems(cfg)  # train.engine.training_args: eval loss, early stopping, QLoRA, extra_args
     problems += _eval_problems(cfg)
+    problems += objective_problems(cfg)
     launcher = cfg.launcher
     if launcher.name == "slurm" and launcher.tasks_per_node != launcher.gpus_per_node:
         problems.append(
@@ -574,6 +612,27 @@ def paper_problems(cfg: DictConfig) -> list[str]:
     from train.papers import active
 
     return [problem for _, spec in active(cfg) if spec.checks is not None for problem in spec.checks(cfg)]
+
+
+def objective_problems(cfg: DictConfig) -> list[str]:
+    """train.objective=dpo: pair kinds that exist, and none of the SFT-only settings it would silently ignore."""
+    if cfg.train.objective != Objective.dpo:
+        return []
+    from train.data.preference import KINDS
+
+    problems = []
+    unknown = [kind for kind in cfg.dpo.pair_kinds if kind not in KINDS]
+    if unknown or not cfg.dpo.pair_kinds:
+        problems.append(f"dpo.pair_kinds={list(cfg.dpo.pair_kinds)}: valid kinds are {', '.join(KINDS)} (one or more)")
+    ignored = {
+        "data.part_weights": bool(cfg.data.part_weights),  # DPO sums a turn's log-probabilities, unweighted
+        "data.last_turn_only": cfg.data.last_turn_only,  # every assistant turn is paired
+        "train.eval_strategy": cfg.train.eval_strategy != EvalStrategy.no,  # the eval loss is the SFT loss
+        "train.neftune_noise_alpha": cfg.train.neftune_noise_alpha is not None,
+        "kernels=liger": cfg.kernels == Kernels.liger,  # TRL's fused LM head replaces Liger's
+    }
+    problems += [f"train.objective=dpo does not support {key}; unset it" for key, set_ in ignored.items() if set_]
+    return problems
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

@@ -102,6 +102,7 @@ RANGES: dict[str, Range] = {
     "train.early_stopping.patience": COUNT,
     "train.early_stopping.min_delta": at_least(0),
     "train.neftune_noise_alpha": Range(0, low_open=True, nullable=True, note="or null: no NEFTune"),
+    "dpo.beta": Range(0, 100, low_open=True, note="TRL's DPO beta; 0.1 is usual"),
     "eval.every_steps": at_least(0, note="0: only at the end"),
     "eval.batch_size": COUNT,
     "eval.benchmarks.*.limit": MAYBE_COUNT,

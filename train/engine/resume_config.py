@@ -67,6 +67,8 @@ RESUME_RULES: dict[str, tuple[str, str]] = {
     "train.logging_steps": (FREE, "how often metrics are logged"),
     "train.dataloader_workers": (FREE, "how rows are loaded, not which"),
     "train.torch_compile": (FREE, "the same computation, compiled"),
+    "train.objective": (FIXED, "the checkpoint's rows and optimizer state are of this objective (sft or dpo)"),
+    "dpo": (FIXED, "the pairs and the DPO loss the checkpoint trained with (train.objective=dpo)"),
     "train.eval_strategy": (FREE, "when the eval loss is computed, not what is trained"),
     "train.eval_steps": (FREE, "when the eval loss is computed, not what is trained"),
     "train.early_stopping": (FREE, "when training stops early, not what each step computes"),

@@ -150,6 +150,8 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/engine/run_dir.py)
         env = set_up(cfg, world, out)
         EarlySignals.stop_if_interrupted()  # Ctrl-C before training: nothing to save, stop between stages
+        if choice(cfg.train.objective) == "dpo":  # the same stages around TRL's DPOTrainer on preference pairs
+            return run_preference(cfg, env, extra_callbacks)
         data = prepare_data(cfg, env)
         EarlySignals.stop_if_interrupted()
         args = training_args(cfg, env)  # before the model, kept to the end: ZeRO-3 builds it under zero.Init
@@ -252,6 +254,16 @@ class Data:
     pack_info: dict[str, Any]
     collator: MeteredCollator
     meter: TokenMeter  # counts the real tokens of every batch for the throughput metrics
+
+    def summary_fields(self, cfg: DictConfig, history: list[dict[str, Any]]) -> dict[str, Any]:
+        """What summary.json says of the data (``PreferenceData`` says it for train.objective=dpo)."""
+        report = self.built.report
+        return {
+            "trained_tokens": report.trained_tokens,
+            "masked_tokens": report.masked_tokens,
+            "data": report.to_dict(),
+            "packing": self.pack_info,
+        }
 
 
 def prepare_data(cfg: DictConfig, env: Environment) -> Data:
@@ -389,11 +401,7 @@ def train_model(
     throughput = Throughput(
         data.meter, flops_counter(model.model, model.lora) if peak else None, peak, world.world_size
     )
-    checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
-    callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra_callbacks or [])]
-    stop = early_stopping(cfg.train)  # train.early_stopping: any logged metric
-    if stop is not None:
-        callbacks.append(stop)
+    callbacks = run_callbacks(cfg, out, preemption, extra_callbacks)
     # data.part_weights other than 0/1 put loss_weights in the rows; only then the weighted loss (train.engine.loss:
     # hooks on the model and its output head, the loss chunked over the head, never the full logits)
     weighted_loss = WeightedLoss() if data.rows.has_loss_weights else None
@@ -419,20 +427,7 @@ def train_model(
     if evaluation is not None:
         trainer.add_callback(evaluation)
 
-    # The newest intact checkpoint with everything a resume reads (set_up refused a run where none is); every
-    # rank finds it before rank 0 moves anything (a damaged one set aside is skipped either way).
-    resume, damaged = resumable_checkpoint(out)
-    if world.is_main:
-        for partial in incomplete_checkpoints(out):
-            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
-        for folder, problem in damaged:
-            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
-            print(
-                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
-                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
-                flush=True,
-            )
-    distributed.barrier()
+    resume = resume_point(out, world)
     pack_info = data.pack_info
     rank_zero_print(
         world,
@@ -445,6 +440,58 @@ def train_model(
     started = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return Trained(trainer, preemption, started)
+
+
+def resume_point(out: Path, world: distributed.World) -> Path | None:
+    """The newest intact checkpoint with everything a resume reads (set_up refused a run where none is), None for
+    step 0. Every rank finds it before rank 0 removes partial saves and sets damaged ones aside (skipped either way)."""
+    resume, damaged = resumable_checkpoint(out)
+    if world.is_main:
+        for partial in incomplete_checkpoints(out):
+            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
+        for folder, problem in damaged:
+            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
+            print(
+                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
+                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
+                flush=True,
+            )
+    distributed.barrier()
+    return resume
+
+
+def run_callbacks(cfg: DictConfig, out: Path, preemption: Preemption, extra: list | None) -> list:
+    """Every run's callbacks: metrics.jsonl, complete checkpoints, preemption, the caller's, early stopping."""
+    checkpoints = CheckpointComplete(distributed.barrier, keep=cfg.train.save_total_limit)
+    callbacks = [MetricsFile(out / "metrics.jsonl"), checkpoints, preemption, *(extra or [])]
+    stop = early_stopping(cfg.train)  # train.early_stopping: any logged metric
+    if stop is not None:
+        callbacks.append(stop)
+    return callbacks
+
+
+def run_preference(cfg: DictConfig, env: Environment, extra_callbacks: list | None) -> RunResult:
+    """train.objective=dpo: data -> model -> train -> finish around TRL's DPOTrainer (``train.engine.preference_run``:
+    preference pairs on tool calls as ids in the run's chat format), with the run's model, callbacks and resume."""
+    from train.engine import preference_run as dpo
+
+    data = dpo.prepare_pairs(cfg, data_builder(cfg)[0])
+    EarlySignals.stop_if_interrupted()
+    args = dpo.dpo_config(cfg, trainer_arguments(cfg, env))  # before the model, as ``training_args``
+    model = prepare_model(cfg, env, data, args)
+    EarlySignals.stop_if_interrupted()
+    preemption = Preemption(distributed.any_rank)
+    trainer = dpo.dpo_trainer(cfg, env, data, model, args, run_callbacks(cfg, env.out, preemption, extra_callbacks))
+    resume = resume_point(env.out, env.world)
+    rank_zero_print(
+        env.world,
+        f"tooltrain: {cfg.run_name} ({data.start_line(cfg)}) on {env.world.world_size} rank(s), {env.strategy}; "
+        f"{model.trainable:,} of {model.total:,} parameters trainable"
+        + (f"; resuming from {resume.name}" if resume else ""),
+    )
+    started = time.time()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return finish(cfg, env, data, model, Trained(trainer, preemption, started))
 
 
 def eval_rows(built: BuiltDataset, cfg: DictConfig) -> PackedRows | SampleRows | None:
@@ -460,7 +507,7 @@ def eval_rows(built: BuiltDataset, cfg: DictConfig) -> PackedRows | SampleRows |
 # ---- finish ---------------------------------------------------------------------------------------
 
 
-def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained: Trained) -> RunResult:
+def finish(cfg: DictConfig, env: Environment, data: Any, model: Model, trained: Trained) -> RunResult:
     """Saves the final model (and checks a saved adapter) when the run completed, writes summary.json
     and the report on the main rank, and returns what happened: completed, preempted or stopped."""
     world, out, state = env.world, env.out, trained.trainer.state
@@ -479,16 +526,12 @@ def finish(cfg: DictConfig, env: Environment, data: Data, model: Model, trained:
         if model.lora and state.global_step > 0:
             check_saved_adapter(adapter_dir, model.adapter_shapes, world)
     losses = [h["loss"] for h in state.log_history if "loss" in h]
-    report = data.built.report
     summary = {
         "status": status,
         "steps": state.global_step,
         "loss_first": losses[0] if losses else None,
         "loss_last": losses[-1] if losses else None,
-        "trained_tokens": report.trained_tokens,
-        "masked_tokens": report.masked_tokens,
-        "data": report.to_dict(),
-        "packing": data.pack_info,
+        **data.summary_fields(cfg, state.log_history),
         "parameters": {"trainable": model.trainable, "total": model.total},
         "seconds": round(time.time() - trained.started, 1),
         "final": adapter_dir.name if adapter_dir else None,  # paths in summary.json are relative to the run folder
