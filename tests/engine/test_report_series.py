@@ -91,3 +91,24 @@ def test_a_report_with_split_panels_is_drawn(tmp_path):
     metrics.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert write_report(metrics, tmp_path / "report.png") == tmp_path / "report.png"
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_dpo_run_draws_its_margin_accuracy_and_log_probabilities():
+    rows = [
+        {"step": 1, "loss": 0.69, "learning_rate": 0.1, "rewards/margins": 0.0, "rewards/accuracies": 0.0,
+         "logps/chosen": -40.0, "logps/rejected": -42.0},
+        {"step": 2, "loss": 0.6, "learning_rate": 0.1, "rewards/margins": 0.3, "rewards/accuracies": 1.0,
+         "logps/chosen": -38.0, "logps/rejected": -45.0},
+    ]  # fmt: skip
+    panels = {panel.title: panel for panel in report_panels(rows)}
+    margin = panels["preference: reward margin and accuracy"]
+    assert [(series.label, series.steps, series.values) for series in margin.series] == [
+        ("rewards/margins", [1, 2], [0.0, 0.3]),
+        ("rewards/accuracies", [1, 2], [0.0, 1.0]),
+    ]
+    assert [series.values for series in panels["preference: log-probabilities"].series] == [
+        [-40.0, -38.0],
+        [-42.0, -45.0],
+    ]
+    sft = {panel.title for panel in report_panels([{"step": 1, "loss": 1.0}])}
+    assert not any(title.startswith("preference") for title in sft)  # an SFT run has no such panel

@@ -1,7 +1,8 @@
 """RUN_DIR/report.png from RUN_DIR/metrics.jsonl: what a run learned, at a glance.
 
 Panels: the training loss, raw and smoothed (an exponential moving average, debiased as TensorBoard's
-smoothing is, so its first point is the first loss); the learning rate; real (non-padding) tokens/s; and
+smoothing is, so its first point is the first loss); the learning rate; real (non-padding) tokens/s; what a
+preference objective logs (DPO's reward margin and accuracy, the chosen and rejected log-probabilities); and
 every evaluation rate over steps, one panel per benchmark section (counts are left out; rates with the same points
 drawn once under all their names; at most ``MAX_SERIES`` series a panel, each with its own linestyle and marker,
 the legend under the axes), so the step-0 evaluation of the base model sits beside the tuned model's. The figure
@@ -27,6 +28,11 @@ PANEL_HEIGHT = 4.6  # inches a row of panels: the axes and, under them, a legend
 # (a metric and its strict variant, often equal) still show as two lines
 LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 3))]
 MARKERS = ["o", "s", "^", "D", "v", "x"]
+# What a preference or RL objective logs per step (TRL's names), a panel each where the run logged them
+OBJECTIVE_PANELS = (
+    ("preference: reward margin and accuracy", "reward", ("rewards/margins", "rewards/accuracies")),
+    ("preference: log-probabilities", "log p", ("logps/chosen", "logps/rejected")),
+)
 
 
 @dataclass
@@ -138,6 +144,10 @@ def report_panels(rows: list[dict]) -> list[Panel]:
         series = _series([row for row in rows if "loss" in row], key, title)
         if series is not None:
             panels.append(Panel(title, ylabel, [series]))
+    for title, ylabel, keys in OBJECTIVE_PANELS:
+        drawn = [series for key in keys if (series := _series(rows, key)) is not None]
+        if drawn:
+            panels.append(Panel(title, ylabel, drawn))
     return panels + eval_panels(rows)
 
 
