@@ -99,8 +99,8 @@ class BfclMultiTurnTask(Task):
         return MultiTurnEpisode(item.conversation, envs, self.max_steps, self.added_turn_prompt)
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
-        if not isinstance(generation, EpisodeRecord):  # a single generation: the entry was not played
-            return {"id": item.id, "result": "Error during inference: not run as an episode", "well_formed": False}
+        if not isinstance(generation, EpisodeRecord):  # a caller that generated once instead of playing the episode
+            raise TaskError(f"{self.name} is episodic: generate with train.evaluation.generate.generate_for_task")
         return {"id": item.id, "result": generation.result, "well_formed": generation.well_formed,
                 "steps": len(generation.steps)}  # fmt: skip
 
