@@ -30,6 +30,12 @@ ROOMS = {
         "train.evaluation.bfcl.literals",
         "train.evaluation.bfcl.summary",
     ),
+    "bfcl_multi_turn": (
+        "train.evaluation.bfcl.multi_turn.task",
+        "train.evaluation.bfcl.multi_turn.check",
+        "train.evaluation.bfcl.multi_turn.episode",
+        "train.evaluation.bfcl.multi_turn.execute",
+    ),
     "itc": ("train.evaluation.itc", "train.evaluation.itc_metrics"),
     "toolbench": ("train.evaluation.toolbench", "train.evaluation.pyprogram"),
     "nexus": ("train.evaluation.nexus",),

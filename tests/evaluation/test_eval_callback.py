@@ -140,8 +140,8 @@ def test_eval_configs_are_checked_when_composed():
         (
             ["eval=heldout", "data.eval_fraction=0.2", "eval.benchmarks.0.name=nope"],
             (
-                "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, itc, "
-                "toolbench, nexus"
+                "eval.benchmarks.0 (nope): unknown benchmark; valid: heldout, metabench, toolselect, bfcl, "
+                "bfcl_multi_turn, itc, toolbench, nexus"
             ),
         ),
         (

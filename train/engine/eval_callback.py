@@ -3,7 +3,8 @@
 Before the first step when ``eval.at_start`` (step 0: the base model, exactly so under LoRA, whose
 ``lora_B`` starts at zero), every ``eval.every_steps`` optimizer steps, and after the last step when
 ``eval.at_end``, the model
-writes each benchmark's target turns, the benchmark's scorer scores them, and every number goes to
+writes each benchmark's target turns (an episodic benchmark: every answer of each episode, the task answering
+in between, bounded by its options), the benchmark's scorer scores them, and every number goes to
 the Trainer's ``log`` as ``eval/<bench>/<metric>`` (RUN_DIR/metrics.jsonl through the MetricsFile callback, the
 summary, the report's evaluation panels, and the trackers under the same key: ``tracking.tracker_logs``). What
 the model wrote goes to RUN_DIR/eval_predictions/<bench>-step<N>.jsonl (the scorer's rows, each with its
@@ -40,7 +41,7 @@ from transformers import TrainerCallback
 from train.base.errors import ConfigError, choice
 from train.engine import distributed
 from train.engine.gather import gather_mode, whole_weights
-from train.evaluation.generate import HFBackend, generate
+from train.evaluation.generate import HFBackend, generate, run_episodes
 from train.evaluation.tasks import (
     EvalItem,
     Task,
@@ -160,8 +161,16 @@ class GenerationEval(TrainerCallback):
             backend = HFBackend(model, self.pad_id, self.batch_size, synced_gpus=self.synced_gpus and not whole)
             for name, bench in self.benchmarks.items():
                 share = distributed.shard_evenly(bench.items, self.world.rank, self.world.world_size)
-                prompts = [(item.conversation, item.target) for _, item in share]
-                generations = generate(prompts, self.fmt, self.tokenizer, backend, bench.max_new_tokens)
+                if bench.task.episodic:  # as many rounds as the answers need: ranks in lock-step agree on each
+                    lockstep = distributed.any_rank if backend.synced_gpus else None
+                    episodes = [bench.task.episode(item) for _, item in share]
+                    generations = run_episodes(
+                        episodes, self.fmt, self.tokenizer, backend, bench.max_new_tokens, lockstep,
+                        bench.task.max_prompt_tokens,
+                    )  # fmt: skip
+                else:
+                    prompts = [(item.conversation, item.target) for _, item in share]
+                    generations = generate(prompts, self.fmt, self.tokenizer, backend, bench.max_new_tokens)
                 gathered = distributed.gather_shards([(index, gen) for (index, _), gen in zip(share, generations)])
                 outcome = evaluate_generations(bench.task, bench.items, gathered)
                 logged.update(flat_metrics(outcome.metrics, f"eval/{name}/"))

@@ -13,8 +13,12 @@ saw in training), as token ids. A backend turns prompt ids into new ids:
 
 Output is cut at the first end-of-turn token, decoded with every token kept (formats whose calls
 start with a control token, Mistral's ``[TOOL_CALLS]``, need it), and parsed by the format. A
-prompt the format cannot render or an output it cannot parse becomes a ``Generation`` with an empty
-prediction and the reason in ``error`` (scored wrong), never an exception.
+prompt the format cannot render (or one over a task's ``max_prompt_tokens``) or an output it cannot parse becomes a
+``Generation`` with an empty prediction and the reason in ``error`` (scored wrong), never an exception.
+
+An episodic task (``Task.episodic``: multi-turn, with the task answering between the model's turns) is driven by
+``run_episodes``: each round, every unfinished episode's next prompt goes into one ``generate`` call, and each
+answer goes back to its episode. ``generate_for_task`` picks the way for a task (``eval run``, the eval callback).
 """
 
 from __future__ import annotations
@@ -104,16 +108,27 @@ def generate(
     tokenizer: Any,
     backend: Backend,
     max_new_tokens: int,
+    pad_to: int = 0,
+    max_prompt_tokens: int | None = None,
 ) -> list[Generation]:
     """One ``Generation`` per ``(conversation, assistant message index)``, in order.
 
-    The backend sees every prompt, including a stand-in for one the format cannot render, so that
-    ranks generating in lock-step make the same calls whatever their prompts hold.
+    The backend sees every prompt, including a stand-in for one the format cannot render (or one longer than
+    ``max_prompt_tokens``), and stand-ins up to ``pad_to`` prompts, so that ranks generating in lock-step make the
+    same calls whatever their prompts hold.
     """
     stop_ids = stop_token_ids(fmt, tokenizer)
     rendered = [prompt_ids(fmt, tokenizer, conv, index) for conv, index in prompts]
+    if max_prompt_tokens is not None:
+        rendered = [
+            (None, f"prompt: {len(ids)} tokens, over max_prompt_tokens={max_prompt_tokens}")
+            if ids is not None and len(ids) > max_prompt_tokens
+            else (ids, error)
+            for ids, error in rendered
+        ]
     stand_in = [stop_ids[0]]
     batch = [ids if ids is not None else stand_in for ids, _ in rendered]
+    batch += [stand_in] * (pad_to - len(batch))
     outputs = backend(batch, max_new_tokens, stop_ids) if batch else []
     generations = []
     for (ids, error), new_ids in zip(rendered, outputs):
@@ -136,6 +151,51 @@ def generate(
             )
         )
     return generations
+
+
+def run_episodes(
+    episodes: Sequence[Any],
+    fmt: ChatFormat,
+    tokenizer: Any,
+    backend: Backend,
+    max_new_tokens: int,
+    lockstep: Callable[[bool], bool] | None = None,
+    max_prompt_tokens: int | None = None,
+) -> list[Any]:
+    """Every episode (``task_base.Episode``) played to its end; their records, in order.
+
+    ``lockstep`` (ranks generating in lock-step): told whether this rank has an episode left, it says whether any
+    rank has; rounds go on until none has, each with ``len(episodes)`` prompts (stand-ins for finished episodes),
+    so every rank makes the same backend calls.
+    """
+    while True:
+        pending = [(episode, prompt) for episode in episodes if (prompt := episode.prompt()) is not None]
+        if not (lockstep(bool(pending)) if lockstep is not None else pending):
+            break
+        pad_to = len(episodes) if lockstep is not None else 0
+        prompts = [prompt for _, prompt in pending]
+        answers = generate(prompts, fmt, tokenizer, backend, max_new_tokens, pad_to, max_prompt_tokens)
+        for (episode, _), generation in zip(pending, answers):
+            episode.take(generation)
+    return [episode.record() for episode in episodes]
+
+
+def generate_for_task(
+    task: Any,
+    items: Sequence[Any],
+    fmt: ChatFormat,
+    tokenizer: Any,
+    backend: Backend,
+    max_new_tokens: int,
+    lockstep: Callable[[bool], bool] | None = None,
+) -> list[Any]:
+    """What ``task.predictions`` reads for ``items`` (``task_base.EvalItem``): one ``Generation`` per item, or one
+    episode record per item for an episodic task. ``lockstep``: see ``run_episodes`` (one-shot tasks need none: every
+    rank passes the same number of items)."""
+    if task.episodic:
+        episodes = [task.episode(item) for item in items]
+        return run_episodes(episodes, fmt, tokenizer, backend, max_new_tokens, lockstep, task.max_prompt_tokens)
+    return generate([(item.conversation, item.target) for item in items], fmt, tokenizer, backend, max_new_tokens)
 
 
 class HFBackend:
@@ -218,6 +278,8 @@ __all__ = [
     "VllmBackend",
     "cut_at_stop",
     "generate",
+    "generate_for_task",
     "parse_output",
+    "run_episodes",
     "stop_token_ids",
 ]

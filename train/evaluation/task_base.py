@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from train.schema import Conversation
 
@@ -50,10 +50,26 @@ def failed_calls(error: str) -> str:
     return f"unparseable output ({error})"
 
 
+class Episode(Protocol):
+    """An item the model answers several times, the task answering in between (tool results, the next user turn):
+    ``prompt()`` is the next ``(conversation, index of the assistant message to write)``, None once the episode is
+    over; ``take(generation)`` hands it the model's answer to that prompt; ``record()`` is what ``prediction``
+    reads in place of a generation (it has ``to_dict()``, for the prediction records)."""
+
+    def prompt(self) -> tuple[Conversation, int] | None: ...
+
+    def take(self, generation: Any) -> None: ...
+
+    def record(self) -> Any: ...
+
+
 class Task:
     name: ClassVar[str]
     native_source: ClassVar[str | None] = None  # the reader of the benchmark's own files
     OPTIONS: ClassVar[dict[str, type]] = {}  # option name -> type, passed to __init__
+    # True: each item is an ``Episode`` (``episode``), driven by ``generate.generate_for_task``
+    episodic: ClassVar[bool] = False
+    max_prompt_tokens: int | None = None  # an episode's prompt longer than this is not generated: a failed generation
 
     @classmethod
     def option_problems(cls, options: dict[str, Any]) -> list[str]:
@@ -94,6 +110,10 @@ class Task:
             except ValueError as err:
                 prepared.skipped.append({"id": conv.id, "reason": str(err)})
         return prepared
+
+    def episode(self, item: EvalItem) -> Episode:
+        """The interaction for ``item`` (episodic tasks only)."""
+        raise NotImplementedError(f"{self.name} is not episodic")
 
     def prediction(self, item: EvalItem, generation: Any) -> dict[str, Any]:
         calls: Any = [call.to_dict() for call in generation.tool_calls]
@@ -141,6 +161,7 @@ def new_turn_target(conv: Conversation) -> int:
 
 
 __all__ = [
+    "Episode",
     "EvalItem",
     "Outcome",
     "Prepared",
