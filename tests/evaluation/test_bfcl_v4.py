@@ -129,16 +129,30 @@ def test_reference_numbers_agree_with_bfcls_own_formulas():
 # ---- eval run bfcl_v4 ------------------------------------------------------------------------------------
 
 
+class NoAnswer:
+    """An episode that is over before the model is asked: its record is an empty answer."""
+
+    def prompt(self):
+        return None
+
+    def take(self, generation):
+        raise AssertionError("a finished episode is never handed a generation")
+
+    def record(self):
+        return Generation(text="", stopped=True)
+
+
 class FakeMultiTurn(Task):
-    """Stands in for the multi-turn task: registered under its name, the suite runs it (its own ``generate``)."""
+    """Stands in for the multi-turn task under its name: the suite drives it as the real one, episode by episode."""
 
     native_source = "bfcl"
+    episodic = True
 
     def target(self, conv):
         return len(conv.messages)
 
-    def generate(self, items, fmt, tokenizer, backend, max_new_tokens):
-        return [Generation(text="", stopped=True) for _ in items]
+    def episode(self, item):
+        return NoAnswer()
 
     def score(self, items, predictions):
         total = len(items)
@@ -147,24 +161,26 @@ class FakeMultiTurn(Task):
 
 @pytest.fixture
 def multi_turn_registered(monkeypatch):
-    monkeypatch.setattr(SCORERS, "_entries", dict(SCORERS._entries))  # undone after the test
+    others = {name: spec for name, spec in SCORERS._entries.items() if name != "bfcl_multi_turn"}
+    monkeypatch.setattr(SCORERS, "_entries", others)  # undone after the test
     SCORERS.register("bfcl_multi_turn", ScorerSpec(score=lambda *a, **k: {}, task=FakeMultiTurn, layout=""))
 
 
-def test_multi_turn_categories_wait_for_their_task_then_run():
-    if "bfcl_multi_turn" in SCORERS:
-        pytest.skip("the multi-turn task is registered: covered by its own tests")
+def test_multi_turn_categories_run_through_their_task_and_a_missing_task_is_said(monkeypatch):
     runnable, skipped = plan(["multi_turn_base", "simple_python", "memory_kv"])
-    assert [c.name for c in runnable] == ["simple_python"]
-    assert skipped[0] == {"category": "multi_turn_base", "reason": NO_TASK.format(task="bfcl_multi_turn")}
-    assert skipped[1]["category"] == "memory_kv" and "memory backends" in skipped[1]["reason"]
+    assert [c.name for c in runnable] == ["simple_python", "multi_turn_base"]  # bfcl_multi_turn is registered
+    assert [entry["category"] for entry in skipped] == ["memory_kv"] and "memory backends" in skipped[0]["reason"]
+    monkeypatch.setattr(SCORERS, "_entries", {k: v for k, v in SCORERS._entries.items() if k != "bfcl_multi_turn"})
+    runnable, skipped = plan(["multi_turn_base"])
+    assert runnable == [] and skipped == [
+        {"category": "multi_turn_base", "reason": NO_TASK.format(task="bfcl_multi_turn")}
+    ]
 
 
-def test_a_registered_multi_turn_task_is_dispatched_with_its_own_generation(multi_turn_registered, tmp_path):
+def test_the_multi_turn_task_is_dispatched_episode_by_episode(multi_turn_registered, tmp_path):
     runnable, skipped = plan(["multi_turn_base"])
     assert [c.name for c in runnable] == ["multi_turn_base"] and skipped == []
-    task = FakeMultiTurn()
-    assert generate_items(task, [1, 2], None, None, None, 8) == [Generation(text="", stopped=True)] * 2
+    assert generate_items(FakeMultiTurn(), [1, 2], None, None, None, 8) == [Generation(text="", stopped=True)] * 2
     args = _suite_args(tmp_path, category=["multi_turn_base"], limit=2)
     model = (SimpleNamespace(description="fake model", tokenizer=None), "fake_format", None, None)
     assert run_suite(args, lambda: model, generate_items, lambda generations: {}) == 0
@@ -274,3 +290,14 @@ def test_eval_run_arguments_for_the_suite():
         "--category goes with bfcl_v4 (bfcl reads the category from its question file)"
     )
     assert problem("nexus", "tiny", "--summary", "bfcl_v4") == "--summary bfcl_v4 goes with bfcl or bfcl_v4"
+
+
+def test_the_generation_counts_of_episodes_count_their_answers():
+    from train.commands.eval.run import generation_summary
+    from train.evaluation.bfcl.multi_turn.episode import EpisodeRecord
+
+    steps = [{"turn": 0, "text": "x", "error": "parse: not a call"}, {"turn": 1, "text": "ok", "error": None}]
+    records = [EpisodeRecord(result=[], steps=steps, force_terminated=True), EpisodeRecord(result=[], steps=steps[1:])]
+    assert generation_summary(records) == {
+        "episodes": 2, "answers": 3, "prompt_errors": 0, "parse_errors": 1, "force_terminated": 1,
+    }  # fmt: skip

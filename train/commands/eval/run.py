@@ -273,6 +273,18 @@ def backend_for(args: argparse.Namespace, loaded: LoadedModel) -> Any:
 
 
 def generation_summary(generations: list[Any]) -> dict[str, int]:
+    """Counts over the model's answers; an episode (a record with ``steps``, each answer's text and error) counts
+    each of its answers, and the episodes a step budget ended."""
+    episodes = [g for g in generations if hasattr(g, "steps")]
+    if episodes:
+        answers = [step for episode in episodes for step in episode.steps]
+        return {
+            "episodes": len(episodes),
+            "answers": len(answers),
+            "prompt_errors": sum(1 for a in answers if (a.get("error") or "").startswith("prompt")),
+            "parse_errors": sum(1 for a in answers if (a.get("error") or "").startswith("parse")),
+            "force_terminated": sum(1 for episode in episodes if getattr(episode, "force_terminated", False)),
+        }
     return {
         "prompts": len(generations),
         "prompt_errors": sum(1 for g in generations if (g.error or "").startswith("prompt")),
@@ -370,14 +382,11 @@ def references(args: argparse.Namespace, task: Any, loaded: LoadedModel) -> tupl
 
 
 def generate_items(task: Any, items: list[Any], fmt: Any, tokenizer: Any, backend: Any, max_new_tokens: int) -> list:
-    """One generation per item: the task's own loop when it has one (``generate``: a multi-turn task runs episodes),
-    else one turn per prompt."""
-    from train.evaluation.generate import generate
+    """One generation per item, or one played episode per item for an episodic task (``bfcl_multi_turn``):
+    ``train.evaluation.generate.generate_for_task``, the rule the eval callback follows too."""
+    from train.evaluation.generate import generate_for_task
 
-    own = getattr(task, "generate", None)
-    if own is not None:
-        return own(items, fmt, tokenizer, backend, max_new_tokens)
-    return generate([(item.conversation, item.target) for item in items], fmt, tokenizer, backend, max_new_tokens)
+    return generate_for_task(task, items, fmt, tokenizer, backend, max_new_tokens)
 
 
 def open_model(args: argparse.Namespace) -> tuple[LoadedModel, str, Any, Any]:
