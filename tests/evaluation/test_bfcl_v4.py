@@ -71,12 +71,12 @@ def test_unknown_category_lists_the_valid_ones():
     assert [c.name for c in v4.chosen(["live_simple", "irrelevance"])] == ["irrelevance", "live_simple"]
 
 
-def test_the_eval_config_is_the_single_turn_suite_from_the_package():
+def test_the_eval_config_is_the_offline_suite_from_the_package():
     cfg = OmegaConf.load(CONF_DIR / "eval" / "bfcl_v4.yaml")
-    single = [c for c in v4.OFFLINE if not c.multi_turn]
-    assert [b.name for b in cfg.benchmarks] == ["bfcl"] * len(single) == ["bfcl"] * 13
-    for bench, entry in zip(cfg.benchmarks, single):
-        assert bench.source == "bfcl"
+    ordered = [c for c in v4.OFFLINE if not c.multi_turn] + [c for c in v4.OFFLINE if c.multi_turn]
+    assert [b.name for b in cfg.benchmarks] == ["bfcl"] * 13 + ["bfcl_multi_turn"] * 4
+    for bench, entry in zip(cfg.benchmarks, ordered, strict=True):
+        assert bench.name == entry.task and bench.get("source", "bfcl") == "bfcl", entry.name
         assert [resolve_input(path) for path in bench.data] == v4.files(entry), entry.name
 
 
