@@ -234,3 +234,16 @@ def test_the_eval_callback_plays_an_episodic_benchmark_and_logs_its_verdicts(mon
     metrics = evaluation.evaluate(torch.nn.Linear(2, 2), 3)
     assert metrics["eval/bfcl_multi_turn/accuracy"] == 1.0 and metrics["eval/bfcl_multi_turn/total"] == 2
     assert metrics["eval/bfcl_multi_turn/by_category/multi_turn_base/correct"] == 2
+
+
+def test_the_multi_turn_reward_is_the_checkers_verdict_on_the_episode(base_items):
+    from train.evaluation.rewards import get_reward
+
+    reward = get_reward("bfcl_multi_turn")
+    task, items = base_items
+    for item in items[:3]:
+        gold, empty = play(task, item, scripted(item)), play(task, item, scripted(item, empty=True))
+        assert (reward(gold, item.conversation), reward(empty, item.conversation)) == (1.0, 0.0)
+        assert reward(gold.result, item.conversation.to_dict()) == 1.0  # the per-turn result and a dict reference
+    with pytest.raises(ValueError, match="no meta.ground_truth"):
+        reward([], items[0].conversation.__class__(id="q", messages=[]))

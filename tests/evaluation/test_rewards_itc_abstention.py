@@ -114,6 +114,7 @@ def test_registry_lists_every_reward_and_takes_module_attr():
         "itc_invocation_f1",
         "itc_tool_f1",
         "abstention",
+        "bfcl_multi_turn",
     ]
     for name in REWARDS:
         spec = REWARDS.get(name)

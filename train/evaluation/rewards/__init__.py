@@ -10,10 +10,8 @@ restates ToolRL's decomposed reward, ``abstention`` credits calling nothing wher
 Registered by ``module:attr`` naming a ``RewardSpec``, imported on first use; wherever a reward is named,
 ``module:attr`` naming a ``RewardSpec`` of your own works too.
 
-Not here yet: BFCL's multi-turn state reward (the episode's end state and responses against BFCL's executable
-checker). It needs the v4 multi-turn runner; once that lands, its reward registers here as
-``REWARDS.register("bfcl_multi_turn", "train.evaluation.rewards.bfcl_multi_turn:SPEC")``, with a completion that
-is the episode's list of per-turn parses (``docs/rewards.md``).
+``bfcl_multi_turn`` is BFCL's multi-turn state verdict on a played episode (the ``bfcl_multi_turn`` scorer's
+``check_entry``): its completion is the episode's record, not one parse.
 """
 
 from __future__ import annotations
@@ -45,6 +43,7 @@ REWARDS.register("toolrl_correctness", "train.evaluation.rewards.toolrl:CORRECTN
 REWARDS.register("itc_invocation_f1", "train.evaluation.rewards.itc_f1:SPEC")
 REWARDS.register("itc_tool_f1", "train.evaluation.rewards.itc_f1:TOOL_SPEC")
 REWARDS.register("abstention", "train.evaluation.rewards.abstention:SPEC")
+REWARDS.register("bfcl_multi_turn", "train.evaluation.rewards.bfcl_multi_turn:SPEC")
 
 
 def get_reward(name: str) -> Callable[..., float]:
