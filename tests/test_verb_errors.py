@@ -380,7 +380,7 @@ OTHERS = {
     # train: an override that does not compose is one line naming what would (Hydra's report has no error:)
     "train-unknown-key": Case(
         lambda w: s("train", "recipe=tiny", "train.nope=1", f"output_dir={w.root / 'run'}"),
-        says=lambda w: "train has: epochs, max_steps, micro_batch_size",
+        says=lambda w: "train has: objective, epochs, max_steps, micro_batch_size",
     ),
     "train-unknown-recipe": Case(lambda w: s("train", "recipe=nope"), says=lambda w: "valid in 'recipe': demo,"),
     "train-bad-value": Case(lambda w: s("train", "recipe=tiny", "train.micro_batch_size=abc")),

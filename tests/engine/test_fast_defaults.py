@@ -32,7 +32,17 @@ DEFAULT_STRATEGIES = {
 }
 
 
-CPU_RECIPES = {"demo", "tiny", "itc_tiny", "mt_llama_tiny", "toolgt_tiny", "toolverifier_tiny", "ptr", "ptr_tiny"}
+CPU_RECIPES = {
+    "demo",
+    "tiny",
+    "dpo_tiny",
+    "itc_tiny",
+    "mt_llama_tiny",
+    "toolgt_tiny",
+    "toolverifier_tiny",
+    "ptr",
+    "ptr_tiny",
+}
 
 
 def test_every_shipped_recipe_is_here_or_runs_on_a_cpu():

@@ -122,7 +122,19 @@ GPU_RECIPES = {
     "toolgt_qwen3_8b": 8,
     "toolverifier": 16,  # "We train it on 16 A100 GPUs": launcher 2 x 8
 }
-CPU_RECIPES = {"demo", "tiny", "itc_tiny", "mt_llama_tiny", "toolgt_tiny", "toolverifier_tiny", "ptr", "ptr_tiny"}
+CPU_RECIPES = {
+    "demo",
+    "tiny",
+    "dpo_tiny",
+    "itc_tiny",
+    "mt_llama_tiny",
+    "toolgt_tiny",
+    "toolverifier_tiny",
+    "ptr",
+    "ptr_tiny",
+}
+
+
 def test_every_recipe_is_classified_gpu_or_cpu():
     shipped = {path.stem for path in (REPO_ROOT / "recipes").glob("*.yaml")}
     assert shipped == set(GPU_RECIPES) | CPU_RECIPES
