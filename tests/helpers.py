@@ -33,3 +33,10 @@ def call(call_id, name, arguments):
 def tool(name, description, parameters):
     """A canonical tool definition as a dict."""
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+# The recipes that run on a CPU as shipped (the others are GPU recipes with a default strategy and GPU count, which
+# tests/engine/test_memory_plan.py and test_fast_defaults.py list with them)
+CPU_RECIPES = frozenset(
+    {"demo", "tiny", "dpo_tiny", "itc_tiny", "mt_llama_tiny", "toolgt_tiny", "toolverifier_tiny", "ptr", "ptr_tiny"}
+)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import CPU_RECIPES
 from omegaconf import OmegaConf
 
 from train.base.errors import choice
@@ -29,19 +30,6 @@ DEFAULT_STRATEGIES = {
     "toolgt_nemo_12b": "zero3",  # ZeRO-2 would fill 79.9 of 80 GiB: the weights must shard
     "toolgt_qwen2_5_14b": "zero3",  # ZeRO-2 does not fit (94.5 GiB)
     "toolverifier": "zero3",  # full fine-tune 70B on 16 GPUs: only ZeRO-3 fits
-}
-
-
-CPU_RECIPES = {
-    "demo",
-    "tiny",
-    "dpo_tiny",
-    "itc_tiny",
-    "mt_llama_tiny",
-    "toolgt_tiny",
-    "toolverifier_tiny",
-    "ptr",
-    "ptr_tiny",
 }
 
 

@@ -4,6 +4,7 @@ against the model cards, every shipped GPU recipe fitting the GPUs it states, an
 from __future__ import annotations
 
 import pytest
+from helpers import CPU_RECIPES
 from omegaconf import OmegaConf
 
 from train.engine.config import CONF_DIR, REPO_ROOT, compose
@@ -121,17 +122,6 @@ GPU_RECIPES = {
     "toolgt_qwen2_5_14b": 8,
     "toolgt_qwen3_8b": 8,
     "toolverifier": 16,  # "We train it on 16 A100 GPUs": launcher 2 x 8
-}
-CPU_RECIPES = {
-    "demo",
-    "tiny",
-    "dpo_tiny",
-    "itc_tiny",
-    "mt_llama_tiny",
-    "toolgt_tiny",
-    "toolverifier_tiny",
-    "ptr",
-    "ptr_tiny",
 }
 
 
