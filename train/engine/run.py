@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from train.data.packing import (
 from train.engine import distributed
 from train.engine.attention import is_flash_family
 from train.engine.callbacks import CheckpointComplete, MetricsFile, Preemption, Throughput, TokenMeter, early_stopping
-from train.engine.checkpoints import completed_run, incomplete_checkpoints, resumable_checkpoint, set_aside
+from train.engine.checkpoints import completed_run
 from train.engine.eval_callback import build_eval_callback
 from train.engine.flops import PEAK_ENV, flops_counter, peak_flops, sample_lengths
 from train.engine.loss import WeightedLoss
@@ -57,7 +56,7 @@ from train.engine.model import (
 )
 from train.engine.report import read_metrics
 from train.engine.resume_config import check_rerun, record_config
-from train.engine.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir
+from train.engine.run_dir import RunSetupError, check_inputs, evaluation_hint, hold_run_dir, resume_point
 from train.engine.run_folder import run_tokenizer
 from train.engine.signals import EarlySignals
 from train.engine.summary import eval_before_after, run_identity
@@ -440,24 +439,6 @@ def train_model(
     started = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return Trained(trainer, preemption, started)
-
-
-def resume_point(out: Path, world: distributed.World) -> Path | None:
-    """The newest intact checkpoint with everything a resume reads (set_up refused a run where none is), None for
-    step 0. Every rank finds it before rank 0 removes partial saves and sets damaged ones aside (skipped either way)."""
-    resume, damaged = resumable_checkpoint(out)
-    if world.is_main:
-        for partial in incomplete_checkpoints(out):
-            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
-        for folder, problem in damaged:
-            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
-            print(
-                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
-                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
-                flush=True,
-            )
-    distributed.barrier()
-    return resume
 
 
 def run_callbacks(cfg: DictConfig, out: Path, preemption: Preemption, extra: list | None) -> list:

@@ -30,7 +30,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from train.engine.checkpoints import incomplete_checkpoints, latest_complete_checkpoint
+from train.engine.checkpoints import (
+    incomplete_checkpoints,
+    latest_complete_checkpoint,
+    resumable_checkpoint,
+    set_aside,
+)
 from train.engine.signals import EarlySignals
 
 LOCK_NAME = ".tooltrain-run.lock"
@@ -379,3 +384,23 @@ def _saved_eval_fraction(out: Path) -> float | None:
         return float(saved["data"]["eval_fraction"])
     except (OSError, ValueError, TypeError, KeyError, yaml.YAMLError):
         return None
+
+
+def resume_point(out: Path, world: Any) -> Path | None:
+    """The newest intact checkpoint with everything a resume reads (set_up refused a run where none is), None for
+    step 0. Every rank finds it before rank 0 removes partial saves and sets damaged ones aside (skipped either way)."""
+    from train.engine.distributed import barrier
+
+    resume, damaged = resumable_checkpoint(out)
+    if world.is_main:
+        for partial in incomplete_checkpoints(out):
+            shutil.rmtree(partial, ignore_errors=True)  # a save interrupted by a kill
+        for folder, problem in damaged:
+            kept = set_aside(folder)  # out of the way of resume and rotation, not deleted: it may be recoverable
+            print(
+                f"tooltrain: {folder.name} is damaged ({problem}); resuming from "
+                f"{resume.name if resume else 'step 0'} instead; the damaged one is kept as {kept.name}",
+                flush=True,
+            )
+    barrier()
+    return resume
