@@ -42,7 +42,7 @@ def test_a_429_is_retried_after_the_seconds_its_retry_after_says():
         backend = HttpBackend(server.url, "m", timeout=5, retries=2)
         assert backend.complete(question()) == "fine"
         [gap] = gaps(server)
-        assert 1.0 <= gap < 1.6  # the server's second, not the SDK's own 0.5 s
+        assert 1.0 <= gap < 3.0  # the server's second, not the SDK's own 0.5 s (the upper bound leaves room for load)
         assert backend.counts == {"attempts": 2, "retries": 1}
         assert [r["headers"]["x-stainless-retry-count"] for r in server.requests] == ["0", "1"]
 
@@ -52,7 +52,7 @@ def test_a_500_is_retried_after_a_jittered_wait_and_a_400_is_not():
         backend = HttpBackend(server.url, "m", timeout=5, retries=1)
         assert backend.complete(question()) == "after a 500"
         [gap] = gaps(server)
-        assert 0.375 <= gap < 0.9  # the SDK's first wait: 0.5 s less up to 25 % jitter
+        assert 0.375 <= gap < 1.5  # the SDK's first wait: 0.5 s less up to 25 % jitter (room for load above)
     with StubServer({"status": 503, "headers": {"retry-after-ms": "20"}}, 400, "never") as server:
         backend = HttpBackend(server.url, "m", timeout=5, retries=3, failures_in_a_row=2)
         with pytest.raises(TeacherError, match=rf"^HTTP 400 from {server.url}/chat/completions$"):
@@ -80,7 +80,7 @@ def test_spent_retries_and_a_slow_read_are_teacher_errors_then_the_endpoint_is_g
         began = time.monotonic()
         with pytest.raises(TeacherError, match=r"completions: no answer within 0.5 s \(the timeout of each read\)"):
             backend.complete(question())
-        assert time.monotonic() - began < 1.5
+        assert time.monotonic() - began < 1.9  # cut before the 2 s answer
 
 
 def test_the_key_comes_from_the_environment_and_without_one_no_authorization_is_sent(monkeypatch):
