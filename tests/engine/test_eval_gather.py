@@ -299,6 +299,7 @@ def test_fsdp2_blocks_stay_unsharded_through_the_evaluation_and_go_back_after(mo
 # ---- FSDP2, for real, on two CPU ranks -------------------------------------------------------------------
 
 FSDP2_RANK = """
+import os, pathlib
 import torch, torch.distributed as dist
 from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 from torch.distributed.fsdp._fully_shard import _fsdp_param_group
@@ -340,7 +341,9 @@ per_token, token_gathers = generate(True)
 gathers[0] = 0
 model(input_ids=ids, labels=ids).loss.backward()
 same = torch.equal(once, per_token)
-print("RESULT", rank, whole, whole_gathers, token_gathers, same, sharded, gathers[0], flush=True)
+# each rank writes its own file: lines two ranks print to one pipe came back with one missing under a loaded --all
+result = " ".join(map(str, (rank, whole, whole_gathers, token_gathers, same, sharded, gathers[0])))
+pathlib.Path(os.environ["RESULT_DIR"], f"rank{rank}.txt").write_text(result)
 dist.destroy_process_group()
 """
 
@@ -355,11 +358,11 @@ def test_fsdp2_generation_unshards_each_block_once_and_training_reshards_again(t
     script = tmp_path / "fsdp2_rank.py"
     script.write_text(FSDP2_RANK)
     repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo), "RESULT_DIR": str(tmp_path)}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script)]
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
-    results = sorted(line.split()[1:] for line in done.stdout.splitlines() if line.startswith("RESULT"))
+    results = [(tmp_path / f"rank{rank}.txt").read_text().split() for rank in (0, 1)]
     # rank, whole, gathers whole, gathers per token, same tokens, resharded after, gathers of a training fwd+bwd
     assert results == [
         ["0", "True", "4", "46", "True", "True", "7"],  # 4 FSDP modules once; 15 tokens x 3 blocks + the root
