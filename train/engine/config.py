@@ -181,6 +181,7 @@ class OptimConfig:
 class Objective(str, Enum):
     sft = "sft"  # the HF Trainer on the tokenized, masked conversations
     dpo = "dpo"  # TRL's DPOTrainer on preference pairs built from them (train.engine.preference_run)
+    grpo = "grpo"  # TRL's GRPOTrainer on rollouts of their prompts, scored by rewards (train.engine.grpo_run)
 
 
 class DpoLoss(str, Enum):
@@ -213,6 +214,55 @@ class DpoSection:
     )
 
 
+class GrpoLoss(str, Enum):
+    """TRL's GRPOConfig.loss_type values (``dapo``, TRL's default, normalizes by the tokens of the whole batch)."""
+
+    grpo = "grpo"
+    dapo = "dapo"
+    dr_grpo = "dr_grpo"
+    bnpo = "bnpo"
+
+
+class RewardScaling(str, Enum):
+    """TRL's GRPOConfig.scale_rewards: divide advantages by the reward std of the ``group``, the ``batch``, or not."""
+
+    group = "group"
+    batch = "batch"
+    none = "none"
+
+
+class GrpoTurns(str, Enum):
+    every = "every"  # one prompt per gold assistant turn
+    last = "last"  # one prompt per conversation: its last assistant turn
+
+
+class VllmMode(str, Enum):
+    off = "off"  # rollouts sample from the policy with model.generate
+    colocate = "colocate"  # TRL runs vLLM inside the run, on the training GPUs (train.engine.grpo_run.VllmRollouts)
+
+
+@dataclass
+class GrpoSection:
+    """train.objective=grpo: rollouts of the run's prompts scored by rewards, trained by TRL's GRPOTrainer."""
+
+    # one_turn: a prompt per gold assistant turn; or an episodic eval task (bfcl_multi_turn) whose items are played
+    episode: str = "one_turn"
+    turns: GrpoTurns = GrpoTurns.every  # episode=one_turn: which gold turns become prompts
+    # rewards by name (train.evaluation.rewards.REWARDS, or module:attr naming a RewardSpec), summed with
+    # reward_weights (one per reward; empty: each 1.0), as TRL's GRPOConfig.reward_weights
+    rewards: list[str] = field(default_factory=lambda: ["toolrl"])
+    reward_weights: list[float] = field(default_factory=list)
+    num_generations: int = 4  # rollouts per prompt: the group advantages are computed within
+    max_new_tokens: int = 128  # per turn the policy writes
+    temperature: float = 1.0
+    beta: float = 0.0  # KL to the reference (TRL's default 0: no reference model is kept)
+    loss_type: GrpoLoss = GrpoLoss.dapo
+    scale_rewards: RewardScaling = RewardScaling.group
+    generation_batch_size: int = 8  # prompts per model.generate call in a rollout
+    vllm: VllmMode = VllmMode.off
+    vllm_gpu_memory_utilization: float = 0.3  # vllm=colocate: the share of each GPU vLLM may take
+
+
 class EvalStrategy(str, Enum):
     no = "no"
     steps = "steps"
@@ -229,7 +279,8 @@ class EarlyStoppingConfig:
 
 @dataclass
 class TrainLoopConfig:
-    objective: Objective = Objective.sft  # dpo: TRL's DPOTrainer on preference pairs, knobs in the dpo section
+    # dpo: TRL's DPOTrainer on preference pairs (knobs in dpo); grpo: TRL's GRPOTrainer on rollouts (knobs in grpo)
+    objective: Objective = Objective.sft
     epochs: float = 1.0
     max_steps: int = -1  # > 0 overrides epochs
     micro_batch_size: int = 1  # rows per device per step (packed rows when data.packing)
@@ -337,6 +388,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     dpo: DpoSection = field(default_factory=DpoSection)  # read when train.objective=dpo
+    grpo: GrpoSection = field(default_factory=GrpoSection)  # read when train.objective=grpo
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     # each paper's node (train.papers.PAPERS: PaperSpec.node) is added by ``schema()``, null outside its recipes
 
@@ -615,24 +667,78 @@ def paper_problems(cfg: DictConfig) -> list[str]:
 
 
 def objective_problems(cfg: DictConfig) -> list[str]:
-    """train.objective=dpo: pair kinds that exist, and none of the SFT-only settings it would silently ignore."""
-    if cfg.train.objective != Objective.dpo:
+    """train.objective=dpo|grpo: their own settings valid, and none of the SFT-only settings they would silently
+    ignore."""
+    objective = cfg.train.objective
+    if objective == Objective.sft:
         return []
-    from train.data.preference import KINDS
-
-    problems = []
-    unknown = [kind for kind in cfg.dpo.pair_kinds if kind not in KINDS]
-    if unknown or not cfg.dpo.pair_kinds:
-        problems.append(f"dpo.pair_kinds={list(cfg.dpo.pair_kinds)}: valid kinds are {', '.join(KINDS)} (one or more)")
+    problems = dpo_problems(cfg) if objective == Objective.dpo else grpo_problems(cfg)
     ignored = {
-        "data.part_weights": bool(cfg.data.part_weights),  # DPO sums a turn's log-probabilities, unweighted
-        "data.last_turn_only": cfg.data.last_turn_only,  # every assistant turn is paired
+        "data.part_weights": bool(cfg.data.part_weights),  # DPO sums a turn's log-probabilities, GRPO its tokens'
+        "data.last_turn_only": cfg.data.last_turn_only,  # every assistant turn is paired (or a prompt: grpo.turns)
         "train.eval_strategy": cfg.train.eval_strategy != EvalStrategy.no,  # the eval loss is the SFT loss
         "train.neftune_noise_alpha": cfg.train.neftune_noise_alpha is not None,
-        "kernels=liger": cfg.kernels == Kernels.liger,  # TRL's fused LM head replaces Liger's
+        "kernels=liger": cfg.kernels == Kernels.liger,  # TRL's own LM head path replaces Liger's
     }
-    problems += [f"train.objective=dpo does not support {key}; unset it" for key, set_ in ignored.items() if set_]
+    name = objective.value
+    problems += [f"train.objective={name} does not support {key}; unset it" for key, set_ in ignored.items() if set_]
     return problems
+
+
+def dpo_problems(cfg: DictConfig) -> list[str]:
+    from train.data.preference import KINDS
+
+    unknown = [kind for kind in cfg.dpo.pair_kinds if kind not in KINDS]
+    if unknown or not cfg.dpo.pair_kinds:
+        return [f"dpo.pair_kinds={list(cfg.dpo.pair_kinds)}: valid kinds are {', '.join(KINDS)} (one or more)"]
+    return []
+
+
+def grpo_problems(cfg: DictConfig) -> list[str]:
+    """Rewards that exist and suit the episode, an episode that exists, and rollout groups that fill a step."""
+    from train.evaluation.rewards import REWARDS
+    from train.evaluation.tasks import TaskError, task_class, task_names
+
+    grpo, problems = cfg.grpo, []
+    if not grpo.rewards:
+        problems.append(f"grpo.rewards is empty: name one or more of {', '.join(REWARDS.names())}")
+    for reward in grpo.rewards:
+        try:
+            REWARDS.get(reward)
+        except ValueError as err:
+            problems.append(f"grpo.rewards: {err}")
+    if grpo.reward_weights and len(grpo.reward_weights) != len(grpo.rewards):
+        problems.append(
+            f"grpo.reward_weights has {len(grpo.reward_weights)} weights for {len(grpo.rewards)} rewards: one each, "
+            "or none (each 1.0)"
+        )
+    if len(set(grpo.rewards)) != len(grpo.rewards):
+        problems.append(f"grpo.rewards={list(grpo.rewards)} names a reward twice (weigh it with grpo.reward_weights)")
+    if grpo.episode != "one_turn":
+        try:
+            episodic = task_class(grpo.episode).episodic
+        except TaskError:
+            episodic = False
+        if not episodic:
+            valid = ", ".join(["one_turn", *(name for name in task_names() if task_class(name).episodic)])
+            problems.append(f"grpo.episode={grpo.episode}: valid: {valid}")
+    # a reward that reads a played episode's record, and the episode it reads
+    for reward, episode in EPISODE_REWARDS.items():
+        if reward in grpo.rewards and grpo.episode != episode:
+            problems.append(f"grpo.rewards: {reward} scores a {episode} episode; set grpo.episode={episode}")
+        if grpo.episode == episode and set(grpo.rewards) - {reward}:
+            others = ", ".join(sorted(set(grpo.rewards) - {reward}))
+            problems.append(f"grpo.episode={episode} is scored by its episode reward {reward} only, not {others}")
+    group, size = int(grpo.num_generations), int(cfg.train.global_batch_size)
+    if group >= 2 and size % group:  # (fewer than 2: the range check says so)
+        problems.append(
+            f"train.global_batch_size={size} rollouts per step is not a multiple of grpo.num_generations={group}"
+        )
+    return problems
+
+
+#: rewards that judge a played episode's record, and the episode (an episodic task) that writes that record
+EPISODE_REWARDS = {"bfcl_multi_turn": "bfcl_multi_turn"}
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

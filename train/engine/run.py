@@ -149,8 +149,8 @@ def run(cfg: DictConfig, extra_callbacks: list | None = None) -> RunResult:
     with hold_run_dir(out, world):  # one run at a time in RUN_DIR; a second one is refused (train/engine/run_dir.py)
         env = set_up(cfg, world, out)
         EarlySignals.stop_if_interrupted()  # Ctrl-C before training: nothing to save, stop between stages
-        if choice(cfg.train.objective) == "dpo":  # the same stages around TRL's DPOTrainer on preference pairs
-            return run_preference(cfg, env, extra_callbacks)
+        if choice(cfg.train.objective) != "sft":  # the same stages around TRL's DPOTrainer or GRPOTrainer
+            return run_trl_objective(cfg, env, extra_callbacks)
         data = prepare_data(cfg, env)
         EarlySignals.stop_if_interrupted()
         args = training_args(cfg, env)  # before the model, kept to the end: ZeRO-3 builds it under zero.Init
@@ -451,18 +451,25 @@ def run_callbacks(cfg: DictConfig, out: Path, preemption: Preemption, extra: lis
     return callbacks
 
 
-def run_preference(cfg: DictConfig, env: Environment, extra_callbacks: list | None) -> RunResult:
-    """train.objective=dpo: data -> model -> train -> finish around TRL's DPOTrainer (``train.engine.preference_run``:
-    preference pairs on tool calls as ids in the run's chat format), with the run's model, callbacks and resume."""
-    from train.engine import preference_run as dpo
+def run_trl_objective(cfg: DictConfig, env: Environment, extra_callbacks: list | None) -> RunResult:
+    """train.objective=dpo|grpo: data -> model -> train -> finish around TRL's DPOTrainer
+    (``train.engine.preference_run``: preference pairs on tool calls) or GRPOTrainer (``train.engine.grpo_run``:
+    rollouts in the run's chat format, scored by rewards), with the run's model, callbacks and resume."""
+    if choice(cfg.train.objective) == "dpo":
+        from train.engine import preference_run as objective
 
-    data = dpo.prepare_pairs(cfg, data_builder(cfg)[0])
+        prepare, make_args, make_trainer = objective.prepare_pairs, objective.dpo_config, objective.dpo_trainer
+    else:
+        from train.engine import grpo_run as objective
+
+        prepare, make_args, make_trainer = objective.prepare_prompts, objective.grpo_config, objective.grpo_trainer
+    data = prepare(cfg, data_builder(cfg)[0])
     EarlySignals.stop_if_interrupted()
-    args = dpo.dpo_config(cfg, trainer_arguments(cfg, env))  # before the model, as ``training_args``
+    args = make_args(cfg, trainer_arguments(cfg, env))  # before the model, as ``training_args``
     model = prepare_model(cfg, env, data, args)
     EarlySignals.stop_if_interrupted()
     preemption = Preemption(distributed.any_rank)
-    trainer = dpo.dpo_trainer(cfg, env, data, model, args, run_callbacks(cfg, env.out, preemption, extra_callbacks))
+    trainer = make_trainer(cfg, env, data, model, args, run_callbacks(cfg, env.out, preemption, extra_callbacks))
     resume = resume_point(env.out, env.world)
     rank_zero_print(
         env.world,
@@ -504,8 +511,10 @@ def finish(cfg: DictConfig, env: Environment, data: Any, model: Model, trained: 
         trained.trainer.save_model(str(adapter_dir))
         if world.is_main:
             data.tokenizer.save_pretrained(str(adapter_dir))
-        if model.lora and state.global_step > 0:
+        if model.lora and state.global_step > 0 and weights_moved(state.log_history):
             check_saved_adapter(adapter_dir, model.adapter_shapes, world)
+        elif state.global_step > 0 and not weights_moved(state.log_history):
+            rank_zero_print(world, "tooltrain: no step had a gradient (every rollout group scored alike): " + UNMOVED)
     losses = [h["loss"] for h in state.log_history if "loss" in h]
     summary = {
         "status": status,
@@ -568,6 +577,17 @@ def paper_tables(
         if table is not None:
             tables[name] = table.to_dict()
     return tables
+
+
+UNMOVED = "the final weights are the starting ones"
+
+
+def weights_moved(history: list[dict[str, Any]]) -> bool:
+    """Whether training can have changed the weights: some step's gradient norm was non-zero, or none was logged.
+    A GRPO step whose every group of rollouts scored alike has no advantage, so no gradient; a run of only such steps
+    leaves LoRA's B at zero, which is then no sign of a failed save."""
+    norms = [row["grad_norm"] for row in history if "grad_norm" in row]
+    return not norms or any(norm != 0 for norm in norms)
 
 
 def check_saved_adapter(adapter_dir: Path, expected: dict[str, tuple[int, ...]], world: distributed.World) -> None:

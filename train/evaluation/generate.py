@@ -135,22 +135,30 @@ def generate(
         if ids is None:
             generations.append(Generation(text=None, error=error))
             continue
-        kept, stopped = cut_at_stop(new_ids, stop_ids)
-        text = tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-        content, calls, parse_error = parse_output(fmt, text)
-        generations.append(
-            Generation(
-                text=text,
-                content=content,
-                tool_calls=calls,
-                error=parse_error,
-                prompt_tokens=len(ids),
-                new_tokens=len(kept) + int(stopped),
-                stopped=stopped,
-                answer_text=fmt.split_reasoning_block(text)[1] if fmt.text_answers else None,
-            )
-        )
+        generations.append(read_output(fmt, tokenizer, ids, new_ids, stop_ids)[0])
     return generations
+
+
+def read_output(
+    fmt: ChatFormat, tokenizer: Any, ids: Sequence[int], new_ids: Sequence[int], stop_ids: Sequence[int]
+) -> tuple[Generation, list[int]]:
+    """What a backend wrote after prompt ``ids``: the ``Generation`` (cut at the first end-of-turn token, decoded
+    with every token kept, parsed by the format) and the ids the model sampled, through that token (what a
+    rollout trains; the ids after it are padding of a batch)."""
+    kept, stopped = cut_at_stop(new_ids, stop_ids)
+    text = tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    content, calls, parse_error = parse_output(fmt, text)
+    generation = Generation(
+        text=text,
+        content=content,
+        tool_calls=calls,
+        error=parse_error,
+        prompt_tokens=len(ids),
+        new_tokens=len(kept) + int(stopped),
+        stopped=stopped,
+        answer_text=fmt.split_reasoning_block(text)[1] if fmt.text_answers else None,
+    )
+    return generation, list(new_ids[: len(kept) + int(stopped)])
 
 
 def run_episodes(
@@ -280,6 +288,7 @@ __all__ = [
     "generate",
     "generate_for_task",
     "parse_output",
+    "read_output",
     "run_episodes",
     "stop_token_ids",
 ]
