@@ -1,0 +1,32 @@
+"""Session 37 mends: one rule for the metrics an evaluation table shows (summary and model card)."""
+
+from __future__ import annotations
+
+import re
+
+from train.engine.model_card import eval_section
+from train.engine.summary import METRIC_NAMES, eval_lines, shown_metrics
+
+BEFORE = {"step": 0, "total": 40, "name_accuracy": 0.5, "kl": 1.5}
+AFTER = {"step": 120, "total": 40, "exact_match": 0.75, "kl": 0.25, "loss": 0.8, "count": 3}
+
+
+def test_shown_metrics_named_first_in_their_order_then_the_last_points_other_rates():
+    # named metrics come from any point (exact_match only after, name_accuracy only before), in METRIC_NAMES order;
+    # the other rates from the last point, in its order; integers (step, total, count) are counts, not rates
+    assert shown_metrics([BEFORE, AFTER]) == ["exact_match", "name_accuracy", "kl", "loss"]
+    assert shown_metrics([BEFORE]) == ["name_accuracy", "kl"]
+    assert shown_metrics([]) == []
+    assert list(METRIC_NAMES)[:2] == ["exact_match", "name_accuracy"]
+
+
+def test_the_summary_and_the_model_card_show_the_same_metrics():
+    evals = {"heldout": {"before": BEFORE, "after": AFTER}, "bfcl": {"before": None, "after": {"step": 5, "acc": 0.5}}}
+    expected = ["call exact match", "name accuracy", "kl", "loss", "acc"]
+    # the summary: "  eval      <bench> ..." heads, then "<name>  <values>" rows
+    rows = [line.strip() for line in eval_lines(evals) if not line.startswith("  eval")]
+    assert [re.split(r"\s{2,}", row)[0] for row in rows] == expected
+    # the model card: a markdown table per benchmark, "| <name> | <values> |"
+    card = eval_section({"eval": evals}, exported_step=None)
+    cells = [line.split(" | ")[0].removeprefix("| ") for line in card.splitlines() if line.startswith("| ")]
+    assert [cell for cell in cells if cell != "metric"] == expected
