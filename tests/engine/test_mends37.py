@@ -30,3 +30,37 @@ def test_the_summary_and_the_model_card_show_the_same_metrics():
     card = eval_section({"eval": evals}, exported_step=None)
     cells = [line.split(" | ")[0].removeprefix("| ") for line in card.splitlines() if line.startswith("| ")]
     assert [cell for cell in cells if cell != "metric"] == expected
+
+
+def test_each_record_kind_counts_its_own_generations():
+    from train.commands.eval.run import generation_summary
+    from train.evaluation.bfcl.multi_turn.episode import EpisodeRecord
+    from train.evaluation.generate import Generation
+
+    one_shot = [
+        Generation(text="a", stopped=True),
+        Generation(text="b", error="parse: not a call"),  # ran into max_new_tokens too
+        Generation(text=None, error="prompt: too long"),
+    ]
+    assert generation_summary(one_shot) == Generation.summarize(one_shot) == {
+        "prompts": 3, "prompt_errors": 1, "parse_errors": 1, "stopped": 1, "hit_max_new_tokens": 1,
+    }  # fmt: skip
+    assert generation_summary([]) == {
+        "prompts": 0, "prompt_errors": 0, "parse_errors": 0, "stopped": 0, "hit_max_new_tokens": 0,
+    }  # fmt: skip
+    steps = [{"turn": 0, "text": None, "error": "prompt: over the bound"}]
+    episodes = [EpisodeRecord(result="Error during inference", steps=steps), EpisodeRecord(result=[], steps=[])]
+    assert generation_summary(episodes) == EpisodeRecord.summarize(episodes) == {
+        "episodes": 2, "answers": 1, "prompt_errors": 1, "parse_errors": 0, "force_terminated": 0,
+    }  # fmt: skip
+
+
+def test_generation_summary_asks_the_records_kind_and_knows_no_fields():
+    from train.commands.eval.run import generation_summary
+
+    class Tally:  # a record kind generation_summary has never heard of
+        @classmethod
+        def summarize(cls, records):
+            return {"tallies": len(records)}
+
+    assert generation_summary([Tally(), Tally()]) == {"tallies": 2}

@@ -54,7 +54,8 @@ class Episode(Protocol):
     """An item the model answers several times, the task answering in between (tool results, the next user turn):
     ``prompt()`` is the next ``(conversation, index of the assistant message to write)``, None once the episode is
     over; ``take(generation)`` hands it the model's answer to that prompt; ``record()`` is what ``prediction``
-    reads in place of a generation (it has ``to_dict()``, for the prediction records)."""
+    reads in place of a generation (it has ``to_dict()``, for the prediction records, and its class a
+    ``summarize(records)`` classmethod, for the generation counts, as ``generate.Generation`` has)."""
 
     def prompt(self) -> tuple[Conversation, int] | None: ...
 
