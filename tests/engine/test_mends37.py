@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from train.engine.model_card import eval_section
 from train.engine.summary import METRIC_NAMES, eval_lines, shown_metrics
 
@@ -64,3 +66,50 @@ def test_generation_summary_asks_the_records_kind_and_knows_no_fields():
             return {"tallies": len(records)}
 
     assert generation_summary([Tally(), Tally()]) == {"tallies": 2}
+
+
+CUT_LINE = "Meta-Bench: evaluating 16 of 48 rows (limit=16: 32 left unread; the first rows in file order)"
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_eval_callback_prints_a_tasks_limit_line_on_the_main_rank_only(rank, tmp_path, monkeypatch, capsys):
+    """recipe=mt_llama_tiny evaluates the first 16 of its bench's 48 rows: rank 0 says so once, rank 1 says nothing
+    (before, every rank printed it from the task's prepare)."""
+    from types import SimpleNamespace
+
+    from train.engine import distributed
+    from train.engine.config import compose
+    from train.engine.eval_callback import build_eval_callback
+
+    monkeypatch.setenv("TOOLTRAIN_CACHE", str(tmp_path / "cache"))
+    cfg = compose(["recipe=mt_llama_tiny"])
+    tokenizer = SimpleNamespace(pad_token_id=0, eos_token_id=0)
+    world = distributed.World(rank, rank, 2, 2, 0)
+    callback = build_eval_callback(cfg, SimpleNamespace(eval_conversations=[]), tokenizer, world, log=lambda _: None)
+    assert len(callback.benchmarks["metabench"].items) == 16
+    assert capsys.readouterr().out.splitlines() == ([CUT_LINE] if rank == 0 else [])
+
+
+def test_eval_run_prints_the_prepared_notes_once(tmp_path, capsys):
+    """``eval run`` (one process) prints what prepare noted, as the task printed it before."""
+    from types import SimpleNamespace
+
+    from train.commands.eval.run import references
+    from train.evaluation.task_base import Prepared, Task
+
+    class Noting(Task):
+        name = "noting"
+
+        def prepare(self, conversations, limit=None, sources=()):
+            prepared = super().prepare(conversations, limit, sources)
+            prepared.notes.append("noting: a line for the console")
+            return prepared
+
+    reference = tmp_path / "refs.jsonl"
+    reference.write_text(
+        '{"id": "a", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}\n'
+    )
+    args = SimpleNamespace(data=[reference], source=None, limit=None, bench="noting")
+    prepared, rejected = references(args, Noting(), SimpleNamespace(run_cfg=None))
+    assert isinstance(prepared, Prepared) and len(prepared.items) == 1 and rejected == []
+    assert capsys.readouterr().out == "noting: a line for the console\n"

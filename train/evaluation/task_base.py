@@ -26,6 +26,9 @@ class EvalItem:
 class Prepared:
     items: list[EvalItem]
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"id", "reason"}: references the task cannot use
+    # lines for the console (a limit that cut the bench): prepare has no rank, so the caller that knows it prints
+    # them, once (the eval callback on the main rank, ``eval run``)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -360,6 +360,8 @@ def references(args: argparse.Namespace, task: Any, loaded: LoadedModel) -> tupl
     else:
         raise ModelError("give --data (only heldout on a run directory defaults to the run's eval split)")
     prepared = task.prepare(conversations, args.limit, args.data or [])
+    for note in prepared.notes:
+        print(note, flush=True)
     if not prepared.items:
         raise TaskError(
             f"no reference to evaluate: {len(conversations)} conversations, "
