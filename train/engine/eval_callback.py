@@ -196,8 +196,12 @@ def task_options(spec: Any) -> dict[str, Any]:
     return OmegaConf.to_container(options) if isinstance(options, DictConfig) else dict(options)
 
 
-def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
-    """The ``eval`` group's benchmarks with their items; ``heldout`` without data takes ``held_out``."""
+def load_benchmarks(
+    eval_cfg: Any, held_out: list[Any], say: Callable[[str], None] | None = None
+) -> dict[str, Benchmark]:
+    """The ``eval`` group's benchmarks with their items; ``heldout`` without data takes ``held_out``. ``say`` prints
+    what a task's ``prepare`` noted (a limit that cut the bench): given on the main rank only, so a line is printed
+    once, not once per rank."""
     benchmarks: dict[str, Benchmark] = {}
     for spec in eval_cfg.benchmarks:
         task = get_task(spec.name, task_options(spec))
@@ -215,7 +219,11 @@ def load_benchmarks(eval_cfg: Any, held_out: list[Any]) -> dict[str, Benchmark]:
                     f"eval benchmark {spec.name}: no conversation in {', '.join(map(str, files))} "
                     f"({len(rejected)} rejected, e.g. {rejected[:1]})"
                 )
-        items = task.prepare(conversations, spec.limit, paths).items
+        prepared = task.prepare(conversations, spec.limit, paths)
+        if say is not None:
+            for note in prepared.notes:
+                say(note)
+        items = prepared.items
         if not items:
             raise TaskError(
                 f"eval benchmark {spec.name}: none of its {len(conversations)} conversations has a turn to write"
@@ -241,8 +249,9 @@ def build_eval_callback(
         return None
     strategy = cfg.distributed.strategy
     strategy = choice(strategy)
+    say = (lambda line: print(line, flush=True)) if world.is_main else None  # rank-0 policy: one line, not one a rank
     try:
-        benchmarks = load_benchmarks(eval_cfg, built.eval_conversations)
+        benchmarks = load_benchmarks(eval_cfg, built.eval_conversations, say)
     except TaskError as err:  # before any training: a bad eval config costs nothing
         raise ConfigError(f"eval: {err}") from None
     return GenerationEval(
@@ -257,7 +266,7 @@ def build_eval_callback(
         batch_size=int(eval_cfg.batch_size),
         predictions_dir=Path(cfg.output_dir) / "eval_predictions",
         at_start=at_start,
-        announce=(lambda line: print(line, flush=True)) if world.is_main else None,
+        announce=say,
         exclude_time=exclude_time,
         # not in EvalConfig's schema yet (train/engine/config.py): auto unless a config carries the key
         gather_weights=eval_cfg.get("gather_weights", "auto"),

@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from train.engine.paper_table import table_lines
-from train.engine.summary import METRIC_NAMES, data_line, rate_text
+from train.engine.summary import METRIC_NAMES, data_line, rate_text, shown_metrics
 
 TAGS = ("tooltrain", "tool-use", "function-calling")
 
@@ -209,7 +209,7 @@ def _point_label(point: dict[str, Any], before: bool) -> str:
 
 def eval_section(summary: dict[str, Any], exported_step: int | None) -> str:
     """Per benchmark, a table of its rates before and after training (the metrics the end-of-run summary prints:
-    ``train.engine.summary.eval_lines``)."""
+    ``train.engine.summary.shown_metrics``)."""
     evals = summary.get("eval") or {}
     blocks = []
     for bench, points in evals.items():
@@ -219,8 +219,7 @@ def eval_section(summary: dict[str, Any], exported_step: int | None) -> str:
             continue
         last = shown[-1][0]
         total = last.get("total")
-        rates = [key for key in METRIC_NAMES if any(key in point for point, _ in shown)]
-        rates += [key for key in last if key not in METRIC_NAMES and isinstance(last[key], float)]
+        rates = shown_metrics([point for point, _ in shown])
         head = f"### `{bench}`" + (f" on {total:,} conversations" if total is not None else "")
         table = [
             "| metric | " + " | ".join(_point_label(point, before) for point, before in shown) + " |",

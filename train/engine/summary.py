@@ -170,6 +170,15 @@ def rate_text(value: Any) -> str:
     return f"{value:.1%}" if 0 <= value <= 1 else f"{value:.4g}"
 
 
+def shown_metrics(points: Sequence[dict[str, Any]]) -> list[str]:
+    """The metrics an evaluation table shows for one benchmark's points (before and/or after, oldest first): the
+    named ones (METRIC_NAMES, in its order) that any point has, then the other rates of the last point in its own
+    order. Integer entries (``step``, ``total``) are counts, not rates. The summary and the model card both use it."""
+    named = [key for key in METRIC_NAMES if any(key in point for point in points)]
+    last = points[-1] if points else {}
+    return named + [key for key in last if key not in METRIC_NAMES and isinstance(last[key], float)]
+
+
 def eval_lines(evals: dict[str, dict[str, Any]]) -> list[str]:
     """The summary's evaluation block: per benchmark, before -> after for each top-level rate."""
     lines = []
@@ -185,8 +194,7 @@ def eval_lines(evals: dict[str, dict[str, Any]]) -> list[str]:
         else:
             head = f"{bench}{items} at step {shown[0]['step']:,}" + (" (the base model)" if before else "")
         lines.append(f"  eval      {head}")
-        rates = [key for key in METRIC_NAMES if any(key in point for point in shown)]
-        rates += [key for key in shown[-1] if key not in METRIC_NAMES and isinstance(shown[-1][key], float)]
+        rates = shown_metrics(shown)
         width = max((len(METRIC_NAMES.get(key, key)) for key in rates), default=0)
         for key in rates:
             values = " -> ".join(f"{rate_text(point.get(key)):>6}" for point in shown)

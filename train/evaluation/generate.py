@@ -60,6 +60,18 @@ class Generation:
             **({"answer_text": self.answer_text} if self.answer_text is not None else {}),
         }
 
+    @classmethod
+    def summarize(cls, generations: Sequence[Generation]) -> dict[str, int]:
+        """The generation counts ``eval run`` prints and writes: prompts, the ones that failed (``prompt`` /
+        ``parse``), the answers that stopped and those that ran into max_new_tokens."""
+        return {
+            "prompts": len(generations),
+            "prompt_errors": sum(1 for g in generations if (g.error or "").startswith("prompt")),
+            "parse_errors": sum(1 for g in generations if (g.error or "").startswith("parse")),
+            "stopped": sum(1 for g in generations if g.stopped),
+            "hit_max_new_tokens": sum(1 for g in generations if g.text is not None and not g.stopped),
+        }
+
 
 class GenerationError(RuntimeError):
     """The backend cannot run at all (vLLM missing, no GPU); per-prompt failures are never raised."""

@@ -26,6 +26,9 @@ class EvalItem:
 class Prepared:
     items: list[EvalItem]
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"id", "reason"}: references the task cannot use
+    # lines for the console (a limit that cut the bench): prepare has no rank, so the caller that knows it prints
+    # them, once (the eval callback on the main rank, ``eval run``)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -54,7 +57,8 @@ class Episode(Protocol):
     """An item the model answers several times, the task answering in between (tool results, the next user turn):
     ``prompt()`` is the next ``(conversation, index of the assistant message to write)``, None once the episode is
     over; ``take(generation)`` hands it the model's answer to that prompt; ``record()`` is what ``prediction``
-    reads in place of a generation (it has ``to_dict()``, for the prediction records)."""
+    reads in place of a generation (it has ``to_dict()``, for the prediction records, and its class a
+    ``summarize(records)`` classmethod, for the generation counts, as ``generate.Generation`` has)."""
 
     def prompt(self) -> tuple[Conversation, int] | None: ...
 

@@ -273,25 +273,12 @@ def backend_for(args: argparse.Namespace, loaded: LoadedModel) -> Any:
 
 
 def generation_summary(generations: list[Any]) -> dict[str, int]:
-    """Counts over the model's answers; an episode (a record with ``steps``, each answer's text and error) counts
-    each of its answers, and the episodes a step budget ended."""
-    episodes = [g for g in generations if hasattr(g, "steps")]
-    if episodes:
-        answers = [step for episode in episodes for step in episode.steps]
-        return {
-            "episodes": len(episodes),
-            "answers": len(answers),
-            "prompt_errors": sum(1 for a in answers if (a.get("error") or "").startswith("prompt")),
-            "parse_errors": sum(1 for a in answers if (a.get("error") or "").startswith("parse")),
-            "force_terminated": sum(1 for episode in episodes if getattr(episode, "force_terminated", False)),
-        }
-    return {
-        "prompts": len(generations),
-        "prompt_errors": sum(1 for g in generations if (g.error or "").startswith("prompt")),
-        "parse_errors": sum(1 for g in generations if (g.error or "").startswith("parse")),
-        "stopped": sum(1 for g in generations if g.stopped),
-        "hit_max_new_tokens": sum(1 for g in generations if g.text is not None and not g.stopped),
-    }
+    """Counts over the model's answers, as the records' own kind counts them (its ``summarize``: a one-shot
+    ``Generation`` counts prompts, an episode record each of its answers); no records count as no prompts."""
+    from train.evaluation.generate import Generation
+
+    kind = type(generations[0]) if generations else Generation
+    return kind.summarize(generations)
 
 
 def bench_problem(bench: str, model: str) -> str | None:
@@ -373,6 +360,8 @@ def references(args: argparse.Namespace, task: Any, loaded: LoadedModel) -> tupl
     else:
         raise ModelError("give --data (only heldout on a run directory defaults to the run's eval split)")
     prepared = task.prepare(conversations, args.limit, args.data or [])
+    for note in prepared.notes:
+        print(note, flush=True)
     if not prepared.items:
         raise TaskError(
             f"no reference to evaluate: {len(conversations)} conversations, "

@@ -331,8 +331,8 @@ class MetaBenchTask(Task):
     ) -> Prepared:
         prepared = super().prepare(conversations, limit, sources)
         cut = limit_notice(len(prepared.items), len(prepared.skipped), len(conversations), limit)
-        if cut:
-            print(cut, flush=True)
+        if cut:  # the caller prints it, on the main rank only
+            prepared.notes.append(cut)
         pooled = [item.conversation for item in prepared.items if "pool" in item.conversation.meta]
         if pooled and self.retriever is None:
             from train.papers.metatool.pool import PoolRetriever

@@ -18,6 +18,7 @@ for an answer that did not parse).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,19 @@ class EpisodeRecord:
     def well_formed(self) -> bool:
         """Every answer rendered and parsed."""
         return isinstance(self.result, list) and all(step["error"] is None for step in self.steps)
+
+    @classmethod
+    def summarize(cls, records: Sequence[EpisodeRecord]) -> dict[str, int]:
+        """The generation counts ``eval run`` prints and writes: the episodes, each of their answers, the answers that
+        failed (``prompt`` / ``parse``), and the episodes a step budget ended."""
+        answers = [step for record in records for step in record.steps]
+        return {
+            "episodes": len(records),
+            "answers": len(answers),
+            "prompt_errors": sum(1 for a in answers if (a.get("error") or "").startswith("prompt")),
+            "parse_errors": sum(1 for a in answers if (a.get("error") or "").startswith("parse")),
+            "force_terminated": sum(1 for record in records if record.force_terminated),
+        }
 
 
 def user_turns(conv: Conversation) -> list[list[Message]]:
