@@ -47,6 +47,14 @@ from train.schema import Conversation
 ONE_TURN = "one_turn"
 # What the step line and summary.json show of TRL's GRPO logs (metrics.jsonl keeps every logged key)
 SHOWN = {"reward": "reward", "reward_std": "reward std", "completions/mean_length": "length", "kl": "kl"}
+# What each step logs of its rollouts (``rollout/<name>``, TRL's ``log_metric``): turns played and trained per rollout,
+# and the share of rollouts whose trace closed before the episode ended (``train.evaluation.rollout.Trace``)
+ROLLOUT_STATS = ("turns_played", "turns_trained", "closed")
+
+
+def mean_of(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [row[key] for row in rows if key in row]
+    return sum(values) / len(values) if values else None
 
 
 @dataclass
@@ -66,14 +74,18 @@ class RolloutData:
     counts: dict[str, int]  # read = used + skipped, rows, dropped: <why>
     eval_conversations: list = field(default_factory=list)  # held out (data.eval_fraction): the heldout benchmark
     meter: TokenMeter = field(default_factory=TokenMeter)  # prepare_model attaches one; GRPO does not fill it
-    turns: Counter = field(default_factory=Counter)  # played / trained turns, closed traces and why
 
     def summary_fields(self, cfg: DictConfig, history: list[dict[str, Any]]) -> dict[str, Any]:
-        """What summary.json says of the prompts, the rollouts and the objective: the counts, the turns trained
-        of those played, and the first and last logged reward."""
-        rewards = [logged["reward"] for logged in history if "reward" in logged]
+        """What summary.json says of the prompts, the rollouts and the objective, from the logged steps (so a resumed
+        run says what the uninterrupted one does): the sampled tokens (the trained ones: TRL's mean rollout length
+        times the rollouts of each step), the turns trained of those played, and the first and last reward."""
+        steps = [logged for logged in history if "reward" in logged]
+        rewards = [logged["reward"] for logged in steps]
+        rollouts = int(cfg.train.global_batch_size)
         return {
             "objective": "grpo",
+            "trained_tokens": round(sum(logged["completions/mean_length"] * rollouts for logged in steps)),
+            "rollouts": {key: mean_of(steps, f"rollout/{key}") for key in ROLLOUT_STATS},
             "grpo": {
                 "episode": cfg.grpo.episode,
                 "num_generations": int(cfg.grpo.num_generations),
@@ -83,7 +95,6 @@ class RolloutData:
                 "reward_last": rewards[-1] if rewards else None,
             },
             "prompts": self.counts,
-            "rollout_turns": dict(self.turns),
         }
 
     def start_line(self, cfg: DictConfig) -> str:
@@ -169,14 +180,17 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
     for row in candidates:
         first = row.episode().prompt()
         ids, error = prompt_ids(fmt, tokenizer, *first) if first is not None else (None, "prompt: no turn to write")
-        problem = error or (f"prompt over {room} tokens" if len(ids) > room else None)
-        problem = problem or reward_problem(names, row.reference, episodic)
+        # a format's or a reward's reason with its numbers as N, so one reason is one count
+        problem = error or reward_problem(names, row.reference, episodic)
+        problem = problem and "".join("N" if ch.isdigit() else ch for ch in problem)[:120]
+        if problem is None and len(ids) > room:
+            problem = f"prompt over {room} tokens (data.max_seq_len - grpo.max_new_tokens)"
         if problem is None and row.key in table:
             problem = "a second row with this id"
         if problem is None:
             table[row.key] = row
         else:
-            counts[f"dropped: {''.join('N' if ch.isdigit() else ch for ch in problem)[:120]}"] += 1
+            counts[f"dropped: {problem}"] += 1
     counts["used"] = len({row.reference.id for row in table.values()})
     counts["rows"] = len(table)
     for key in ("rejected_by_reader", "dropped_by_builder"):
@@ -226,16 +240,19 @@ def reward_functions(data: RolloutData, names: list[str]) -> list[Callable[..., 
     each under its name): the registered reward of each rollout's record (the rollout field ``records``) against
     its row's reference."""
 
-    def make(name: str) -> Callable[..., list[float]]:
+    def make(name: str, logs_rollouts: bool) -> Callable[..., list[float]]:
         reward = get_reward(name)
 
-        def score(prompts: list[str], completions: Any, records: list[Any], **_: Any) -> list[float]:
+        def score(prompts: list[str], completions: Any, records: list[Any], **fields: Any) -> list[float]:
+            if logs_rollouts:  # once per batch: what the rollouts played and trained (TRL averages it per step)
+                for stat in ROLLOUT_STATS:
+                    fields["log_metric"](f"rollout/{stat}", sum(fields[stat]) / len(fields[stat]))
             return [float(reward(record, data.table[key].reference)) for key, record in zip(prompts, records)]
 
         score.__name__ = name
         return score
 
-    return [make(name) for name in names]
+    return [make(name, index == 0) for index, name in enumerate(names)]
 
 
 class RolloutFunction:
@@ -252,18 +269,16 @@ class RolloutFunction:
         episodes = [self.data.table[key].episode() for key in prompts]
         with self.backend(trainer) as backend:
             rollouts = play(episodes, self.fmt, self.data.tokenizer, backend, self.max_new_tokens, self.max_len)
-        for rollout in rollouts:
-            trace = rollout.trace
-            self.data.turns["played"] += trace.turns_played
-            self.data.turns["trained"] += trace.turns_trained
-            if trace.closed is not None:
-                self.data.turns[f"closed: {trace.closed}"] += 1
+        traces = [rollout.trace for rollout in rollouts]
         return {
             "prompt_ids": [rollout.trace.prompt_ids for rollout in rollouts],
             "completion_ids": [rollout.trace.completion_ids for rollout in rollouts],
             "env_mask": [rollout.trace.env_mask for rollout in rollouts],
             "logprobs": None,
             "records": [rollout.record for rollout in rollouts],
+            "turns_played": [trace.turns_played for trace in traces],
+            "turns_trained": [trace.turns_trained for trace in traces],
+            "closed": [float(trace.closed is not None) for trace in traces],
         }
 
     def backend(self, trainer: Any) -> Any:

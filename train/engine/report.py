@@ -2,7 +2,8 @@
 
 Panels: the training loss, raw and smoothed (an exponential moving average, debiased as TensorBoard's
 smoothing is, so its first point is the first loss); the learning rate; real (non-padding) tokens/s; what a
-preference objective logs (DPO's reward margin and accuracy, the chosen and rejected log-probabilities); and
+preference objective logs (DPO's reward margin and accuracy, the chosen and rejected log-probabilities); what GRPO
+logs (the mean reward and its spread within groups, the rollout length, the KL when one is kept); and
 every evaluation rate over steps, one panel per benchmark section (counts are left out; rates with the same points
 drawn once under all their names; at most ``MAX_SERIES`` series a panel, each with its own linestyle and marker,
 the legend under the axes), so the step-0 evaluation of the base model sits beside the tuned model's. The figure
@@ -32,6 +33,9 @@ MARKERS = ["o", "s", "^", "D", "v", "x"]
 OBJECTIVE_PANELS = (
     ("preference: reward margin and accuracy", "reward", ("rewards/margins", "rewards/accuracies")),
     ("preference: log-probabilities", "log p", ("logps/chosen", "logps/rejected")),
+    ("rl: mean reward and its spread in a group", "reward", ("reward", "reward_std")),
+    ("rl: rollout length (sampled tokens)", "tokens", ("completions/mean_length",)),
+    ("rl: KL to the reference", "kl", ("kl",)),
 )
 
 

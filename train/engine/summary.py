@@ -232,6 +232,10 @@ def format_summary(
             f"padding efficiency {packing['padding_efficiency']:.1%}"
         )
     lines.append(f"  loss      {loss_line(losses)}")
+    grpo = summary.get("grpo") or {}
+    if grpo.get("reward_first") is not None:  # GRPO's loss says little (advantages sum to zero in a group)
+        first, last = grpo["reward_first"], grpo["reward_last"]
+        lines.append(f"  reward    {first:.4f} -> {last:.4f} (the mean of a step's rollouts)")
     lines += eval_lines(summary.get("eval") or {})
     params = summary.get("parameters") or {}
     if params.get("total"):

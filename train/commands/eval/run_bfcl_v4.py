@@ -49,6 +49,8 @@ def run_category(args: argparse.Namespace, entry: Any, model: tuple, generate_it
     paths = v4.files(entry)
     conversations, rejected = read_references(paths, "bfcl", task)
     prepared = task.prepare(conversations, args.limit, paths)
+    for note in prepared.notes:  # what the task says of its items (a cut), as eval run prints it
+        print(note, flush=True)
     if not prepared.items:
         unusable = f"{len(prepared.skipped)} unusable, {len(rejected)} unreadable"
         raise TaskError(f"{entry.name}: no item to evaluate ({unusable})")
