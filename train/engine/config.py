@@ -247,6 +247,7 @@ class GrpoSection:
 
     # one_turn: a prompt per gold assistant turn; or an episodic eval task (bfcl_multi_turn) whose items are played
     episode: str = "one_turn"
+    episode_options: dict[str, Any] = field(default_factory=dict)  # the episodic task's options (as eval's options)
     turns: GrpoTurns = GrpoTurns.every  # episode=one_turn: which gold turns become prompts
     # rewards by name (train.evaluation.rewards.REWARDS, or module:attr naming a RewardSpec), summed with
     # reward_weights (one per reward; empty: each 1.0), as TRL's GRPOConfig.reward_weights
@@ -722,6 +723,11 @@ def grpo_problems(cfg: DictConfig) -> list[str]:
         if not episodic:
             valid = ", ".join(["one_turn", *(name for name in task_names() if task_class(name).episodic)])
             problems.append(f"grpo.episode={grpo.episode}: valid: {valid}")
+        else:
+            options = OmegaConf.to_container(grpo.episode_options, resolve=True)
+            problems += [f"grpo.episode_options: {p}" for p in task_class(grpo.episode).option_problems(options)]
+    elif grpo.episode_options:
+        problems.append("grpo.episode_options are an episodic task's; grpo.episode=one_turn takes none")
     # a reward that reads a played episode's record, and the episode it reads
     for reward, episode in EPISODE_REWARDS.items():
         if reward in grpo.rewards and grpo.episode != episode:

@@ -170,7 +170,8 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
     if episodic:
         from train.evaluation.tasks import task_class
 
-        candidates = task_rows(task_class(cfg.grpo.episode)(), training, counts)
+        options = OmegaConf.to_container(cfg.grpo.episode_options, resolve=True)
+        candidates = task_rows(task_class(cfg.grpo.episode)(**options), training, counts)
     else:
         candidates = [row for conv in training for row in one_turn_rows(conv, cfg.grpo.turns)]
     fmt = get_format(cfg.model.chat_format, data_cfg.get("format_options"))
@@ -201,6 +202,12 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
     if not table:
         why = "; ".join(f"{n} x {key}" for key, n in counts.most_common() if key.startswith(("skipped", "dropped")))
         raise RunSetupError(f"no GRPO prompts: {counts['read']} conversations read ({why or 'none usable'})")
+    per_step = int(cfg.train.global_batch_size) // int(cfg.grpo.num_generations)
+    if len(table) < per_step:  # TRL's sampler would yield no step at all, and the run would end at step 0
+        raise RunSetupError(
+            f"{len(table)} GRPO prompt(s), fewer than the {per_step} a step samples (train.global_batch_size / "
+            "grpo.num_generations): use more data or a smaller batch"
+        )
     rows = Dataset.from_list([{"prompt": key} for key in table])
     return RolloutData(tokenizer, rows, table, dict(counts), held_out)
 
