@@ -239,6 +239,7 @@ def grpo_config(cfg: DictConfig, arguments: dict[str, Any]) -> Any:
         use_vllm=vllm != "off",
         vllm_mode="colocate",
         vllm_gpu_memory_utilization=float(grpo.vllm_gpu_memory_utilization),
+        vllm_max_model_length=int(cfg.data.max_seq_len),  # not the model's own limit: vLLM sizes its cache by it
     )
 
 

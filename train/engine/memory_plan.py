@@ -331,8 +331,17 @@ def setup_of(cfg: Any, world_size: int | None = None) -> Setup:
         and not (_strategy(cfg) == "zero3" and lora and "lm_head" in (targets or ())),
         offload_optimizer=bool(cfg.distributed.offload_optimizer),
         offload_params=bool(cfg.distributed.offload_params),
-        gpu_memory_gb=float(_select(cfg, "launcher.gpu_memory_gb", GPU_MEMORY_GB)),
+        gpu_memory_gb=float(_select(cfg, "launcher.gpu_memory_gb", GPU_MEMORY_GB)) * (1 - _vllm_share(cfg)),
     )
+
+
+def _vllm_share(cfg: Any) -> float:
+    """The share of each GPU a colocated vLLM takes (train.objective=grpo, grpo.vllm=colocate): training has the
+    rest."""
+    colocated = choice(_select(cfg, "grpo.vllm", "off")) == "colocate"
+    if choice(_select(cfg, "train.objective", "sft")) != "grpo" or not colocated:
+        return 0.0
+    return float(_select(cfg, "grpo.vllm_gpu_memory_utilization", 0.0))
 
 
 def plan(cfg: Any, world_size: int | None = None) -> MemoryPlan | None:
