@@ -176,3 +176,14 @@ def test_generation_records_are_what_the_rewards_read():
         ["k"], None, [record], log_metric=lambda *a: None, turns_played=[1], turns_trained=[1], closed=[0.0]
     ) == [4.0]  # the right call, parsed: ToolRL's maximum
     assert Message(role="assistant").role == "assistant"
+
+
+def test_the_memory_plan_leaves_a_colocated_vllm_its_share_of_each_gpu():
+    from train.engine.memory_plan import plan
+
+    colocated = plan(compose(["recipe=grpo_qwen3_8b"]))
+    assert colocated.setup.gpu_memory_gb == pytest.approx(80 * 0.7)  # grpo.vllm_gpu_memory_utilization=0.3
+    assert colocated.fits
+    alone = plan(compose(["recipe=grpo_qwen3_8b", "grpo.vllm=off"]))
+    assert alone.setup.gpu_memory_gb == 80 and alone.total == colocated.total
+    assert plan(compose(["recipe=grpo_qwen3_8b", "train.objective=sft"])).setup.gpu_memory_gb == 80
