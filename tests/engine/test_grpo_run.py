@@ -112,3 +112,20 @@ def test_a_preempted_grpo_run_saves_exits_75_and_the_rerun_completes_the_same_ru
     assert engine.summary(run_dir)["status"] == "completed"
     assert rewards(engine, run_dir) == rewards(engine, reference)
     engine.assert_same_tensors(engine.adapter(run_dir / "final"), engine.adapter(reference / "final"))
+
+
+def test_grpo_on_two_ranks_with_ddp_samples_its_share_on_each_and_completes(engine, tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    command += ["-m", "train", "train", "recipe=grpo_tiny", "distributed=ddp", *SIGNAL, f"output_dir={out}"]
+    result = subprocess.run(  # noqa: PLW1510 (the return code is asserted with the output)
+        command, cwd=engine.repo, env=engine.env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.count("  grpo  reward ") == STEPS  # rank 0 alone prints
+    rows = [row for row in engine.metrics(out) if "reward" in row]
+    assert [row["step"] for row in rows] == list(range(1, STEPS + 1)) and all(row["grad_norm"] > 0 for row in rows)
+    summary = engine.summary(out)
+    assert (summary["status"], summary["prompts"]["rows"]) == ("completed", 183)
+    # TRL's length is the mean over both ranks' rollouts: 8 a step in all, 4 on each rank
+    assert summary["trained_tokens"] == round(sum(row["completions/mean_length"] * 8 for row in rows))
