@@ -23,6 +23,7 @@ start vLLM inside the run and the rollouts sample from it, ids in and ids out (`
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -369,15 +370,17 @@ def grpo_trainer(cfg: DictConfig, env: Any, data: RolloutData, model: Any, args:
     rollout = RolloutFunction(
         data, fmt, int(cfg.grpo.max_new_tokens), int(cfg.data.max_seq_len), int(cfg.grpo.generation_batch_size)
     )
-    trainer = GRPOTrainer(
-        model=model.model,
-        reward_funcs=reward_functions(data, list(cfg.grpo.rewards)),
-        args=args,
-        train_dataset=data.rows,
-        processing_class=data.tokenizer,
-        callbacks=callbacks,
-        rollout_func=rollout,
-    )
+    with warnings.catch_warnings():  # TRL calls rollout_func experimental: docs/rl.md says which TRL it is pinned to
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+        trainer = GRPOTrainer(
+            model=model.model,
+            reward_funcs=reward_functions(data, list(cfg.grpo.rewards)),
+            args=args,
+            train_dataset=data.rows,
+            processing_class=data.tokenizer,
+            callbacks=callbacks,
+            rollout_func=rollout,
+        )
     # a rollout ends at the format's end-of-turn token, which need not be the tokenizer's eos (TRL's length and
     # truncation metrics read these ids)
     trainer.eos_token_ids = sorted({*trainer.eos_token_ids, *stop_token_ids(fmt, data.tokenizer)})
