@@ -129,3 +129,17 @@ def test_grpo_on_two_ranks_with_ddp_samples_its_share_on_each_and_completes(engi
     assert (summary["status"], summary["prompts"]["rows"]) == ("completed", 183)
     # TRL's length is the mean over both ranks' rollouts: 8 a step in all, 4 on each rank
     assert summary["trained_tokens"] == round(sum(row["completions/mean_length"] * 8 for row in rows))
+
+
+def test_the_eval_callback_scores_a_grpo_run_before_and_after_as_it_does_an_sft_run(engine, tmp_path):
+    from train.engine.config import compose
+    from train.engine.run import run
+
+    overrides = ["recipe=grpo_tiny", "eval=heldout", "eval.at_start=true", "data.eval_fraction=0.1"]
+    with engine.in_process():
+        result = run(compose([*overrides, "train.max_steps=2", f"output_dir={tmp_path / 'run'}"]))
+    evaluated = [row for row in engine.metrics(tmp_path / "run") if "eval/heldout/exact_match" in row]
+    assert [row["step"] for row in evaluated] == [0, 2]  # the base model, then the trained one
+    assert all(row["eval/heldout/total"] == 4 for row in evaluated)  # the held-out conversations, never prompts
+    assert result.summary["prompts"]["held_out"] == 4
+    assert set(result.summary["eval"]["heldout"]) >= {"before", "after"}
