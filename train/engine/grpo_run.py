@@ -33,9 +33,8 @@ from omegaconf import DictConfig, OmegaConf
 from transformers import TrainerCallback
 
 from train.base.errors import choice
-from train.data.dataset import BuildReport, read_conversations
-from train.data.ids import is_eval
 from train.engine.callbacks import TokenMeter
+from train.engine.objective_data import nothing_left, run_conversations
 from train.engine.run_dir import RunSetupError
 from train.engine.tracking import use_trackers
 from train.evaluation.generate import HFBackend, prompt_ids
@@ -152,20 +151,8 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
     Built in memory on every rank, the same on each (sources are read in order; nothing is drawn)."""
     from datasets import Dataset
 
-    from train.engine.model import check_model_tokenizer
-    from train.engine.run_folder import run_tokenizer
-
-    tokenizer = run_tokenizer(cfg)
-    check_model_tokenizer(cfg, tokenizer)
-    data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
-    report = BuildReport()
-    conversations = read_conversations(data_cfg["sources"], report)
-    if transform is not None:
-        conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
-    fraction = float(data_cfg.get("eval_fraction") or 0.0)
-    training, held_out = [], []
-    for conv in conversations:  # the SFT build's split rule: the same conversations are held out
-        (held_out if is_eval(conv.id, fraction) else training).append(conv)
+    run = run_conversations(cfg, transform)
+    training, tokenizer = run.training, run.tokenizer
     counts: Counter = Counter(read=len(training))
     episodic = cfg.grpo.episode != ONE_TURN
     if episodic:
@@ -175,7 +162,7 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
         candidates = task_rows(task_class(cfg.grpo.episode)(**options), training, counts)
     else:
         candidates = [row for conv in training for row in one_turn_rows(conv, cfg.grpo.turns)]
-    fmt = get_format(cfg.model.chat_format, data_cfg.get("format_options"))
+    fmt = get_format(cfg.model.chat_format, run.data_cfg.get("format_options"))
     room = int(cfg.data.max_seq_len) - int(cfg.grpo.max_new_tokens)
     names = list(cfg.grpo.rewards)
     table: dict[str, PromptRow] = {}
@@ -195,14 +182,9 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
             counts[f"dropped: {problem}"] += 1
     counts["used"] = len({row.reference.id for row in table.values()})
     counts["rows"] = len(table)
-    for key in ("rejected_by_reader", "dropped_by_builder"):
-        if getattr(report, key):
-            counts[key] = getattr(report, key)
-    if held_out:
-        counts["held_out"] = len(held_out)
+    run.left_out(counts)
     if not table:
-        why = "; ".join(f"{n} x {key}" for key, n in counts.most_common() if key.startswith(("skipped", "dropped")))
-        raise RunSetupError(f"no GRPO prompts: {counts['read']} conversations read ({why or 'none usable'})")
+        raise nothing_left("GRPO prompts", counts, "none usable")
     per_step = int(cfg.train.global_batch_size) // int(cfg.grpo.num_generations)
     if len(table) < per_step:  # TRL's sampler would yield no step at all, and the run would end at step 0
         raise RunSetupError(
@@ -210,7 +192,7 @@ def prepare_prompts(cfg: DictConfig, transform: Any) -> RolloutData:
             "grpo.num_generations): use more data or a smaller batch"
         )
     rows = Dataset.from_list([{"prompt": key} for key in table])
-    return RolloutData(tokenizer, rows, table, dict(counts), held_out)
+    return RolloutData(tokenizer, rows, table, dict(counts), run.held_out)
 
 
 def reward_weights(cfg: DictConfig) -> list[float]:

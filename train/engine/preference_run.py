@@ -18,17 +18,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from transformers import TrainerCallback
 
 from train.base.errors import choice
-from train.data.dataset import BuildReport, read_conversations
-from train.data.ids import is_eval
 from train.data.preference_tokens import preference_rows
 from train.engine import distributed
 from train.engine.callbacks import TokenMeter
 from train.engine.model import build_model
-from train.engine.run_dir import RunSetupError
+from train.engine.objective_data import nothing_left, run_conversations
 from train.engine.tracking import use_trackers
 from train.formats import get_format
 
@@ -79,40 +77,22 @@ def prepare_pairs(cfg: DictConfig, transform: Any) -> PreferenceData:
     by id); no cache: tokenizing pairs is cheap next to the two forward passes DPO makes on each."""
     from datasets import Dataset
 
-    from train.engine.model import check_model_tokenizer
-    from train.engine.run_folder import run_tokenizer
-
-    tokenizer = run_tokenizer(cfg)
-    check_model_tokenizer(cfg, tokenizer)
-    data_cfg = OmegaConf.to_container(cfg.data, resolve=True, enum_to_str=True)
-    report = BuildReport()
-    conversations = read_conversations(data_cfg["sources"], report)
-    if transform is not None:
-        conversations = transform(conversations, on_drop=lambda reason: report.reject("dropped_by_builder", reason))
-    fraction = float(data_cfg.get("eval_fraction") or 0.0)
-    training, held_out = [], []
-    for conv in conversations:  # the SFT build's split rule: the same conversations are held out
-        (held_out if is_eval(conv.id, fraction) else training).append(conv)
+    run = run_conversations(cfg, transform)
     counts: Counter = Counter()
-    fmt = get_format(cfg.model.chat_format, data_cfg.get("format_options"))
+    fmt = get_format(cfg.model.chat_format, run.data_cfg.get("format_options"))
     rows = preference_rows(
-        training,
+        run.training,
         fmt,
-        tokenizer,
+        run.tokenizer,
         int(cfg.data.max_seq_len),
         kinds=list(cfg.dpo.pair_kinds),
         seed=int(cfg.seed),
         counts=counts,
     )
-    for key in ("rejected_by_reader", "dropped_by_builder"):  # before pairing: what the reader and builder left out
-        if getattr(report, key):
-            counts[key] = getattr(report, key)
-    if held_out:
-        counts["held_out"] = len(held_out)  # not paired, not among read: the heldout benchmark's conversations
+    run.left_out(counts)
     if not rows:
-        why = "; ".join(f"{n} x {key}" for key, n in counts.most_common() if key.startswith(("skipped", "dropped")))
-        raise RunSetupError(f"no preference pairs: {counts['read']} conversations read ({why or 'none paired'})")
-    return PreferenceData(tokenizer, Dataset.from_list(rows), dict(counts), held_out)
+        raise nothing_left("preference pairs", counts, "none paired")
+    return PreferenceData(run.tokenizer, Dataset.from_list(rows), dict(counts), run.held_out)
 
 
 def dpo_config(cfg: DictConfig, arguments: dict[str, Any]) -> Any:
