@@ -8,8 +8,10 @@ test of #30 item 2, tests/evaluation/test_rollout_identity.py).
   turn that follows that prompt (through its end-of-turn token), then padding, as a batched ``generate`` returns
   the rows that stopped early. A prompt it was not scripted for is a test failure (the rollout showed the model a
   prompt inference would not).
-* ``script``: the gold turns' prompts (``tokenize_prompt``: what inference shows) and turn ids (the DPO helper
-  ``turn_ids``: the trained tokens of the format's tokenization of the prefix plus the turn).
+* ``script``: the gold turns' prompts (``tokenize_prompt``: what inference shows) and turn ids (the trained tokens
+  of the format's tokenization of the prefix plus the turn, as the DPO helper ``preference_tokens.turn_ids`` cuts
+  them; on the reference encoding path, which gives the same ids without building a tiktoken copy of a 128k-200k
+  vocabulary per test process).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from train.data.preference_tokens import turn_ids
+from train.data.preference_tokens import LAST_TURN
 from train.evaluation.generate import Generation
 from train.formats.base import ChatFormat
-from train.formats.tokenize import tokenize_prompt
+from train.formats.tokenize import IGNORE_INDEX, tokenize_many, tokenize_prompt
 from train.schema import Conversation
 
 
@@ -31,6 +33,23 @@ def prefix(conv: Conversation, end: int) -> Conversation:
 
 def assistant_turns(conv: Conversation) -> list[int]:
     return [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
+
+
+def turn_ids(fmt: ChatFormat, conv: Conversation, index: int, prompt: Sequence[int], tokenizer: Any) -> list[int]:
+    """The ids the format trains for ``conv.messages[index]`` after ``prompt``: its tokenization of the messages
+    through that turn, the turn alone trained, from the prompt's end through the last trained token. ValueError
+    when the prompt is not a prefix of it or the turn has untrained tokens inside it (a single sampled turn
+    trains every id it holds)."""
+    tokens = tokenize_many(fmt, [prefix(conv, index + 1)], tokenizer, LAST_TURN, fast=False)[0]
+    if isinstance(tokens, ValueError):
+        raise tokens
+    cut = len(prompt)
+    trained = [position for position, label in enumerate(tokens.labels) if label != IGNORE_INDEX]
+    if tokens.input_ids[:cut] != list(prompt) or not trained or trained[0] != cut:
+        raise ValueError("the prompt is not the tokens before the turn's first trained token")
+    if len(trained) != trained[-1] + 1 - cut:
+        raise ValueError("the turn has untrained tokens inside it")
+    return tokens.input_ids[cut : trained[-1] + 1]
 
 
 @dataclass
@@ -46,7 +65,7 @@ def script(fmt: ChatFormat, conv: Conversation, tokenizer: Any, indices: Sequenc
     turns = []
     for index in assistant_turns(conv) if indices is None else indices:
         prompt = tokenize_prompt(fmt, conv, index, tokenizer)
-        ids = turn_ids(fmt, prefix(conv, index), conv.messages[index], prompt, tokenizer)
+        ids = turn_ids(fmt, conv, index, prompt, tokenizer)
         turns.append(Turn(index, prompt, ids))
     return turns
 
@@ -128,4 +147,4 @@ def play_scripted(
     return rollouts, [policy for policy, _ in batches]
 
 
-__all__ = ["Replay", "ScriptedPolicy", "Turn", "assistant_turns", "play_scripted", "prefix", "script"]
+__all__ = ["Replay", "ScriptedPolicy", "Turn", "assistant_turns", "play_scripted", "prefix", "script", "turn_ids"]
