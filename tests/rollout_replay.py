@@ -17,14 +17,14 @@ test of #30 item 2, tests/evaluation/test_rollout_identity.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from train.data.preference_tokens import LAST_TURN
 from train.evaluation.generate import Generation
 from train.formats.base import ChatFormat
 from train.formats.tokenize import IGNORE_INDEX, tokenize_many, tokenize_prompt
-from train.schema import Conversation
+from train.schema import Conversation, Message
 
 
 def prefix(conv: Conversation, end: int) -> Conversation:
@@ -72,10 +72,14 @@ def script(fmt: ChatFormat, conv: Conversation, tokenizer: Any, indices: Sequenc
 
 class Replay:
     """The episode of a gold conversation: its assistant turns ``indices`` written in order, each after the gold
-    history before it. ``record()``: the generations, one per turn."""
+    history before it. ``record()``: the generations, one per turn.
 
-    def __init__(self, conv: Conversation, indices: Sequence[int] | None = None) -> None:
-        self.conv = conv
+    ``from_parse``: the earlier assistant turns in that history are what the model's answers parse to (content and
+    calls, the calls keeping the gold ids their results answer), as a task's episode writes them
+    (``bfcl.multi_turn.episode``), instead of the gold messages."""
+
+    def __init__(self, conv: Conversation, indices: Sequence[int] | None = None, from_parse: bool = False) -> None:
+        self.conv, self.from_parse = conv, from_parse
         self.indices = list(assistant_turns(conv) if indices is None else indices)
         self.generations: list[Generation] = []
 
@@ -83,7 +87,14 @@ class Replay:
         if len(self.generations) == len(self.indices):
             return None
         index = self.indices[len(self.generations)]
-        return prefix(self.conv, index), index
+        if not self.from_parse:
+            return prefix(self.conv, index), index
+        messages = list(self.conv.messages[:index])
+        for position, generation in zip(self.indices, self.generations):
+            gold = messages[position]
+            calls = [replace(call, id=g.id) for call, g in zip(generation.tool_calls, gold.tool_calls)]
+            messages[position] = Message(role="assistant", content=generation.content, tool_calls=calls)
+        return Conversation(self.conv.id, messages, tools=self.conv.tools, meta=self.conv.meta), index
 
     def take(self, generation: Generation) -> None:
         self.generations.append(generation)
