@@ -137,10 +137,10 @@ def play_scripted(
     episodes: Sequence[tuple[Any, Sequence[Turn]]],
     padding: Sequence[int],
     max_len: int = 100_000,
-) -> tuple[list[Any], list[ScriptedPolicy]]:
+) -> tuple[list[Any], list[tuple[ScriptedPolicy, list[int]]]]:
     """``play`` of the episodes, each with the turns its policy answers: in as few batches as keep every scripted
     prompt's answer one (two fixture conversations may open alike and answer otherwise). The rollouts in the
-    episodes' order, and each batch's policy (what it was shown)."""
+    episodes' order, and the batches: each one's policy (what it was shown) and its episodes' positions."""
     from train.evaluation.rollout import play
 
     batches: list[tuple[ScriptedPolicy, list[int]]] = []
@@ -155,7 +155,7 @@ def play_scripted(
         played = play([episodes[p][0] for p in positions], fmt, tokenizer, policy, 4096, max_len)
         for position, rollout in zip(positions, played):
             rollouts[position] = rollout
-    return rollouts, [policy for policy, _ in batches]
+    return rollouts, batches
 
 
 __all__ = ["Replay", "ScriptedPolicy", "Turn", "assistant_turns", "play_scripted", "prefix", "script", "turn_ids"]

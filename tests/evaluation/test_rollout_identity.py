@@ -201,10 +201,11 @@ def test_a_multi_turn_rollout_trains_the_formats_rendering(fmt_tok):
     name = fmt.name
     stop_ids = stop_token_ids(fmt, tok)
     played = playable(name, fmt, tok)
-    rollouts, policies = play_scripted(
+    rollouts, batches = play_scripted(
         fmt, tok, [(Replay(conv), turns) for conv, turns in played], padding(tok, stop_ids)
     )
-    assert policies[0].calls == max(len(turns) for _, turns in played)  # a backend call per round, all episodes in it
+    for policy, positions in batches:  # one backend call per round, every unfinished episode in it
+        assert policy.calls == max(len(played[position][1]) for position in positions)
     closed = {}
     for (conv, turns), rollout in zip(played, rollouts):
         trace = rollout.trace
@@ -289,8 +290,8 @@ def test_one_turn_rollouts_are_the_prompt_and_the_turns_trained_ids(fmt_tok):
     stop_ids = set(stop_token_ids(fmt, tok))
     turns = [(conv, turn) for conv, scripted in playable(fmt.name, fmt, tok) for turn in scripted]
     episodes = [(OneTurn(conv, turn.index), [turn]) for conv, turn in turns]
-    rollouts, policies = play_scripted(fmt, tok, episodes, padding(tok, sorted(stop_ids)))
-    assert all(policy.calls == 1 for policy in policies)
+    rollouts, batches = play_scripted(fmt, tok, episodes, padding(tok, sorted(stop_ids)))
+    assert all(policy.calls == 1 for policy, _ in batches)
     for (conv, turn), rollout in zip(turns, rollouts):
         trace = rollout.trace
         assert (trace.prompt_ids, trace.completion_ids) == (turn.prompt, turn.ids), (conv.id, turn.index)
@@ -323,8 +324,25 @@ def official_prompt(name: str, tok, conv: Conversation, index: int) -> list[int]
     return _encoding().render_conversation_for_completion(h.Conversation.from_messages(kept), h.Role.ASSISTANT, config)
 
 
+def official_render(name: str, tok, conv: Conversation, end: int) -> list[int]:
+    """The official training render of ``conv.messages[:end]``, its last message the turn being written (as
+    tests/formats/test_history_expansion.py compares the expanded samples with)."""
+    if name == "qwen3":
+        from test_qwen3 import official_qwen3_ids
+
+        from train.formats.hf import to_hf_messages
+
+        messages, tools = to_hf_messages(conv)
+        return official_qwen3_ids(messages[:end], tools, tok)
+    from test_harmony import official_harmony_ids
+
+    return official_harmony_ids(conv.messages[:end], conv.tools)
+
+
 @pytest.mark.parametrize("fmt_tok", ["qwen3", "harmony"], indirect=True)
-def test_every_prompt_a_rewriting_format_rollout_shows_is_the_official_render(fmt_tok, tmp_path_factory):
+def test_qwen3_and_harmony_rollouts_are_the_official_renders_of_each_prompt_and_trained_prefix(
+    fmt_tok, tmp_path_factory
+):
     fmt, tok = fmt_tok
     if fmt.name == "harmony":
         from train.tokenizers.harmony import offline_encodings_dir
@@ -337,15 +355,23 @@ def test_every_prompt_a_rewriting_format_rollout_shows_is_the_official_render(fm
     played = [
         (conv, turns) for conv, turns in playable(fmt.name, fmt, tok) if len(turns) > 1 and conv.id not in lookalikes
     ]
-    _, policies = play_scripted(fmt, tok, [(Replay(conv), turns) for conv, turns in played], padding(tok, stop_ids))
+    rollouts, batches = play_scripted(
+        fmt, tok, [(Replay(conv), turns) for conv, turns in played], padding(tok, stop_ids)
+    )
     official = {
         (conv.id, turn.index): official_prompt(fmt.name, tok, conv, turn.index)
         for conv, turns in played
         for turn in turns
     }
-    seen = [prompt for policy in policies for prompt in policy.seen]
+    seen = [prompt for policy, _ in batches for prompt in policy.seen]
     assert len(seen) == len(official) >= 20
     for conv, turns in played:
         for turn in turns:
             assert turn.prompt == official[conv.id, turn.index], (conv.id, turn.index)
     assert sorted(seen) == sorted(official.values())  # the policy saw exactly the official prompts
+    # and the trained sequence is the official render of the conversation through its last trained turn (Qwen3's
+    # ends with the newline after <|im_end|>, which is the next message's)
+    for (conv, turns), rollout in zip(played, rollouts):
+        last = turns[rollout.trace.turns_trained - 1].index
+        whole = official_render(fmt.name, tok, conv, last + 1)
+        assert rollout.trace.ids == whole[: len(whole) - (fmt.name == "qwen3")], conv.id
