@@ -12,8 +12,14 @@ results from the gold). ``train.evaluation.rollout.play`` must then keep, per co
 * ``env_mask`` 1 exactly on the sampled ids, which are exactly the tokens SFT trains there (labels != -100);
 * where the trace closes, the boundary is one the format is known to rewrite (``rewrite``), named in the assertion;
 * every prompt the policy saw is the inference prompt of its gold prefix; for Qwen3 and Harmony, the official
-  template's render (trl's qwen3.jinja, openai-harmony), as tests/formats/test_history_expansion.py checks SFT;
+  template's render (trl's qwen3.jinja, openai-harmony), and the trace the official training render through its
+  last trained turn, as tests/formats/test_history_expansion.py checks SFT;
+* the same trace when the history holds the parsed answers (as a task's episode writes it) instead of the gold
+  turns; for Qwen3 and Harmony, whose parse drops reasoning, a prefix of it;
 * one turn (``OneTurn``) alone: prompt + the turn's ids, every completion id trained.
+
+What no rollout can replay (``UNREPLAYABLE``): a Harmony turn with parallel calls, which gpt-oss writes over several
+sampling rounds (it stops at each ``<|call|>``), while the gold renders the calls before all their results.
 """
 
 from __future__ import annotations
