@@ -111,6 +111,25 @@ def test_a_first_prompt_that_does_not_render_is_the_callers_error(chatml):
         play([OneTurn(CONV, 0)], fmt, tok, lambda p, n, s: [[] for _ in p], max_new_tokens=4, max_len=1000)
 
 
+class GoldTurns:
+    """The episode of CONV's two assistant turns, each after its gold history."""
+
+    def __init__(self) -> None:
+        self.taken = []
+
+    def prompt(self):
+        if len(self.taken) == 2:
+            return None
+        index = [1, 3][len(self.taken)]
+        return Conversation(CONV.id, CONV.messages[:index], tools=CONV.tools), index
+
+    def take(self, generation):
+        self.taken.append(generation)
+
+    def record(self):
+        return self.taken
+
+
 class TwoPrompts:
     """An episode whose second prompt the format cannot render (a user message where the assistant's should be)."""
 
@@ -135,3 +154,32 @@ def test_a_later_prompt_that_does_not_render_ends_the_episode_as_a_failed_genera
     assert failed.text is None and failed.error.startswith("prompt: ") and "'tool' message" in failed.error
     assert rollout.trace.closed == failed.error
     assert (rollout.trace.completion_ids, rollout.trace.turns_played, rollout.trace.turns_trained) == (first, 1, 1)
+
+
+def test_a_turn_past_max_len_leaves_no_masked_ids_after_the_last_trained_one():
+    """The ids between two turns are context for the later turn: when it is not trained (over max_len), they go
+    too, so the trace still ends with its last trained id (the format's tokenization cut there)."""
+    trace = Trace([1, 2])
+    trace.take([3, 4], max_len=10)
+    trace.continue_with([1, 2, 3, 4, 5, 6, 7], max_len=10)  # the tool result: fits
+    trace.take([8, 9, 10, 11], max_len=10)  # the next turn does not
+    assert trace.closed == "over 10 tokens"
+    assert (trace.ids, trace.env_mask, trace.turns_trained) == ([1, 2, 3, 4], [1, 1], 1)
+
+
+def test_a_rollout_whose_second_turn_is_over_max_len_is_the_formats_tokenization_through_the_first(chatml):
+    from train.formats.tokenize import IGNORE_INDEX, tokenize
+
+    fmt, tok, stop_ids = chatml
+    whole = tokenize(fmt, CONV, tok)
+    trained = [position for position, label in enumerate(whole.labels) if label != IGNORE_INDEX]
+    first_end = next(p for p in trained if whole.input_ids[p] in stop_ids) + 1  # through the call turn's <|im_end|>
+    second_start = next(p for p in trained if p > first_end)
+    turns = [whole.input_ids[len(tokenize_prompt(fmt, CONV, 1, tok)) : first_end], whole.input_ids[second_start:]]
+    answers = iter(turns)
+
+    [rollout] = play(
+        [GoldTurns()], fmt, tok, lambda p, n, s: [next(answers)], max_new_tokens=64, max_len=second_start + 1
+    )
+    assert rollout.trace.closed == f"over {second_start + 1} tokens"
+    assert rollout.trace.ids == whole.input_ids[:first_end] and rollout.trace.env_mask[-1] == 1
