@@ -163,6 +163,14 @@ def fmt_tok(request):
 
 def playable(name: str, fmt, tok) -> list[tuple[Conversation, list[Turn]]]:
     """The fixture conversations the format expresses, each with its script; the refused ones as expected."""
+    assert fmt.name == name and tok is _tokenizer(name)
+    return _playable(name)
+
+
+@cache
+def _playable(name: str) -> list[tuple[Conversation, list[Turn]]]:
+    """(once per format and process: the tests of a format read the same scripts and never change them)"""
+    fmt, tok = get_format(name), _tokenizer(name)
     played, refused = [], set()
     for conv in CORPUS + REASONING.get(name, []):
         try:
