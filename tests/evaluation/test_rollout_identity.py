@@ -35,7 +35,7 @@ from train.evaluation.generate import Generation, stop_token_ids
 from train.evaluation.rollout import OneTurn, play
 from train.formats import FORMATS, get_format
 from train.formats.expansion import expand_planned
-from train.formats.tokenize import IGNORE_INDEX
+from train.formats.tokenize import IGNORE_INDEX, tokenize_many
 from train.schema import Conversation
 from train.tokenizers import load_tokenizer
 
@@ -240,6 +240,11 @@ def test_a_multi_turn_rollout_trains_the_formats_rendering(fmt_tok):
         k = first_rewrite(turns)
         if k is None:
             assert trace.closed is None and len(planned) == 1 and trace.turns_trained == len(turns), conv.id
+            if not fmt.rewrites_history:
+                # the format's tokenization of the whole conversation (on the reference encoding path, which gives
+                # the training path's ids without a tiktoken copy of the vocabulary)
+                whole = tokenize_many(fmt, [conv], tok, fast=False)[0]
+                assert (whole.input_ids[:end], whole.labels[:end]) == (sample.input_ids[:end], sample.labels[:end])
         else:
             closed[conv.id] = boundary(name, tok, conv, turns, k)
             assert trace.closed == "history shown otherwise than sampled" and trace.turns_trained == k, closed[conv.id]
