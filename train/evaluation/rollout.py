@@ -65,10 +65,15 @@ class Trace:
             self.env_mask += [0] * len(between)
 
     def take(self, sampled: Sequence[int], max_len: int) -> None:
-        """A turn's sampled ids: trained while the trace is open and within ``max_len``."""
+        """A turn's sampled ids: trained while the trace is open and within ``max_len``. A turn past ``max_len``
+        closes the trace, and the ids in between that led up to it go too: the trace ends with its last trained
+        id, as the format's tokenization cut after that turn does (nothing is computed for context no turn uses)."""
         self.turns_played += 1
         if self.closed is None and len(self.prompt_ids) + len(self.completion_ids) + len(sampled) > max_len:
             self.closed = f"over {max_len} tokens"
+            while self.env_mask and self.env_mask[-1] == 0:
+                self.env_mask.pop()
+                self.completion_ids.pop()
         if self.closed is not None:
             return
         self.completion_ids += list(sampled)
