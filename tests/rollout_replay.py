@@ -93,7 +93,10 @@ class Replay:
         for position, generation in zip(self.indices, self.generations):
             gold = messages[position]
             calls = [replace(call, id=g.id) for call, g in zip(generation.tool_calls, gold.tool_calls)]
-            messages[position] = Message(role="assistant", content=generation.content, tool_calls=calls)
+            reasoning = generation.reasoning  # as a task's episode writes it (bfcl multi_turn.episode)
+            messages[position] = Message(
+                role="assistant", content=generation.content, tool_calls=calls, reasoning_content=reasoning
+            )
         return Conversation(self.conv.id, messages, tools=self.conv.tools, meta=self.conv.meta), index
 
     def take(self, generation: Generation) -> None:

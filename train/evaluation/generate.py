@@ -47,6 +47,9 @@ class Generation:
     # the answer after the format's reasoning block, when the format reads answers as text (answer_style): what a
     # benchmark that decodes text its own way reads (BFCL's Java / JavaScript categories)
     answer_text: str | None = None
+    # the format's reasoning block (Qwen3's <think>, Harmony's analysis), None without one: an episode writes it back
+    # into the history (``reasoning_content``), so the next prompt shows the turn as the template keeps it
+    reasoning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +61,7 @@ class Generation:
             "new_tokens": self.new_tokens,
             "stopped": self.stopped,
             **({"answer_text": self.answer_text} if self.answer_text is not None else {}),
+            **({"reasoning": self.reasoning} if self.reasoning is not None else {}),
         }
 
     @classmethod
@@ -169,6 +173,7 @@ def read_output(
         new_tokens=len(kept) + int(stopped),
         stopped=stopped,
         answer_text=fmt.split_reasoning_block(text)[1] if fmt.text_answers else None,
+        reasoning=None if parse_error else fmt.reasoning_of(text),
     )
     return generation, list(new_ids[: len(kept) + int(stopped)])
 

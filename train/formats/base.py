@@ -244,6 +244,11 @@ class ChatFormat:
         every answer style; the base has no such block: (None, text)."""
         return None, text
 
+    def reasoning_of(self, text: str) -> str | None:
+        """The reasoning a completion wrote in the format's reasoning block, as ``Message.reasoning_content`` holds
+        it (None without one): what history keeps of the turn where the template renders reasoning."""
+        return self.split_reasoning_block(text)[0]
+
     def parse_text(self, text: str) -> tuple[str | None, list[ToolCall]]:
         """``parse`` for text answers: (reasoning, calls) of the answer after the format's own reasoning block,
         ValueError when the answer is not a call list."""

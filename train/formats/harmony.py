@@ -240,12 +240,22 @@ class HarmonyFormat(ChatFormat):
     def parse(self, text: str) -> tuple[str | None, list[ToolCall]]:
         return parse_harmony(text)
 
+    def reasoning_of(self, text: str) -> str | None:
+        """The bodies of the completion's analysis messages (the reasoning the analysis channel carries)."""
+        bodies = [m.group("body") for m in _MESSAGE.finditer(text) if _channel_of(m.group("header")) == "analysis"]
+        return "".join(bodies) or None
+
 
 _MESSAGE = re.compile(
     r"(?:<\|start\|>)?(?P<header>.*?)<\|message\|>(?P<body>.*?)(?P<end><\|end\|>|<\|call\|>|<\|return\|>|$)", re.DOTALL
 )
 _RECIPIENT = re.compile(r"\bto=(?P<to>[^\s<]+)")
 _CHANNEL = re.compile(r"<\|channel\|>(?P<channel>\w+)")
+
+
+def _channel_of(header: str) -> str | None:
+    channel = _CHANNEL.search(header)
+    return channel.group("channel") if channel else None
 
 
 def parse_harmony(text: str) -> tuple[str | None, list[ToolCall]]:

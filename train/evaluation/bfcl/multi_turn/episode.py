@@ -134,7 +134,11 @@ class MultiTurnEpisode:
         calls = list(generation.tool_calls)
         for call in calls:
             call.id = call.id or self.ids.issue(call.name)
-        self.history.append(Message(role="assistant", content=generation.content, tool_calls=calls))
+        # the reasoning too: Qwen3 and Harmony keep it in history within a user turn, as the model wrote it
+        reasoning = generation.reasoning
+        self.history.append(
+            Message(role="assistant", content=generation.content, tool_calls=calls, reasoning_content=reasoning)
+        )
         self.result[-1].append([{call.name: call.arguments} for call in calls])
         if not calls:
             self.next_turn()
