@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from session_cache import session_folder
+from session_cache import session_folder, shared_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -45,10 +45,9 @@ def built_tokenizer(tooltrain_cache):
     """``built_tokenizer(name)``: the tokenizer the package builds for NAME, from this session's own cache (a fresh
     folder each run, shared by all workers: one of them builds each name, under load_tokenizer's lock). Parity
     tests thus pin this session's builder, never a tokenizer cached in the home folder by older code, without
-    rebuilding a 150k-200k vocabulary per module (5-10 s each on 2 cores)."""
-    from train.tokenizers import load_tokenizer
-
-    return load_tokenizer
+    rebuilding a 150k-200k vocabulary per module (5-10 s each on 2 cores). One object per name per worker
+    (session_cache.shared_tokenizer): the tests asking for it only read it."""
+    return shared_tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +44,20 @@ def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
                 raise
             done.touch()
     return folder
+
+
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def shared_tokenizer(name: str) -> Any:
+    """This process's one object of the tokenizer the package builds for NAME (from the session's cache: the
+    ``built_tokenizer`` fixture), for tests that only read it: encode, decode, look up ids, tokenize a format.
+
+    Each load of a 128k-200k vocabulary costs 2-3 s, and the byte path's first use of a new object (its definition
+    serialised and hashed, train/formats/byte_bpe.py) 2 s more: paid once per worker, not once per module. A test
+    that changes a tokenizer (adds tokens, sets a chat template) or needs a fresh object calls load_tokenizer."""
+    if name not in _TOKENIZERS:
+        from train.tokenizers import load_tokenizer
+
+        _TOKENIZERS[name] = load_tokenizer(name)
+    return _TOKENIZERS[name]

@@ -280,10 +280,10 @@ SURROGATE_REASON = "text that is not valid Unicode at messages[0].content: lone 
 
 
 def _tokenizer_available(name: str) -> None:
-    from train.tokenizers import load_tokenizer
+    from session_cache import shared_tokenizer
 
     try:
-        load_tokenizer(get_format(name).default_tokenizer)
+        shared_tokenizer(get_format(name).default_tokenizer)
     except ImportError as err:  # the tokenizer's source package is not installed here
         pytest.skip(f"{name}: {err}")
 

@@ -26,11 +26,12 @@ BAD_LINES = [
 
 @pytest.fixture(scope="module")
 def smollm2():
+    from session_cache import shared_tokenizer
+
     from train.models import ModelFetchError
-    from train.tokenizers import load_tokenizer
 
     try:
-        return load_tokenizer("smollm2")
+        return shared_tokenizer("smollm2")
     except ModelFetchError as err:
         pytest.skip(str(err))
 
@@ -224,10 +225,10 @@ def test_errors_are_messages_not_tracebacks(smollm2, tmp_path, capsys):
 def _available(name: str):
     """The format and its default tokenizer, or a skip when the tokenizer's source package is missing."""
     fmt = get_format(name)
-    from train.tokenizers import load_tokenizer
+    from session_cache import shared_tokenizer
 
     try:
-        return fmt, load_tokenizer(fmt.default_tokenizer)
+        return fmt, shared_tokenizer(fmt.default_tokenizer)
     except ImportError as err:  # its source package is not installed
         pytest.skip(f"tokenizer {fmt.default_tokenizer}: {err}")
     except OSError as err:  # a hub-only tokenizer (deepseek_coder's, Llama-2's: no package ships it) and no hub here

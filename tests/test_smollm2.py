@@ -23,9 +23,9 @@ def gguf() -> Path:
 
 @pytest.fixture(scope="module")
 def tok(gguf):
-    from train.tokenizers import load_tokenizer
+    from session_cache import shared_tokenizer
 
-    return load_tokenizer("smollm2")
+    return shared_tokenizer("smollm2")
 
 
 # ---- fetching ---------------------------------------------------------------------------------

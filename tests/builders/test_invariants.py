@@ -107,9 +107,9 @@ def trained_spans(ids: list[int], labels: list[int]) -> list[list[int]]:
 
 def check_masks(samples: list[Conversation]) -> int:
     """Decoded trained spans == the assistant turns (text, <|python_tag|>, calls, end token), turn by turn."""
-    from train.tokenizers import load_tokenizer
+    from session_cache import shared_tokenizer
 
-    tokenizer = load_tokenizer("llama3")
+    tokenizer = shared_tokenizer("llama3")
     fmt = get_format("llama3_1_metatool")
     checked = 0
     for sample, tokens in zip(samples, tokenize_many(fmt, samples, tokenizer)):

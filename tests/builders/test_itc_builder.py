@@ -280,7 +280,7 @@ def test_every_native_format_renders_a_nested_text_task_and_trains_only_the_answ
 
 
 def test_one_sample_renders_exactly_in_qwen2_5_and_only_its_answer_trains():
-    from train.tokenizers import load_tokenizer
+    from session_cache import shared_tokenizer
 
     single = conv(
         "single",
@@ -301,7 +301,7 @@ def test_one_sample_renders_exactly_in_qwen2_5_and_only_its_answer_trains():
         + answer
         + "<|im_end|>\n"
     )
-    tok = load_tokenizer("qwen2_5")  # this session's build (conftest: one cache per run)
+    tok = shared_tokenizer("qwen2_5")  # this session's build (conftest: one cache per run)
     tokenized = tokenize(fmt, sample, tok)
     trained = [t for t, label in zip(tokenized.input_ids, tokenized.labels) if label != IGNORE_INDEX]
     assert tok.decode(trained) == answer + "<|im_end|>"

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from session_cache import shared_tokenizer
 
 from train.data.dataset import build_dataset
 from train.data.inputs import cache_key
@@ -105,7 +106,7 @@ def test_every_conversation_read_is_counted_once(tmp_path):
     """The fixture reaches every outcome (its README lists the cases), so each counter is checked."""
     cfg = data_config([str(FIXTURES / "accounting.jsonl")], max_seq_len=256, overlong="drop", eval_fraction=0.25)
     cfg["sources"][0]["name"] = "canonical"
-    built = build_dataset(cfg, "llama3_1", load_tokenizer("llama3"), tmp_path / "cache")
+    built = build_dataset(cfg, "llama3_1", shared_tokenizer("llama3"), tmp_path / "cache")
     report = built.report
     assert {key: getattr(report, key) for key in ("read", *OUTCOMES, "truncated")} == {
         "read": 14,

@@ -48,8 +48,8 @@ def data_config(**changes) -> dict:
 
 
 @pytest.fixture(scope="module")
-def llama3():
-    return load_tokenizer("llama3")
+def llama3(built_tokenizer):
+    return built_tokenizer("llama3")
 
 
 def cache_files(folder: Path) -> dict[str, bytes]:

@@ -48,11 +48,10 @@ def template(name: str) -> str:
     return (resources.files("trl") / "chat_templates" / name).read_text(encoding="utf-8")
 
 
-@cache
 def tokenizer(name: str):
-    from train.tokenizers import load_tokenizer
+    from session_cache import shared_tokenizer
 
-    return load_tokenizer(name)
+    return shared_tokenizer(name)
 
 
 def template_prompt(tok, conv: Conversation, name: str, tokenize: bool = False):

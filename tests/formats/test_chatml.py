@@ -36,11 +36,12 @@ IM_START, IM_END = 1, 2
 
 @pytest.fixture(scope="module")
 def tok():
+    from session_cache import shared_tokenizer
+
     from train.models import ModelFetchError
-    from train.tokenizers import load_tokenizer
 
     try:
-        return load_tokenizer("smollm2")
+        return shared_tokenizer("smollm2")
     except ModelFetchError as err:  # a fresh machine with no package index: nothing to compare against
         pytest.skip(str(err))
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from session_cache import shared_tokenizer
 
 from train.data.rendered import trained_runs
 from train.formats import FORMATS, MaskPolicy, format_class, get_format
@@ -147,7 +148,7 @@ def offline_tokenizer(fmt):
     """The format's own tokenizer; for one that loads only from the hub (deepseek_coder, toolselect_text), one
     token per byte plus the format's control tokens."""
     if "/" not in fmt.default_tokenizer:
-        return load_tokenizer(fmt.default_tokenizer)
+        return shared_tokenizer(fmt.default_tokenizer)
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from session_cache import shared_tokenizer
 
 from train.formats import MaskPolicy, get_format
 from train.formats.base import ChatFormat, Segment
@@ -28,8 +29,8 @@ FORMATS = {"qwen2_5": "qwen2_5", "llama3_1": "llama3", "llama3_1_metatool": "lla
 
 
 @pytest.fixture(scope="module")
-def tokenizers():
-    return {name: load_tokenizer(name) for name in ("qwen2_5", "llama3")}
+def tokenizers(built_tokenizer):
+    return {name: built_tokenizer(name) for name in ("qwen2_5", "llama3")}
 
 
 def load(path: Path) -> list[Conversation]:
@@ -54,7 +55,7 @@ def test_the_byte_path_is_taken_for_llama3_and_qwen2_5_only(tokenizers):
     assert byte_bpe_for(tokenizers["qwen2_5"]) is not None
     assert byte_bpe_for(tokenizers["llama3"]) is not None
     # Mistral v3: a SentencePiece BPE with byte fallback and a Metaspace pre-tokenizer
-    assert byte_bpe_for(load_tokenizer("mistral_v3")) is None
+    assert byte_bpe_for(shared_tokenizer("mistral_v3")) is None
 
 
 # slow tier: SmolLM2's tokenizer is built from its GGUF file (~15 s of CPU); Mistral v3 above is the default

@@ -72,9 +72,7 @@ def test_command_line_option_errors():
         parse_format_option("llama3_1", "tools_in_user_message=maybe")
 
 
-def test_render_with_format_options(tmp_path, capsys):
-    from train.tokenizers import load_tokenizer
-
+def test_render_with_format_options(tmp_path, capsys, built_tokenizer):
     out = tmp_path / "out.jsonl"
     args = [
         "data",
@@ -91,7 +89,7 @@ def test_render_with_format_options(tmp_path, capsys):
         "date_string=01 Jan 2025",
     ]
     assert main(args) == 0
-    fmt, tok = Llama31Format(tools_in_user_message=False, date_string="01 Jan 2025"), load_tokenizer("llama3")
+    fmt, tok = Llama31Format(tools_in_user_message=False, date_string="01 Jan 2025"), built_tokenizer("llama3")
     rows = {row["id"]: row for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     assert rows and "single_call_json_result" in rows
     for conv_id, row in rows.items():

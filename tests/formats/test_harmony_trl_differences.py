@@ -11,10 +11,10 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from session_cache import shared_tokenizer
 
 from train.formats.hf import to_hf_messages
 from train.schema import Conversation, Message, Tool, ToolCall
-from train.tokenizers import load_tokenizer
 
 HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:  # importlib mode: the parity test's reference render beside this file
@@ -64,7 +64,7 @@ def texts(tmp_path_factory) -> tuple[str, str]:
     blank = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")))
     messages, tools = to_hf_messages(CONV)
     trl_text = blank.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False)
-    harmony_text = load_tokenizer("o200k_harmony").decode(official_harmony_ids(CONV.messages, CONV.tools))
+    harmony_text = shared_tokenizer("o200k_harmony").decode(official_harmony_ids(CONV.messages, CONV.tools))
     return trl_text, harmony_text
 
 

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from session_cache import shared_tokenizer
 
 from train.formats import MaskPolicy, get_format
 from train.formats.mistral import (
@@ -32,7 +33,7 @@ from train.formats.mistral import (
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, ToolCall
 from train.tokenizers import BUILDERS
-from train.tokenizers.mistral import TEKKEN_FILE, V3_FILE, build_mistral_tekken, build_mistral_v3, mistral_data_file
+from train.tokenizers.mistral import TEKKEN_FILE, V3_FILE, mistral_data_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -47,14 +48,15 @@ CASES = {conv.id: conv for conv in CORPUS + EDGES}
 # The one corpus case Mistral cannot write, and the reason both sides give.
 CORPUS_REJECTED = {"text_and_call": "both text and tool calls"}
 FAMILIES = {
-    "v3": (MistralV3Format, build_mistral_v3, V3_FILE),
-    "nemo": (MistralNemoFormat, build_mistral_tekken, TEKKEN_FILE),
+    "v3": (MistralV3Format, "mistral_v3", V3_FILE),
+    "nemo": (MistralNemoFormat, "mistral_tekken", TEKKEN_FILE),
 }
 
 
-@cache
 def tokenizer(family: str):
-    return FAMILIES[family][1]()
+    """This session's build of the family's tokenizer (the worker's shared object: test_tokenizers_mistral checks
+    that the cached tokenizer encodes as the freshly built one does)."""
+    return shared_tokenizer(FAMILIES[family][1])
 
 
 @cache

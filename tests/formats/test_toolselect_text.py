@@ -5,12 +5,12 @@ from __future__ import annotations
 import csv
 
 import pytest
+from session_cache import shared_tokenizer
 
 from train.formats import get_format
 from train.formats.tokenize import IGNORE_INDEX, tokenize
 from train.schema import Conversation, Message, Tool, ToolCall
 from train.sources.toolselect import read
-from train.tokenizers import load_tokenizer
 
 FORMAT = "toolselect_text"  # registered (train/formats/__init__.py); module:attr still names it too
 LLAMA3 = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}  # Llama-2's own loads from the hub
@@ -69,7 +69,7 @@ def test_every_real_row_renders_byte_for_byte_as_its_csv_text(rows):
 
 def test_only_the_thought_the_act_and_the_eos_train_on_a_real_row(rows):
     """§2.1.2: the instruction and the tool list are masked; the trained ids decode to exactly the answer + EOS."""
-    tok = load_tokenizer("llama3")
+    tok = shared_tokenizer("llama3")
     _, conv = rows[0]
     out = tokenize(get_format(FORMAT, LLAMA3), conv, tok)
     trained = [i for i, label in enumerate(out.labels) if label != IGNORE_INDEX]
@@ -155,7 +155,7 @@ def test_the_llama2_70b_model_config_uses_the_layout_with_llama2s_bos_and_eos():
 
 
 def test_the_trained_span_on_a_real_row_with_a_llama2_like_sentencepiece_tokenizer(rows):
-    tok = load_tokenizer("mistral_v3")
+    tok = shared_tokenizer("mistral_v3")
     _, conv = rows[0]
     out = tokenize(get_format(FORMAT), conv, tok)  # the defaults: Llama-2's <s> and </s>
     trained = [i for i, label in enumerate(out.labels) if label != IGNORE_INDEX]
