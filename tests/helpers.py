@@ -38,5 +38,6 @@ def tool(name, description, parameters):
 # The recipes that run on a CPU as shipped (the others are GPU recipes with a default strategy and GPU count, which
 # tests/engine/test_memory_plan.py and test_fast_defaults.py list with them)
 CPU_RECIPES = frozenset(
-    {"demo", "tiny", "dpo_tiny", "itc_tiny", "mt_llama_tiny", "toolgt_tiny", "toolverifier_tiny", "ptr", "ptr_tiny"}
+    {"demo", "tiny", "dpo_tiny", "grpo_tiny", "grpo_smollm2", "itc_tiny", "mt_llama_tiny", "toolgt_tiny"}
+    | {"toolverifier_tiny", "ptr", "ptr_tiny"}
 )

@@ -214,6 +214,43 @@ GOLDEN: dict[str, dict] = {
         "losses": [0.6931, 0.6937, 0.6873],
         "trained_tokens": 881,
     },
+    "grpo_tiny": {
+        # TRL's GRPOTrainer on 2 rollouts of each glaive turn (train.objective=grpo), sampled token-in/token-out; the
+        # digits reward (tests/grpo_fakes.py) gives the random model's groups a spread, so the losses move; trained
+        # tokens are the sampled ones (TRL's mean rollout length x the rollouts of each step)
+        "overrides": [
+            "data.sources.0.limit=16",
+            "data.max_seq_len=512",
+            "grpo.rewards=[toolrl,tests.grpo_fakes:DIGITS]",
+            "grpo.num_generations=2",
+            "grpo.max_new_tokens=16",
+            "train.micro_batch_size=2",
+            "train.global_batch_size=4",
+        ],
+        "losses": [0.0, 0.0, 0.0],
+        "rewards": [-2.9932, -0.9906, -0.9806],
+        "trained_tokens": 192,
+    },
+    "grpo_qwen3_8b": {
+        # Qwen3-8B, 8 GPUs and vLLM swapped for the tiny Llama on one process with the Qwen3 tokenizer, sampling with
+        # model.generate; the shipped glaive rows for xLAM's; the qwen3 format (thinking), rewards and GRPO settings stay
+        "overrides": [
+            "model=tiny_llama",
+            "model.chat_format=qwen3",
+            "model.tokenizer=qwen3",
+            "distributed=single",
+            "grpo.vllm=off",
+            "data.sources=[{name:glaive,inputs:[pkg://train/assets/demo/glaive_sample.json],limit:8}]",
+            "data.max_seq_len=1024",
+            "grpo.num_generations=2",
+            "grpo.max_new_tokens=16",
+            "train.micro_batch_size=2",
+            "train.global_batch_size=4",
+        ],
+        "losses": [0.0, 0.0, 0.0],
+        "rewards": [1.0, 1.0, 1.0],  # ToolRL: every answer to these text turns parses as text
+        "trained_tokens": 192,
+    },
     "tiny": {
         "overrides": ["data.sources.0.limit=16", "data.max_seq_len=256"],
         "losses": [6.951, 6.9485, 6.9345],
@@ -258,6 +295,7 @@ def test_every_recipe_has_a_golden_smoke_run():
 # Qwen tokenizer and the langid pass) are in the slow tier, keeping `.ci/run` within its minutes.
 SLOW_TIER = {
     *("itc_qwen2_5_7b", "itc_qwen3_8b"),
+    "grpo_qwen3_8b",  # grpo_tiny runs GRPO's pipeline in seconds; this one pays a 151k-vocabulary LM head per token
     *("toolgt_qwen2_5_14b", "toolgt_qwen3_8b", "toolgt_llama3_1_8b", "toolgt_mistral_7b", "toolgt_nemo_12b"),
 }
 
@@ -296,10 +334,15 @@ def test_the_recipe_trains_to_its_golden_losses(recipe, tooltrain_cache, tmp_pat
     finally:
         torch.set_num_threads(threads)
     assert (result.status, result.global_step) == ("completed", 3)
+    from train.engine.report import read_metrics
+
+    # GRPO's loss is ~0 (a group's advantages sum to zero): its per-step mean reward pins the rollouts and rewards
+    rewards = [round(row["reward"], 4) for row in read_metrics(tmp_path / "run" / "metrics.jsonl") if "reward" in row]
     print(
         f"{recipe}: losses {[round(loss, 4) for loss in result.losses]}, trained tokens "
-        f"{result.summary['trained_tokens']}"
+        f"{result.summary['trained_tokens']}" + (f", rewards {rewards}" if rewards else "")
     )
     # the tokens that carry loss pin the data, format and masks exactly; the losses pin the model and optimizer too
     assert result.summary["trained_tokens"] == golden["trained_tokens"]
     assert result.losses == pytest.approx(golden["losses"], abs=1e-4)
+    assert rewards == pytest.approx(golden.get("rewards", []), abs=1e-4)

@@ -23,6 +23,7 @@ from train.engine.training_args import training_arguments
 DEFAULT_STRATEGIES = {
     "itc_qwen2_5_7b": "single",  # one GPU
     "itc_qwen3_8b": "single",
+    "grpo_qwen3_8b": "ddp",  # LoRA 8B with vLLM's 30% of each GPU set aside: replicated still fits (36.5 of 56 GiB)
     "mt_llama": "ddp",  # LoRA 8B: the model fits every GPU replicated (50.2 of 80 GiB)
     "toolgt_llama3_1_8b": "zero2",  # full fine-tune 8B: weights replicated, optimizer state sharded
     "toolgt_mistral_7b": "zero2",

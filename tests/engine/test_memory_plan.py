@@ -115,6 +115,7 @@ def test_parameter_count_matches_the_model_card(name):
 GPU_RECIPES = {
     "itc_qwen2_5_7b": 1,  # "global batch 8 is one GPU"
     "itc_qwen3_8b": 1,
+    "grpo_qwen3_8b": 8,  # "one 8-GPU node"
     "mt_llama": 8,  # torchrun --nproc_per_node 8
     "toolgt_llama3_1_8b": 8,  # Table 4: 8 A100 80GB
     "toolgt_mistral_7b": 8,
