@@ -233,7 +233,7 @@ GOLDEN: dict[str, dict] = {
     },
     "grpo_qwen3_8b": {
         # Qwen3-8B, 8 GPUs and vLLM swapped for the tiny Llama on one process with the Qwen3 tokenizer, sampling with
-        # model.generate; the shipped glaive rows for xLAM's; the qwen3 format (thinking), rewards and GRPO settings stay
+        # model.generate; the shipped glaive rows for xLAM's; the qwen3 format (thinking), rewards and GRPO knobs stay
         "overrides": [
             "model=tiny_llama",
             "model.chat_format=qwen3",
