@@ -85,6 +85,7 @@ def test_one_turn_rows_are_each_gold_turn_after_its_history_or_the_last():
     assert episode.prompt() == (rows[0].reference, 1)
     assert rows[0].episode() is not episode  # a fresh episode per rollout
     assert [row.key for row in grpo_run.one_turn_rows(conv, "last")] == ["c1#3"]
+    assert [row.key for row in grpo_run.one_turn_rows(conv, "calls")] == ["c1#1"]  # the turn that calls a tool
 
 
 def test_a_reward_that_cannot_judge_a_reference_drops_its_row_with_the_reason():

@@ -233,6 +233,7 @@ class RewardScaling(str, Enum):
 
 class GrpoTurns(str, Enum):
     every = "every"  # one prompt per gold assistant turn
+    calls = "calls"  # one prompt per gold assistant turn that calls tools (BFCL-style: the answer is the call)
     last = "last"  # one prompt per conversation: its last assistant turn
 
 

@@ -111,9 +111,12 @@ def cut_after(conv: Conversation, index: int) -> Conversation:
 
 
 def one_turn_rows(conv: Conversation, turns: str) -> list[PromptRow]:
-    """The rows of one conversation for ``grpo.episode=one_turn``: every assistant turn, or the last."""
+    """The rows of one conversation for ``grpo.episode=one_turn``: every assistant turn, those that call tools, or
+    the last."""
     indices = [i for i, message in enumerate(conv.messages) if message.role == "assistant"]
-    if turns == "last":
+    if turns == "calls":
+        indices = [i for i in indices if conv.messages[i].tool_calls]
+    elif turns == "last":
         indices = indices[-1:]
     rows = []
     for index in indices:
