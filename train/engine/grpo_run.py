@@ -71,7 +71,9 @@ class RolloutData:
     tokenizer: Any
     rows: Any  # a datasets.Dataset of {"prompt": key}: TRL samples keys, the rollout looks the row up
     table: dict[str, PromptRow]
-    counts: dict[str, int]  # read = used + skipped, rows, dropped: <why>
+    # read (training conversations), used (those with a prompt), rows (prompts), dropped: <why> and skipped: <why>
+    # (per prompt or task item), rejected_by_reader, dropped_by_builder, held_out
+    counts: dict[str, int]
     eval_conversations: list = field(default_factory=list)  # held out (data.eval_fraction): the heldout benchmark
     meter: TokenMeter = field(default_factory=TokenMeter)  # prepare_model attaches one; GRPO does not fill it
 
