@@ -231,6 +231,19 @@ GOLDEN: dict[str, dict] = {
         "rewards": [-2.9932, -0.9906, -0.9806],
         "trained_tokens": 192,
     },
+    "grpo_smollm2": {
+        # SmolLM2 swapped for the tiny Llama (the same ChatML format); the recipe's call-turn prompts, ToolRL reward and
+        # GRPO knobs stay; its BFCL and held-out evaluations are off (bfcl-eval is a test reference, not a dependency)
+        "overrides": [
+            "model=tiny_llama",
+            "data.sources.0.limit=24",
+            "eval.benchmarks=[]",
+            "grpo.max_new_tokens=16",
+        ],
+        "losses": [0.0, 0.0, 0.0],
+        "rewards": [-3.0, -3.0, -3.0],  # the random model never calls: ToolRL's minimum
+        "trained_tokens": 384,
+    },
     "grpo_qwen3_8b": {
         # Qwen3-8B, 8 GPUs and vLLM swapped for the tiny Llama on one process with the Qwen3 tokenizer, sampling with
         # model.generate; the shipped glaive rows for xLAM's; the qwen3 format (thinking), rewards and GRPO knobs stay

@@ -203,7 +203,11 @@ def test_a_run_on_a_gpu_prints_its_plan_and_refuses_one_that_cannot_fit(capsys):
     from train.engine.run import check_memory_plan
 
     eight = World(rank=0, local_rank=0, world_size=8, local_world_size=8, node_rank=0)
-    check_memory_plan(compose(["recipe=mt_llama", "distributed=zero3"]), eight, gpu=True)
+    cfg = compose(["recipe=mt_llama", "distributed=zero3"])
+    import transformers.integrations  # noqa: F401 - its first import prints a line under WANDB_MODE=offline
+
+    capsys.readouterr()  # (the test alone, or first in its worker, saw it in the plan's output)
+    check_memory_plan(cfg, eight, gpu=True)
     assert capsys.readouterr().out.startswith("memory plan: 35.6 of 80 GiB per GPU (8 GPUs, zero3): ")
     no_checkpointing = compose(["recipe=mt_llama", "distributed=zero3", "distributed.gradient_checkpointing=false"])
     with pytest.raises(ConfigError, match="does not fit; set distributed.gradient_checkpointing=true"):
