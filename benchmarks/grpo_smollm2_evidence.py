@@ -48,7 +48,9 @@ def main(run_dir: str, command: str, wall: str, machine: str, attempts: str | No
         "attempts": json.loads(Path(attempts).read_text()) if attempts else [],
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(evidence, indent=1) + "\n")
+    partial = OUT.with_suffix(".json.partial")  # written whole, then renamed: a failed write leaves the old file
+    partial.write_text(json.dumps(evidence, indent=1) + "\n")
+    partial.replace(OUT)
     print(f"{len(steps)} steps, {len(evals)} evaluations -> {OUT}")
 
 
