@@ -71,9 +71,11 @@ def test_a_tokenizer_loaded_again_reuses_the_decision_and_another_definition_get
 
     from tokenizers import Tokenizer
 
-    again = load_tokenizer("llama3")
-    assert again is not tokenizers["llama3"]
-    assert byte_bpe_for(again) is byte_bpe_for(tokenizers["llama3"])
+    # two loads of the cached tokenizer (the worker's shared object may be the one its build returned, whose
+    # definition need not be the saved copy's byte for byte)
+    first, again = load_tokenizer("llama3"), load_tokenizer("llama3")
+    assert again is not first
+    assert byte_bpe_for(again) is byte_bpe_for(first)
     # the same vocabulary and merges behind an NFKC normalizer: tiktoken cannot reproduce it, so no byte path
     definition = json.loads(tokenizers["qwen2_5"].backend_tokenizer.to_str())
     definition["normalizer"] = {"type": "NFKC"}
