@@ -156,6 +156,23 @@ class Engine:
         process.send_signal(signal.SIGKILL)
         raise AssertionError(f"no step {step} within {timeout} s")
 
+    def preempt(self, command: list[str], run_dir: Path, after_step: int, steps: int) -> int:
+        """Starts ``command``, sends SIGTERM once step ``after_step`` is logged, and checks the preemption: exit 75
+        (requeue), summary.json says preempted before ``steps``, and the checkpoint it saved is complete. Returns the
+        step it stopped at."""
+        from train.engine.callbacks import COMPLETE_MARKER, REQUEUE_EXIT_CODE
+
+        process = subprocess.Popen(
+            command, cwd=self.repo, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.wait_for_step(run_dir, process, after_step)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == REQUEUE_EXIT_CODE
+        stopped = self.summary(run_dir)["steps"]
+        assert self.summary(run_dir)["status"] == "preempted" and after_step <= stopped < steps
+        assert (run_dir / f"checkpoint-{stopped}" / COMPLETE_MARKER).is_file()
+        return stopped
+
     @staticmethod
     def copy_run(source: Path, target: Path, keep_through_step: int) -> Path:
         """A copy of a finished run as a kill after ``keep_through_step`` would leave it."""

@@ -6,14 +6,11 @@ loss for loss and tensor for tensor. Slow tier: each run trains for ~20 s."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from train.engine.callbacks import COMPLETE_MARKER, REQUEUE_EXIT_CODE
 
 pytestmark = pytest.mark.slow
 
@@ -93,16 +90,7 @@ def test_full_fine_tuning_trains_against_the_base_model_built_again(engine, tmp_
 def test_a_preempted_dpo_run_saves_exits_75_and_the_rerun_completes_the_same_run(engine, cli_run, tmp_path):
     reference, _ = cli_run
     run_dir = tmp_path / "run"
-    process = subprocess.Popen(
-        command(run_dir), cwd=engine.repo, env=engine.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    engine.wait_for_step(run_dir, process, 2)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=120) == REQUEUE_EXIT_CODE
-    stopped = engine.summary(run_dir)["steps"]
-    assert engine.summary(run_dir)["status"] == "preempted" and 2 <= stopped < STEPS
-    assert (run_dir / f"checkpoint-{stopped}" / COMPLETE_MARKER).is_file()
-
+    stopped = engine.preempt(command(run_dir), run_dir, after_step=2, steps=STEPS)
     assert f"resuming from checkpoint-{stopped}" in launch(engine, run_dir)
     assert engine.summary(run_dir)["status"] == "completed"
     assert engine.losses(run_dir) == engine.losses(reference)
