@@ -701,12 +701,12 @@ def grpo_problems(cfg: DictConfig) -> list[str]:
     from train.evaluation.rewards import REWARDS
     from train.evaluation.tasks import TaskError, task_class, task_names
 
-    grpo, problems = cfg.grpo, []
+    grpo, problems, specs = cfg.grpo, [], {}
     if not grpo.rewards:
         problems.append(f"grpo.rewards is empty: name one or more of {', '.join(REWARDS.names())}")
     for reward in grpo.rewards:
         try:
-            REWARDS.get(reward)
+            specs[reward] = REWARDS.get(reward)
         except ValueError as err:
             problems.append(f"grpo.rewards: {err}")
     if grpo.reward_weights and len(grpo.reward_weights) != len(grpo.rewards):
@@ -729,23 +729,21 @@ def grpo_problems(cfg: DictConfig) -> list[str]:
             problems += [f"grpo.episode_options: {p}" for p in task_class(grpo.episode).option_problems(options)]
     elif grpo.episode_options:
         problems.append("grpo.episode_options are an episodic task's; grpo.episode=one_turn takes none")
-    # a reward that reads a played episode's record, and the episode it reads
-    for reward, episode in EPISODE_REWARDS.items():
-        if reward in grpo.rewards and grpo.episode != episode:
-            problems.append(f"grpo.rewards: {reward} scores a {episode} episode; set grpo.episode={episode}")
-        if grpo.episode == episode and set(grpo.rewards) - {reward}:
-            others = ", ".join(sorted(set(grpo.rewards) - {reward}))
-            problems.append(f"grpo.episode={episode} is scored by its episode reward {reward} only, not {others}")
+    # each reward reads what the episode leaves: one turn's parse, or its episode's record (RewardSpec.episode)
+    episode = None if grpo.episode == "one_turn" else grpo.episode
+    for reward, spec in specs.items():
+        if spec.episode is not None and spec.episode != episode:
+            problems.append(f"grpo.rewards: {reward} scores a {spec.episode} episode; set grpo.episode={spec.episode}")
+    others = sorted(reward for reward, spec in specs.items() if spec.episode != episode)
+    if episode is not None and others:
+        own = ", ".join(name for name in REWARDS.names() if REWARDS.get(name).episode == episode) or "none registered"
+        problems.append(f"grpo.episode={episode} is scored by its episode reward ({own}) only, not {', '.join(others)}")
     group, size = int(grpo.num_generations), int(cfg.train.global_batch_size)
     if group >= 2 and size % group:  # (fewer than 2: the range check says so)
         problems.append(
             f"train.global_batch_size={size} rollouts per step is not a multiple of grpo.num_generations={group}"
         )
     return problems
-
-
-#: rewards that judge a played episode's record, and the episode (an episodic task) that writes that record
-EPISODE_REWARDS = {"bfcl_multi_turn": "bfcl_multi_turn"}
 
 
 def _eval_problems(cfg: DictConfig) -> list[str]:

@@ -32,6 +32,8 @@ class RewardSpec:
     low: float
     high: float
     credits: str
+    # the episodic task whose played episode's record the reward reads (``grpo.episode``); None: one turn's parse
+    episode: str | None = None
 
 
 REWARDS: Registry[RewardSpec] = Registry("reward", "rewards", lambda obj: isinstance(obj, RewardSpec))

@@ -32,4 +32,5 @@ SPEC = RewardSpec(
     low=0.0,
     high=1.0,
     credits="a multi-turn episode whose environments end every turn in the gold state with the gold results (BFCL)",
+    episode="bfcl_multi_turn",
 )
